@@ -1,0 +1,127 @@
+// Package model holds the slim domain objects that DNS needs from a cluster.
+//
+// Sources convert API objects (Services, EndpointSlices, Namespaces, Pods)
+// into these structs at the edge, so nothing past sources/ depends on
+// client-go and zone state keeps only the fields that make records. Values
+// are immutable once sent: an update replaces the pointer, never the fields.
+package model
+
+import "net/netip"
+
+// Kind names the kind of a cluster object.
+type Kind uint8
+
+// The object kinds the sources deliver.
+const (
+	KindNamespace Kind = iota + 1
+	KindService
+	KindEndpointSlice
+	KindPod
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNamespace:
+		return "Namespace"
+	case KindService:
+		return "Service"
+	case KindEndpointSlice:
+		return "EndpointSlice"
+	case KindPod:
+		return "Pod"
+	}
+	return "Unknown"
+}
+
+// Key identifies one object of one kind.
+type Key struct {
+	Kind      Kind
+	Namespace string // empty for namespaces
+	Name      string
+}
+
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.Kind.String() + " " + k.Name
+	}
+	return k.Kind.String() + " " + k.Namespace + "/" + k.Name
+}
+
+// ServiceType is what a Service resolves to.
+type ServiceType uint8
+
+// Service types as DNS sees them.
+const (
+	ServiceClusterIP    ServiceType = iota // A/AAAA of the cluster IPs
+	ServiceHeadless                        // A/AAAA of the ready endpoints
+	ServiceExternalName                    // CNAME to the external name
+)
+
+// Port is a named service or endpoint port.
+type Port struct {
+	Name     string
+	Protocol string // TCP, UDP or SCTP
+	Port     int32
+}
+
+// Service is the DNS view of a Kubernetes Service.
+type Service struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	Type            ServiceType
+	ClusterIPs      []netip.Addr // empty for headless and ExternalName
+	ExternalName    string       // fully qualified, for ServiceExternalName
+	Ports           []Port
+}
+
+// Key returns the object key of s.
+func (s *Service) Key() Key { return Key{KindService, s.Namespace, s.Name} }
+
+// Endpoint is one ready-or-not backend of an EndpointSlice.
+type Endpoint struct {
+	Addresses     []netip.Addr
+	Hostname      string // spec hostname, may be empty
+	TargetPodName string // name of the pod behind it, if any
+	Ready         bool
+}
+
+// EndpointSlice is the DNS view of a discovery.k8s.io/v1 EndpointSlice.
+type EndpointSlice struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	ServiceName     string // from the kubernetes.io/service-name label
+	Ports           []Port
+	Endpoints       []Endpoint
+}
+
+// Key returns the object key of e.
+func (e *EndpointSlice) Key() Key { return Key{KindEndpointSlice, e.Namespace, e.Name} }
+
+// Namespace is the DNS view of a Namespace: its existence.
+type Namespace struct {
+	Name            string
+	ResourceVersion string
+}
+
+// Key returns the object key of n.
+func (n *Namespace) Key() Key { return Key{KindNamespace, "", n.Name} }
+
+// Pod is the DNS view of a Pod: where it runs and its IPs.
+type Pod struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	IPs             []netip.Addr
+}
+
+// Key returns the object key of p.
+func (p *Pod) Key() Key { return Key{KindPod, p.Namespace, p.Name} }
+
+// Change is an upsert (Object set) or a delete (Object nil) of Key.
+// Object is one of *Namespace, *Service, *EndpointSlice or *Pod.
+type Change struct {
+	Key    Key
+	Object any
+}

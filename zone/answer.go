@@ -1,0 +1,227 @@
+package zone
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Question is a lower-case, fully qualified name and a query type.
+type Question struct {
+	Name string
+	Type uint16
+}
+
+// Response is the outcome of Answer. Its record slices are shared with the
+// snapshot they came from and must not be modified.
+type Response struct {
+	External bool // not in any cluster or reverse zone: not ours to answer
+	Rcode    int
+	Answer   []dns.RR
+	Ns       []dns.RR
+	Extra    []dns.RR
+}
+
+// View is the state a question is answered from: the replicated directory
+// and the snapshots of the zones this node holds.
+type View interface {
+	Directory() *Directory
+	// Zone returns the snapshot of zone key, or nil when no state is held.
+	Zone(key string) *Snapshot
+}
+
+// maxCNAMEDepth bounds ExternalName chasing inside the cluster domain, as
+// CoreDNS does.
+const maxCNAMEDepth = 8
+
+// Answer answers q from v. It is a pure function of its arguments; for
+// names that resolve from prebuilt records it allocates nothing.
+func Answer(cfg *Config, v View, q Question) Response {
+	return answer(cfg, v, q, 0)
+}
+
+func answer(cfg *Config, v View, q Question, depth int) Response {
+	route := cfg.Domains.Route(q.Name)
+	if route.Kind == RouteExternal {
+		return Response{External: true}
+	}
+	dir := v.Directory()
+	if q.Type == dns.TypeAXFR || q.Type == dns.TypeIXFR {
+		return Response{Rcode: dns.RcodeRefused}
+	}
+	var r Response
+	switch route.Kind {
+	case RouteApex:
+		r = answerApex(cfg, dir, route.Origin, q)
+	case RouteReverseApex:
+		if q.Name == route.Origin {
+			r = answerApex(cfg, dir, route.Origin, q)
+		} else {
+			r = negative(dns.RcodeNameError, dir.soa[route.Origin])
+		}
+	case RouteStateless:
+		r = answerStateless(cfg, dir, route.Origin, q)
+	case RouteZone:
+		r = answerZone(cfg, v, dir, route, q, depth)
+	}
+	if r.Rcode == dns.RcodeNameError && !dir.Synced {
+		// Before the first sync a missing name may just not be loaded yet:
+		// never hand out a false NXDOMAIN.
+		return Response{Rcode: dns.RcodeServerFailure}
+	}
+	return r
+}
+
+func negative(rcode int, soa []dns.RR) Response {
+	return Response{Rcode: rcode, Ns: soa}
+}
+
+func answerApex(cfg *Config, dir *Directory, origin string, q Question) Response {
+	switch q.Type {
+	case dns.TypeSOA:
+		return Response{Answer: dir.soa[origin]}
+	case dns.TypeNS:
+		ap := cfg.apex[origin]
+		return Response{Answer: ap.ns, Extra: ap.nsExtra}
+	}
+	return negative(dns.RcodeSuccess, dir.soa[origin])
+}
+
+// answerStateless answers the names of a cluster domain that hold no zone
+// state: svc., pod names, dns-version and ns.dns.
+func answerStateless(cfg *Config, dir *Directory, origin string, q Question) Response {
+	soa := dir.soa[origin]
+	rel := q.Name[:len(q.Name)-len(origin)]
+	switch rel {
+	case "dns-version.":
+		if q.Type == dns.TypeTXT {
+			return Response{Answer: cfg.apex[origin].version}
+		}
+		return negative(dns.RcodeSuccess, soa)
+	case "ns.dns.":
+		ap := cfg.apex[origin]
+		if q.Type == dns.TypeA && len(ap.nsA) > 0 {
+			return Response{Answer: ap.nsA}
+		}
+		if q.Type == dns.TypeAAAA && len(ap.nsAAAA) > 0 {
+			return Response{Answer: ap.nsAAAA}
+		}
+		return negative(dns.RcodeSuccess, soa)
+	case "svc.", "pod.":
+		return negative(dns.RcodeSuccess, soa)
+	}
+	last, rest := lastLabel(rel)
+	if last != "pod" {
+		return negative(dns.RcodeNameError, soa)
+	}
+	return answerPod(cfg, dir, q, rest, soa)
+}
+
+// answerPod answers <dashed-ip>.<ns>.pod.<zone> in insecure mode: any
+// well-formed IP in an existing namespace.
+func answerPod(cfg *Config, dir *Directory, q Question, rel string, soa []dns.RR) Response {
+	ns, rest := lastLabel(rel)
+	if cfg.Pods == PodsDisabled || !dir.HasNamespace(ns) {
+		return negative(dns.RcodeNameError, soa)
+	}
+	if rest == "" {
+		return negative(dns.RcodeSuccess, soa)
+	}
+	label, deeper := lastLabel(rest)
+	if deeper != "" {
+		return negative(dns.RcodeNameError, soa)
+	}
+	ip, ok := podIP(label)
+	if !ok {
+		return negative(dns.RcodeNameError, soa)
+	}
+	if (q.Type == dns.TypeA && ip.Is4()) || (q.Type == dns.TypeAAAA && ip.Is6()) {
+		return Response{Answer: []dns.RR{addrRR(q.Name, ip, cfg.TTL)}}
+	}
+	return negative(dns.RcodeSuccess, soa)
+}
+
+// podIP parses a dashed pod address: 10-0-0-1 or fd00--1.
+func podIP(label string) (netip.Addr, bool) {
+	var s string
+	if strings.Count(label, "-") == 3 && !strings.Contains(label, "--") {
+		s = strings.ReplaceAll(label, "-", ".")
+	} else {
+		s = strings.ReplaceAll(label, "-", ":")
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil || ip.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return ip.Unmap(), true
+}
+
+func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, depth int) Response {
+	if !route.Reverse {
+		ns, _ := lastLabel(route.Key[:len(route.Key)-len(route.Origin)-len("svc.")])
+		if !dir.HasNamespace(ns) {
+			return negative(dns.RcodeNameError, dir.soa[route.Origin])
+		}
+	}
+	s := v.Zone(route.Key)
+	if s == nil {
+		if q.Name == route.Key && !route.Reverse {
+			return negative(dns.RcodeSuccess, dir.soa[route.Origin])
+		}
+		return negative(dns.RcodeNameError, dir.soa[route.Origin])
+	}
+	return s.answer(cfg, v, q, depth)
+}
+
+// answer answers a name inside this zone.
+func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
+	n := s.nodes[q.Name]
+	if n == nil {
+		if q.Name == s.Key && s.PTRs == nil {
+			return negative(dns.RcodeSuccess, s.soa) // namespace apex
+		}
+		return negative(dns.RcodeNameError, s.soa)
+	}
+	var ans, extra []dns.RR
+	switch q.Type {
+	case dns.TypeA, dns.TypeAAAA:
+		if n.cname != nil {
+			return s.chase(cfg, v, n, q, depth)
+		}
+		ans = n.a
+		if q.Type == dns.TypeAAAA {
+			ans = n.aaaa
+		}
+	case dns.TypeSRV:
+		ans, extra = n.srv, n.srvExtra
+	case dns.TypePTR:
+		ans = n.ptr
+	case dns.TypeCNAME:
+		ans = n.cnameRecords
+	}
+	if len(ans) == 0 {
+		return negative(dns.RcodeSuccess, s.soa)
+	}
+	return Response{Answer: ans, Extra: extra}
+}
+
+// chase answers A/AAAA for an ExternalName: the CNAME, followed inside the
+// cluster domain. An in-cluster target with no such records gives NODATA,
+// as in CoreDNS; a target outside is left to the client's resolver.
+func (s *Snapshot) chase(cfg *Config, v View, n *node, q Question, depth int) Response {
+	target := n.cname.Target
+	if !inZone(target, s.Origin) {
+		return Response{Answer: n.cnameRecords}
+	}
+	if depth >= maxCNAMEDepth {
+		return negative(dns.RcodeSuccess, s.soa)
+	}
+	next := answer(cfg, v, Question{Name: target, Type: q.Type}, depth+1)
+	if next.Rcode != dns.RcodeSuccess || len(next.Answer) == 0 {
+		return negative(dns.RcodeSuccess, s.soa)
+	}
+	ans := make([]dns.RR, 0, 1+len(next.Answer))
+	ans = append(ans, n.cname)
+	return Response{Answer: append(ans, next.Answer...)}
+}

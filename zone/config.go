@@ -1,0 +1,103 @@
+package zone
+
+import (
+	"net/netip"
+
+	"github.com/miekg/dns"
+)
+
+// PodMode is how pod names (a-b-c-d.ns.pod.<domain>) are answered.
+type PodMode uint8
+
+// Pod modes, as in CoreDNS's kubernetes plugin.
+const (
+	PodsDisabled PodMode = iota
+	PodsInsecure
+	PodsVerified
+)
+
+// SchemaVersion is the Kubernetes DNS specification version served as
+// the dns-version TXT record.
+const SchemaVersion = "1.1.0"
+
+// versionTTL is the TTL CoreDNS gives the dns-version record.
+const versionTTL = 28800
+
+// Config is what answers depend on besides zone state. It is built once at
+// start-up and shared read-only.
+type Config struct {
+	Domains          Domains
+	TTL              uint32       // TTL of every cluster record
+	Pods             PodMode      // how pod names are answered
+	EndpointPodNames bool         // name endpoints without a hostname after their pod
+	NSAddrs          []netip.Addr // addresses of ns.dns.<domain>, the server itself
+
+	// Prebuilt per cluster domain, so answers need no allocation.
+	apex map[string]*apexRecords
+}
+
+// apexRecords are the static records of one configured zone.
+type apexRecords struct {
+	ns      []dns.RR // NS at the apex
+	nsExtra []dns.RR // A/AAAA of ns.dns.<zone>
+	nsA     []dns.RR
+	nsAAAA  []dns.RR
+	version []dns.RR // dns-version TXT
+}
+
+// Prepare builds the static records. Call it once before answering.
+func (c *Config) Prepare() {
+	c.apex = make(map[string]*apexRecords)
+	for _, z := range append(append([]string(nil), c.Domains.Cluster...), c.Domains.Reverse...) {
+		r := &apexRecords{}
+		nsName := "ns.dns." + z
+		r.ns = []dns.RR{&dns.NS{Hdr: hdr(z, dns.TypeNS, c.TTL), Ns: nsName}}
+		for _, a := range c.NSAddrs {
+			rr := addrRR(nsName, a, c.TTL)
+			if a.Is4() {
+				r.nsA = append(r.nsA, rr)
+			} else {
+				r.nsAAAA = append(r.nsAAAA, rr)
+			}
+			r.nsExtra = append(r.nsExtra, rr)
+		}
+		r.version = []dns.RR{&dns.TXT{Hdr: hdr("dns-version."+z, dns.TypeTXT, versionTTL), Txt: []string{SchemaVersion}}}
+		c.apex[z] = r
+	}
+}
+
+// Primary is the first cluster domain: the one PTR targets are written in.
+func (c *Config) Primary() string {
+	if len(c.Domains.Cluster) == 0 {
+		return "cluster.local."
+	}
+	return c.Domains.Cluster[0]
+}
+
+// SOA builds the SOA record of origin as CoreDNS writes it.
+func (c *Config) SOA(origin string, serial uint32) []dns.RR {
+	return []dns.RR{&dns.SOA{
+		Hdr:     hdr(origin, dns.TypeSOA, min(c.TTL, 300)),
+		Ns:      "ns.dns." + origin,
+		Mbox:    "hostmaster." + origin,
+		Serial:  serial,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  c.TTL,
+	}}
+}
+
+func hdr(name string, t uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+}
+
+// addrRR is an A or AAAA record for a.
+func addrRR(name string, a netip.Addr, ttl uint32) dns.RR {
+	if a.Is4() || a.Is4In6() {
+		b := a.Unmap().As4()
+		return &dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: b[:]}
+	}
+	b := a.As16()
+	return &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: b[:]}
+}

@@ -1,0 +1,152 @@
+// Package zone is the pure core of shardns: zone keys, immutable zone
+// snapshots built from model objects, and the answer function that turns a
+// snapshot and a question into a DNS response.
+//
+// Nothing here touches actors, sockets or clocks. Actors build snapshots with
+// Build* and publish them; listeners call Answer on whatever snapshot they
+// load. Every name handled here is a lower-case, fully qualified name.
+package zone
+
+import "strings"
+
+// RouteKind says where the answer for a name comes from.
+type RouteKind uint8
+
+// Route kinds, from "not ours" to "owned by a shard".
+const (
+	// RouteExternal: the name is outside every cluster and reverse zone.
+	RouteExternal RouteKind = iota
+	// RouteApex: the name is a cluster domain itself (SOA, NS).
+	RouteApex
+	// RouteStateless: answered from the directory alone (svc., pod names in
+	// insecure mode, dns-version, ns.dns, invalid names).
+	RouteStateless
+	// RouteZone: answered from the snapshot of zone Key.
+	RouteZone
+	// RouteReverseApex: a reverse zone's apex or a name above any /24 or
+	// /64 zone key (no records, but inside our authority).
+	RouteReverseApex
+)
+
+// Route is where a question goes.
+type Route struct {
+	Kind    RouteKind
+	Origin  string // the configured zone that matched: owner of its SOA
+	Key     string // zone key, for RouteZone (a suffix of the name)
+	Reverse bool   // Origin is a reverse zone
+}
+
+// Domains are the zones a node is authoritative for.
+type Domains struct {
+	Cluster []string // cluster domains, e.g. "cluster.local."
+	Reverse []string // reverse zones, e.g. "in-addr.arpa.", "ip6.arpa."
+}
+
+const (
+	inAddrArpa = "in-addr.arpa."
+	ip6Arpa    = "ip6.arpa."
+)
+
+// Route computes where qname is answered. It allocates nothing: Key and
+// Origin are substrings of qname or of the configured zones.
+func (d *Domains) Route(qname string) Route {
+	origin, reverse := d.match(qname)
+	if origin == "" {
+		return Route{Kind: RouteExternal}
+	}
+	if reverse {
+		key := reverseKey(qname)
+		if key == "" || len(key) < len(origin) {
+			return Route{Kind: RouteReverseApex, Origin: origin, Reverse: true}
+		}
+		return Route{Kind: RouteZone, Origin: origin, Key: key, Reverse: true}
+	}
+	rel := qname[:len(qname)-len(origin)]
+	if rel == "" {
+		return Route{Kind: RouteApex, Origin: origin}
+	}
+	last, rest := lastLabel(rel)
+	if last != "svc" || rest == "" {
+		return Route{Kind: RouteStateless, Origin: origin}
+	}
+	ns, _ := lastLabel(rest)
+	key := qname[len(rest)-len(ns)-1:]
+	return Route{Kind: RouteZone, Origin: origin, Key: key}
+}
+
+// match returns the longest configured zone that qname is in or equal to.
+func (d *Domains) match(qname string) (origin string, reverse bool) {
+	for _, z := range d.Cluster {
+		if inZone(qname, z) && len(z) > len(origin) {
+			origin, reverse = z, false
+		}
+	}
+	for _, z := range d.Reverse {
+		if inZone(qname, z) && len(z) > len(origin) {
+			origin, reverse = z, true
+		}
+	}
+	return origin, reverse
+}
+
+// inZone reports whether name equals zone or lies below it, on a label
+// boundary. Both are lower-case and fully qualified.
+func inZone(name, zone string) bool {
+	if zone == "." {
+		return true
+	}
+	if !strings.HasSuffix(name, zone) {
+		return false
+	}
+	n := len(name) - len(zone)
+	return n == 0 || name[n-1] == '.'
+}
+
+// lastLabel splits "a.b.c." into "c" and "a.b." (the rest keeps its dot).
+func lastLabel(rel string) (label, rest string) {
+	s := strings.TrimSuffix(rel, ".")
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return s, ""
+	}
+	return s[i+1:], s[:i+1]
+}
+
+// reverseKey returns the /24 (in-addr.arpa) or /64 (ip6.arpa) zone key that
+// qname lies in, or "" when the name is shorter than that.
+func reverseKey(qname string) string {
+	var root string
+	var labels int
+	switch {
+	case strings.HasSuffix(qname, "."+inAddrArpa) || qname == inAddrArpa:
+		root, labels = inAddrArpa, 3
+	case strings.HasSuffix(qname, "."+ip6Arpa) || qname == ip6Arpa:
+		root, labels = ip6Arpa, 16
+	default:
+		return ""
+	}
+	start := len(qname) - len(root)
+	for i := 0; i < labels; i++ {
+		if start == 0 {
+			return ""
+		}
+		j := strings.LastIndexByte(qname[:start-1], '.')
+		start = j + 1
+	}
+	return qname[start:]
+}
+
+// ServiceZoneKey is the zone key that holds the services of namespace ns
+// under cluster domain origin.
+func ServiceZoneKey(ns, origin string) string {
+	return strings.ToLower(ns) + ".svc." + origin
+}
+
+// Fqdn lower-cases name and makes it fully qualified.
+func Fqdn(name string) string {
+	name = strings.ToLower(name)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	return name
+}

@@ -1,0 +1,112 @@
+package zone
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/model"
+)
+
+// PTR is one reverse record that a source object contributes to a reverse
+// zone: addr points back at Target.
+type PTR struct {
+	Addr      netip.Addr
+	Target    string // fully qualified, lower-case
+	ClusterIP bool   // from a service's cluster IP (wins over endpoints)
+}
+
+// PTRs returns the reverse records obj contributes, grouped by the zone key
+// of their reverse zone. Namespaces and pods contribute none.
+func PTRs(cfg *Config, obj any) map[string][]PTR {
+	out := map[string][]PTR{}
+	add := func(a netip.Addr, target string, clusterIP bool) {
+		key := reverseKey(ReverseName(a))
+		if key == "" {
+			return
+		}
+		out[key] = append(out[key], PTR{Addr: a, Target: target, ClusterIP: clusterIP})
+	}
+	switch o := obj.(type) {
+	case *model.Service:
+		if o.Type != model.ServiceClusterIP {
+			break
+		}
+		target := strings.ToLower(o.Name+"."+o.Namespace) + ".svc." + cfg.Primary()
+		for _, ip := range o.ClusterIPs {
+			add(ip, target, true)
+		}
+	case *model.EndpointSlice:
+		base := strings.ToLower(o.ServiceName+"."+o.Namespace) + ".svc." + cfg.Primary()
+		for _, ep := range o.Endpoints {
+			if !ep.Ready {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				add(a, strings.ToLower(EndpointHostname(ep, a, cfg.EndpointPodNames))+"."+base, false)
+			}
+		}
+	}
+	return out
+}
+
+// ReverseName is the in-addr.arpa or ip6.arpa name of a.
+func ReverseName(a netip.Addr) string {
+	name, _ := dns.ReverseAddr(a.Unmap().String())
+	return name
+}
+
+// ReverseZoneKey is the /24 or /64 reverse zone key that a's PTR lies in.
+func ReverseZoneKey(a netip.Addr) string { return reverseKey(ReverseName(a)) }
+
+// BuildReverseZone builds the snapshot of a /24 or /64 reverse zone from the
+// records its sources contribute. As in CoreDNS, a service's cluster IP
+// answers alone; otherwise every endpoint with that address answers.
+func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[model.Key][]PTR) *Snapshot {
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
+		soa: cfg.SOA(origin, serial), PTRs: ptrs}
+	type targets struct{ service, endpoints []string }
+	byAddr := map[netip.Addr]*targets{}
+	for _, src := range sortedObjectKeys(ptrs) {
+		for _, p := range ptrs[src] {
+			t := byAddr[p.Addr]
+			if t == nil {
+				t = &targets{}
+				byAddr[p.Addr] = t
+			}
+			if p.ClusterIP {
+				t.service = append(t.service, p.Target)
+			} else {
+				t.endpoints = append(t.endpoints, p.Target)
+			}
+		}
+	}
+	for a, t := range byAddr {
+		name := ReverseName(a)
+		list := t.endpoints
+		if len(t.service) > 0 {
+			list = t.service[:1]
+		}
+		n := &node{}
+		seen := map[string]bool{}
+		for _, target := range list {
+			if !seen[target] {
+				seen[target] = true
+				n.ptr = append(n.ptr, &dns.PTR{Hdr: hdr(name, dns.TypePTR, cfg.TTL), Ptr: target})
+			}
+		}
+		s.nodes[name] = n
+	}
+	return s
+}
+
+func sortedObjectKeys[V any](m map[model.Key]V) []model.Key {
+	keys := make([]model.Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
+}

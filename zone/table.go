@@ -1,0 +1,93 @@
+package zone
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Table is the read side of every zone this node holds: the directory and
+// one slot per zone key, each published whole through an atomic pointer.
+// Zone actors write their slot; listeners read without locks. The slot map
+// itself is copied on write, because zones come and go rarely.
+type Table struct {
+	dir   atomic.Pointer[Directory]
+	slots atomic.Pointer[map[string]*Slot]
+	mu    sync.Mutex // serialises copy-on-write of slots
+}
+
+// Slot holds the latest snapshot of one zone.
+type Slot struct {
+	snap atomic.Pointer[Snapshot]
+}
+
+// Load returns the published snapshot, or nil before the first publish.
+func (s *Slot) Load() *Snapshot { return s.snap.Load() }
+
+// Store publishes snap.
+func (s *Slot) Store(snap *Snapshot) { s.snap.Store(snap) }
+
+// NewTable returns a table serving dir and no zones.
+func NewTable(dir *Directory) *Table {
+	t := &Table{}
+	t.dir.Store(dir)
+	empty := map[string]*Slot{}
+	t.slots.Store(&empty)
+	return t
+}
+
+// Directory implements View.
+func (t *Table) Directory() *Directory { return t.dir.Load() }
+
+// SetDirectory publishes a new directory.
+func (t *Table) SetDirectory(d *Directory) { t.dir.Store(d) }
+
+// Zone implements View.
+func (t *Table) Zone(key string) *Snapshot {
+	if s := (*t.slots.Load())[key]; s != nil {
+		return s.Load()
+	}
+	return nil
+}
+
+// Slot returns the slot of key, creating it if needed.
+func (t *Table) Slot(key string) *Slot {
+	if s := (*t.slots.Load())[key]; s != nil {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.slots.Load()
+	if s := old[key]; s != nil {
+		return s
+	}
+	next := make(map[string]*Slot, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	s := &Slot{}
+	next[key] = s
+	t.slots.Store(&next)
+	return s
+}
+
+// Remove drops the slot of key: the zone no longer exists here.
+func (t *Table) Remove(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.slots.Load()
+	if _, ok := old[key]; !ok {
+		return
+	}
+	next := make(map[string]*Slot, len(old))
+	for k, v := range old {
+		if k != key {
+			next[k] = v
+		}
+	}
+	t.slots.Store(&next)
+}
+
+// Keys lists the zone keys that have a slot.
+func (t *Table) Keys() []string {
+	return sortedKeys(*t.slots.Load())
+}
