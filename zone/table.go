@@ -49,17 +49,12 @@ func (t *Table) Zone(key string) *Snapshot {
 	return nil
 }
 
-// Slot returns the slot of key, creating it if needed.
-func (t *Table) Slot(key string) *Slot {
-	if s := (*t.slots.Load())[key]; s != nil {
-		return s
-	}
+// NewSlot installs an empty slot for key, replacing any slot it had, and
+// returns it. The zone reads as absent until its first snapshot.
+func (t *Table) NewSlot(key string) *Slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := *t.slots.Load()
-	if s := old[key]; s != nil {
-		return s
-	}
 	next := make(map[string]*Slot, len(old)+1)
 	for k, v := range old {
 		next[k] = v
@@ -70,12 +65,13 @@ func (t *Table) Slot(key string) *Slot {
 	return s
 }
 
-// Remove drops the slot of key: the zone no longer exists here.
-func (t *Table) Remove(key string) {
+// RemoveSlot drops the slot of key if it is still slot: a zone actor that
+// stops late never removes the slot of the actor that replaced it.
+func (t *Table) RemoveSlot(key string, slot *Slot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := *t.slots.Load()
-	if _, ok := old[key]; !ok {
+	if old[key] != slot {
 		return
 	}
 	next := make(map[string]*Slot, len(old))

@@ -1,0 +1,200 @@
+package zones
+
+import (
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/zone"
+)
+
+// Config is what the Manager needs. Every field is required.
+type Config struct {
+	Answer  *zone.Config     // record options shared with the listeners
+	Table   *zone.Table      // where zone actors publish
+	Sources []string         // sources that must sync before the node is ready
+	Now     func() time.Time // clock for SOA serials
+	Logger  *slog.Logger
+}
+
+// Manager routes source changes to zone actors and owns the directory.
+type Manager struct {
+	cfg        Config
+	namespaces map[string]struct{}
+	unsynced   map[string]bool
+	zonesOf    map[model.Key][]string // zone keys each object contributes to
+	zoneSize   map[string]int         // objects contributing to each zone
+	children   map[string]*actor.PID
+	serial     uint32
+}
+
+// NewManagerProps returns the props of a Manager. Zone actors are its
+// children and are restarted on failure.
+func NewManagerProps(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)))
+}
+
+func newManager(cfg Config) *Manager {
+	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
+		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{}}
+	for _, s := range cfg.Sources {
+		m.unsynced[s] = true
+	}
+	return m
+}
+
+// Receive handles source batches and sync notices.
+func (m *Manager) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		m.publishDirectory()
+	case *Apply:
+		m.onApply(ctx, msg)
+	case *Synced:
+		m.onSynced(msg)
+	}
+}
+
+func (m *Manager) onSynced(msg *Synced) {
+	if !m.unsynced[msg.Source] {
+		return
+	}
+	delete(m.unsynced, msg.Source)
+	m.cfg.Logger.Info("source synced", "source", msg.Source)
+	m.publishDirectory()
+}
+
+func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
+	batches := map[string]*zoneApply{}
+	batch := func(key string) *zoneApply {
+		b := batches[key]
+		if b == nil {
+			b = &zoneApply{}
+			batches[key] = b
+		}
+		return b
+	}
+	dirChanged := false
+	for _, c := range msg.Changes {
+		switch c.Key.Kind {
+		case model.KindNamespace:
+			dirChanged = m.applyNamespace(c) || dirChanged
+		case model.KindService, model.KindEndpointSlice:
+			m.routeServiceChange(c, batch)
+		}
+	}
+	for key, b := range batches {
+		ctx.Send(m.zoneActor(ctx, key), b)
+	}
+	m.stopEmptyZones(ctx, batches)
+	if dirChanged {
+		m.publishDirectory()
+	}
+}
+
+func (m *Manager) applyNamespace(c model.Change) bool {
+	_, had := m.namespaces[c.Key.Name]
+	if c.Object == nil {
+		delete(m.namespaces, c.Key.Name)
+		return had
+	}
+	m.namespaces[c.Key.Name] = struct{}{}
+	return !had
+}
+
+// routeServiceChange sends a Service or EndpointSlice change to its service
+// zone in every cluster domain, and its reverse records to their /24 or /64
+// zones, including zones it no longer contributes to.
+func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApply) {
+	var keys []string
+	for _, origin := range m.cfg.Answer.Domains.Cluster {
+		key := zone.ServiceZoneKey(c.Key.Namespace, origin)
+		keys = append(keys, key)
+		batch(key).services = append(batch(key).services, serviceChange{change: c})
+	}
+	var ptrs map[string][]zone.PTR
+	if c.Object != nil {
+		ptrs = zone.PTRs(m.cfg.Answer, c.Object)
+	}
+	for key, p := range ptrs {
+		if r := m.cfg.Answer.Domains.Route(key); r.Kind != zone.RouteZone || !r.Reverse {
+			continue // outside the configured reverse zones
+		}
+		keys = append(keys, key)
+		batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key, ptrs: p})
+	}
+	for _, key := range m.zonesOf[c.Key] {
+		if _, still := ptrs[key]; !still && isReverseKey(m.cfg.Answer, key) {
+			batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key})
+		}
+	}
+	if c.Object == nil {
+		keys = nil
+	}
+	m.setZonesOf(c.Key, keys)
+}
+
+func isReverseKey(cfg *zone.Config, key string) bool {
+	r := cfg.Domains.Route(key)
+	return r.Kind == zone.RouteZone && r.Reverse
+}
+
+// setZonesOf records which zones an object is in, keeping per-zone counts
+// so that zones are stopped when their last object goes.
+func (m *Manager) setZonesOf(key model.Key, zones []string) {
+	for _, z := range m.zonesOf[key] {
+		m.zoneSize[z]--
+	}
+	for _, z := range zones {
+		m.zoneSize[z]++
+	}
+	if len(zones) == 0 {
+		delete(m.zonesOf, key)
+	} else {
+		m.zonesOf[key] = slices.Clone(zones)
+	}
+}
+
+// zoneActor returns the actor of zone key, spawning it with a fresh slot.
+func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
+	if pid := m.children[key]; pid != nil {
+		return pid
+	}
+	r := m.cfg.Answer.Domains.Route(key)
+	slot := m.cfg.Table.NewSlot(key)
+	za := func() actor.Actor {
+		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, cfg: m.cfg.Answer,
+			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger}
+	}
+	pid := ctx.Spawn(actor.PropsFromProducer(za))
+	m.children[key] = pid
+	return pid
+}
+
+// stopEmptyZones stops the actors of zones whose last object this batch
+// removed. Poison is queued behind the batch, so the zone applies it first.
+func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneApply) {
+	for key := range batches {
+		if m.zoneSize[key] > 0 {
+			continue
+		}
+		delete(m.zoneSize, key)
+		if pid := m.children[key]; pid != nil {
+			ctx.Poison(pid)
+			delete(m.children, key)
+		}
+	}
+}
+
+func (m *Manager) publishDirectory() {
+	m.serial = nextSerial(m.serial, m.cfg.Now())
+	ns := make(map[string]struct{}, len(m.namespaces))
+	for n := range m.namespaces {
+		ns[n] = struct{}{}
+	}
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, len(m.unsynced) == 0, m.serial))
+}

@@ -1,0 +1,327 @@
+// Package config loads and validates the shardns YAML configuration.
+//
+// The keys are a contract with users (docs/configuration.md): unknown keys
+// and invalid values are rejected with an error that names the key.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Mode       string           `json:"mode"` // replica | nodelocal
+	DNS        DNSConfig        `json:"dns"`
+	HTTP       HTTPConfig       `json:"http"`
+	Kubernetes KubernetesConfig `json:"kubernetes"`
+	Istio      IstioConfig      `json:"istio"`
+	Manifests  ManifestsConfig  `json:"manifests"`
+	Forward    ForwardConfig    `json:"forward"`
+	Cache      CacheConfig      `json:"cache"`
+	Autopath   AutopathConfig   `json:"autopath"`
+	Cluster    ClusterConfig    `json:"cluster"`
+	Log        LogConfig        `json:"log"`
+}
+
+// DNSConfig is the DNS listeners.
+type DNSConfig struct {
+	// Listen addresses, host:port; UDP and TCP are served on each.
+	Listen []string `json:"listen"`
+	// TCPIdleTimeout closes a TCP connection after this long without a query.
+	TCPIdleTimeout Duration `json:"tcpIdleTimeout"`
+	// TCPMaxConnections bounds concurrent TCP connections per listener.
+	TCPMaxConnections int `json:"tcpMaxConnections"`
+}
+
+// HTTPConfig is the health, readiness and metrics endpoint.
+type HTTPConfig struct {
+	// Listen is the host:port of /health, /ready, /metrics and /debug/ring.
+	Listen string `json:"listen"`
+	// Lameduck is how long /ready fails before shutdown stops serving, so
+	// clients move to other replicas first.
+	Lameduck Duration `json:"lameduck"`
+}
+
+// KubernetesConfig is the Kubernetes records and the API source.
+type KubernetesConfig struct {
+	// Enabled watches the Kubernetes API.
+	Enabled bool `json:"enabled"`
+	// Kubeconfig path; empty uses the in-cluster service account.
+	Kubeconfig string `json:"kubeconfig"`
+	// Zones are the cluster domains served.
+	Zones []string `json:"zones"`
+	// ReverseZones are the reverse zones served (PTR of cluster addresses).
+	ReverseZones []string `json:"reverseZones"`
+	// TTL of every cluster record, 0–3600 seconds.
+	TTL *int `json:"ttl"`
+	// Pods is disabled, insecure or verified.
+	Pods string `json:"pods"`
+	// EndpointPodNames names endpoints without a hostname after their pod.
+	EndpointPodNames bool `json:"endpointPodNames"`
+	// Namespaces exposed; empty exposes all.
+	Namespaces []string `json:"namespaces"`
+	// NamespaceSelector is a label selector of the namespaces exposed.
+	NamespaceSelector string `json:"namespaceSelector"`
+	// LabelSelector restricts the services and endpoints watched.
+	LabelSelector string `json:"labelSelector"`
+	// IgnoreEmptyService answers NXDOMAIN for services without endpoints.
+	IgnoreEmptyService bool `json:"ignoreEmptyService"`
+	// NoEndpoints serves no endpoint records.
+	NoEndpoints bool `json:"noEndpoints"`
+	// Fallthrough zones pass NXDOMAIN on to the forwarder.
+	Fallthrough []string `json:"fallthrough"`
+	// StartupTimeout bounds how long cluster names get SERVFAIL before the
+	// first sync.
+	StartupTimeout Duration `json:"startupTimeout"`
+}
+
+// IstioConfig is the Istio ServiceEntry source.
+type IstioConfig struct {
+	Enabled bool `json:"enabled"`
+	TTL     int  `json:"ttl"`
+}
+
+// ManifestsConfig is the YAML file source.
+type ManifestsConfig struct {
+	// Files of Kubernetes YAML served as a cluster.
+	Files []string `json:"files"`
+	// Interval between checks of the files for changes.
+	Interval Duration `json:"interval"`
+}
+
+// ForwardConfig is the upstream forwarder.
+type ForwardConfig struct {
+	// Upstreams: host:port entries, or a resolv.conf path.
+	Upstreams []string `json:"upstreams"`
+}
+
+// CacheConfig is the response cache.
+type CacheConfig struct {
+	Enabled bool `json:"enabled"`
+	MaxTTL  int  `json:"maxTTL"`
+}
+
+// AutopathConfig is the search-path shortcut.
+type AutopathConfig struct {
+	Enabled bool `json:"enabled"`
+}
+
+// ClusterConfig is membership and sharding.
+type ClusterConfig struct {
+	NodeName          string   `json:"nodeName"`
+	Bind              string   `json:"bind"`
+	Advertise         string   `json:"advertise"`
+	Remote            string   `json:"remote"`
+	Join              []string `json:"join"`
+	JoinService       string   `json:"joinService"`
+	ReplicationFactor *int     `json:"replicationFactor"`
+}
+
+// LogConfig is the process log.
+type LogConfig struct {
+	// Level is debug, info, warn or error.
+	Level string `json:"level"`
+	// Format is text or json.
+	Format string `json:"format"`
+}
+
+// Default returns the configuration used for every key the file omits.
+func Default() *Config {
+	ttl, rf := 5, 2
+	return &Config{
+		Mode: "replica",
+		DNS: DNSConfig{Listen: []string{"127.0.0.1:5353"}, TCPIdleTimeout: Duration(10e9),
+			TCPMaxConnections: 1024},
+		HTTP: HTTPConfig{Listen: "127.0.0.1:8080"},
+		Kubernetes: KubernetesConfig{
+			Enabled:        true,
+			Zones:          []string{"cluster.local"},
+			ReverseZones:   []string{"in-addr.arpa", "ip6.arpa"},
+			TTL:            &ttl,
+			Pods:           "insecure",
+			Fallthrough:    []string{"in-addr.arpa", "ip6.arpa"},
+			StartupTimeout: Duration(5e9),
+		},
+		Istio:     IstioConfig{TTL: 30},
+		Manifests: ManifestsConfig{Interval: Duration(2e9)},
+		Forward:   ForwardConfig{Upstreams: []string{"/etc/resolv.conf"}},
+		Cache:     CacheConfig{Enabled: true, MaxTTL: 30},
+		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
+			ReplicationFactor: &rf},
+		Log: LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads and validates the file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Relative paths are read from the configuration file's folder, so a
+	// config and its manifests can move together.
+	for i, f := range cfg.Manifests.Files {
+		if !filepath.IsAbs(f) {
+			cfg.Manifests.Files[i] = filepath.Join(filepath.Dir(path), f)
+		}
+	}
+	return cfg, nil
+}
+
+// Parse decodes YAML on top of Default and validates the result.
+func Parse(data []byte) (*Config, error) {
+	cfg := Default()
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// validate checks every value and names the offending key.
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
+	}
+	switch c.Mode {
+	case "replica":
+	case "nodelocal":
+		bad("mode", "nodelocal is not available yet")
+	default:
+		bad("mode", "must be replica or nodelocal, got %q", c.Mode)
+	}
+	if len(c.DNS.Listen) == 0 {
+		bad("dns.listen", "needs at least one address")
+	}
+	for i, a := range c.DNS.Listen {
+		if err := checkHostPort(a); err != nil {
+			bad(fmt.Sprintf("dns.listen[%d]", i), "%v", err)
+		}
+	}
+	if c.DNS.TCPIdleTimeout <= 0 {
+		bad("dns.tcpIdleTimeout", "must be positive")
+	}
+	if c.DNS.TCPMaxConnections <= 0 {
+		bad("dns.tcpMaxConnections", "must be positive")
+	}
+	if c.HTTP.Listen != "" {
+		if err := checkHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%v", err)
+		}
+	}
+	c.validateKubernetes(bad)
+	if c.Istio.Enabled {
+		bad("istio.enabled", "the Istio source is not available yet")
+	}
+	if c.Manifests.Interval <= 0 {
+		bad("manifests.interval", "must be positive")
+	}
+	for i, f := range c.Manifests.Files {
+		if f == "" {
+			bad(fmt.Sprintf("manifests.files[%d]", i), "is empty")
+		}
+	}
+	if c.Autopath.Enabled {
+		bad("autopath.enabled", "autopath is not available yet")
+	}
+	if c.Cache.MaxTTL < 0 {
+		bad("cache.maxTTL", "must not be negative")
+	}
+	if rf := c.Cluster.ReplicationFactor; rf == nil || *rf < 0 {
+		bad("cluster.replicationFactor", "must be 0 or more")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
+	k := &c.Kubernetes
+	if k.Enabled {
+		bad("kubernetes.enabled", "the Kubernetes API source is not available yet; serve YAML with manifests.files")
+	}
+	if len(k.Zones) == 0 {
+		bad("kubernetes.zones", "needs at least one cluster domain")
+	}
+	for i, z := range k.Zones {
+		if !validDomain(z) {
+			bad(fmt.Sprintf("kubernetes.zones[%d]", i), "%q is not a domain name", z)
+		}
+	}
+	for i, z := range k.ReverseZones {
+		n := strings.ToLower(strings.TrimSuffix(z, "."))
+		if !validDomain(z) || !(strings.HasSuffix(n, "in-addr.arpa") || strings.HasSuffix(n, "ip6.arpa")) {
+			bad(fmt.Sprintf("kubernetes.reverseZones[%d]", i), "%q is not under in-addr.arpa or ip6.arpa", z)
+		}
+	}
+	if k.TTL == nil || *k.TTL < 0 || *k.TTL > 3600 {
+		v := "missing"
+		if k.TTL != nil {
+			v = fmt.Sprint(*k.TTL)
+		}
+		bad("kubernetes.ttl", "must be between 0 and 3600, got %s", v)
+	}
+	switch k.Pods {
+	case "disabled", "insecure":
+	case "verified":
+		bad("kubernetes.pods", "verified needs the Kubernetes API source, which is not available yet")
+	default:
+		bad("kubernetes.pods", "must be disabled, insecure or verified, got %q", k.Pods)
+	}
+	if k.StartupTimeout < 0 {
+		bad("kubernetes.startupTimeout", "must not be negative")
+	}
+	for i, z := range k.Fallthrough {
+		if !validDomain(z) {
+			bad(fmt.Sprintf("kubernetes.fallthrough[%d]", i), "%q is not a domain name", z)
+		}
+	}
+}
+
+func checkHostPort(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return err
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("%q: host must be an IP address", a)
+	}
+	if port == "" {
+		return fmt.Errorf("%q: missing port", a)
+	}
+	return nil
+}
+
+func validDomain(z string) bool {
+	if z == "" || z == "." {
+		return z == "."
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(z, "."), ".") {
+		if l == "" || len(l) > 63 {
+			return false
+		}
+	}
+	return len(z) <= 253
+}

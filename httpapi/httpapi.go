@@ -1,0 +1,77 @@
+// Package httpapi serves the operational HTTP endpoints on one address:
+// /health (liveness), /ready (readiness), /metrics (Prometheus) and
+// /debug/ring (zones and owners as JSON).
+package httpapi
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Ring describes zones and owners for /debug/ring.
+type Ring struct {
+	Members []string            `json:"members"`
+	Zones   map[string][]string `json:"zones"` // zone key → owners
+}
+
+// Config is what the endpoints report on.
+type Config struct {
+	Registry *prometheus.Registry
+	Ready    func() bool // every source synced and the node joined
+	Ring     func() Ring
+}
+
+// Server is the HTTP endpoint set.
+type Server struct {
+	cfg      Config
+	srv      *http.Server
+	lameduck atomic.Bool
+}
+
+// New returns a server for cfg; Serve starts it.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /ready", s.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
+	mux.HandleFunc("GET /debug/ring", s.ring)
+	s.srv = &http.Server{Handler: mux}
+	return s
+}
+
+// Serve serves on l until Close; it returns http.ErrServerClosed then.
+func (s *Server) Serve(l net.Listener) error { return s.srv.Serve(l) }
+
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// EnterLameduck makes /ready fail while the process finishes in-flight
+// work, so load balancers stop sending new queries first.
+func (s *Server) EnterLameduck() { s.lameduck.Store(true) }
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	w.Write([]byte("OK"))
+}
+
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	if s.lameduck.Load() {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if !s.cfg.Ready() {
+		http.Error(w, "not ready: sources syncing", http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("OK"))
+}
+
+func (s *Server) ring(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.cfg.Ring())
+}

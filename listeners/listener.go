@@ -1,0 +1,144 @@
+// Package listeners holds the listener actors that own the DNS sockets.
+//
+// A listener actor owns one UDP socket and one TCP socket on one address.
+// When it starts it runs their serving goroutines, which answer each
+// request in place through query.Handler (no mailbox on the query path);
+// when it stops it closes the sockets and waits for every goroutine, so
+// nothing it started outlives it.
+package listeners
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shardns/shardns/query"
+)
+
+// Config configures one listener.
+type Config struct {
+	Handler        *query.Handler
+	IdleTimeout    time.Duration // TCP: close after this long without a query
+	MaxConnections int           // TCP: concurrent connections; more are closed at once
+	UDPReaders     int           // goroutines reading the UDP socket; 0 means GOMAXPROCS
+	Logger         *slog.Logger
+}
+
+// Sockets are the bound sockets of one address.
+type Sockets struct {
+	UDP net.PacketConn
+	TCP net.Listener
+}
+
+// Bind opens UDP and TCP on addr. It runs before any actor starts, so a
+// port in use is a start-up error rather than a crashed actor.
+func Bind(addr string) (*Sockets, error) {
+	udp, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	// Serve TCP on the port UDP got, which matters when addr asks for :0.
+	tcp, err := net.Listen("tcp", udp.LocalAddr().String())
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	return &Sockets{UDP: udp, TCP: tcp}, nil
+}
+
+// Addr is the address served.
+func (s *Sockets) Addr() string { return s.UDP.LocalAddr().String() }
+
+// Close closes both sockets.
+func (s *Sockets) Close() {
+	s.UDP.Close()
+	s.TCP.Close()
+}
+
+// listener is the actor owning one address's sockets.
+type listener struct {
+	cfg     Config
+	sockets *Sockets
+	wg      sync.WaitGroup
+	conns   *connSet
+}
+
+// NewProps returns the props of a listener serving sockets.
+func NewProps(cfg Config, sockets *Sockets) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &listener{cfg: cfg, sockets: sockets}
+	})
+}
+
+func (l *listener) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		l.start()
+	case *actor.Stopping:
+		l.stop()
+	}
+}
+
+func (l *listener) start() {
+	readers := l.cfg.UDPReaders
+	if readers <= 0 {
+		readers = runtime.GOMAXPROCS(0)
+	}
+	l.conns = newConnSet()
+	for range readers {
+		l.wg.Go(func() { l.serveUDP() })
+	}
+	l.wg.Go(func() { l.serveTCP() })
+	l.cfg.Logger.Info("listening", "addr", l.sockets.Addr(), "proto", "udp+tcp")
+}
+
+func (l *listener) stop() {
+	l.sockets.Close()
+	l.conns.closeAll()
+	l.wg.Wait()
+}
+
+// serveUDP reads and answers datagrams until the socket closes. Each
+// reader reuses its buffers: no allocation per packet beyond the answer.
+func (l *listener) serveUDP() {
+	buf := make([]byte, 65535)
+	out := make([]byte, 0, query.MaxUDPSize)
+	for {
+		n, from, err := l.sockets.UDP.ReadFrom(buf)
+		if err != nil {
+			if isClosed(err) {
+				return
+			}
+			l.cfg.Logger.Warn("udp read", "err", err)
+			continue
+		}
+		t := query.Transport{IPv6: isIPv6(from)}
+		resp := l.cfg.Handler.Serve(buf[:n], t, out)
+		if resp == nil {
+			continue
+		}
+		if _, err := l.sockets.UDP.WriteTo(resp, from); err != nil && !isClosed(err) {
+			l.cfg.Logger.Debug("udp write", "to", from, "err", err)
+		}
+		out = resp[:0]
+	}
+}
+
+func isIPv6(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.IP.To4() == nil
+	case *net.TCPAddr:
+		return a.IP.To4() == nil
+	}
+	return false
+}
+
+
+// String names the listener in logs.
+func (l *listener) String() string { return fmt.Sprintf("listener %s", l.sockets.Addr()) }

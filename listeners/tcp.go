@@ -1,0 +1,109 @@
+package listeners
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/shardns/shardns/query"
+)
+
+func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// connSet tracks open TCP connections so stop can close them.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func newConnSet() *connSet { return &connSet{conns: map[net.Conn]struct{}{}} }
+
+// add registers c unless limit connections are open already.
+func (s *connSet) add(c net.Conn, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil || len(s.conns) >= limit {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *connSet) remove(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// closeAll closes every connection and refuses new ones.
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+}
+
+// serveTCP accepts connections until the listener closes. Connections over
+// the limit are closed at once, so a flood cannot starve memory.
+func (l *listener) serveTCP() {
+	for {
+		c, err := l.sockets.TCP.Accept()
+		if err != nil {
+			if isClosed(err) {
+				return
+			}
+			l.cfg.Logger.Warn("tcp accept", "err", err)
+			time.Sleep(10 * time.Millisecond) // back off on EMFILE and the like
+			continue
+		}
+		if !l.conns.add(c, l.cfg.MaxConnections) {
+			c.Close()
+			continue
+		}
+		l.wg.Go(func() {
+			defer l.conns.remove(c)
+			defer c.Close()
+			l.serveConn(c)
+		})
+	}
+}
+
+// serveConn answers length-prefixed queries in order until the client
+// closes, goes idle past the timeout, or sends something malformed. A
+// client that sends one byte and stalls holds only its own goroutine.
+func (l *listener) serveConn(c net.Conn) {
+	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr())}
+	var lenBuf [2]byte
+	buf := make([]byte, 0, 512)
+	out := make([]byte, 0, 512)
+	for {
+		c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(lenBuf[:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		resp := l.cfg.Handler.Serve(buf, t, out[:0])
+		if resp == nil {
+			return
+		}
+		frame := make([]byte, 2, 2+len(resp))
+		binary.BigEndian.PutUint16(frame, uint16(len(resp)))
+		c.SetWriteDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		if _, err := c.Write(append(frame, resp...)); err != nil {
+			return
+		}
+		out = resp[:0]
+	}
+}

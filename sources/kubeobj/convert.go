@@ -1,0 +1,137 @@
+// Package kubeobj converts Kubernetes API objects into the slim model
+// structs, keeping only the fields DNS needs. Every source (the API watch
+// and the YAML manifests) converts through here, so both serve the same
+// records for the same objects.
+package kubeobj
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/shardns/shardns/model"
+)
+
+// ServiceNameLabel links an EndpointSlice to its Service.
+const ServiceNameLabel = discoveryv1.LabelServiceName
+
+// Service converts a Service. Broken objects return an error naming the
+// field, so a source can log or reject them without serving half of one.
+func Service(s *corev1.Service) (*model.Service, error) {
+	out := &model.Service{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion}
+	if s.Name == "" {
+		return nil, fmt.Errorf("Service: metadata.name is empty")
+	}
+	switch {
+	case s.Spec.Type == corev1.ServiceTypeExternalName:
+		if s.Spec.ExternalName == "" {
+			return nil, fmt.Errorf("Service %s/%s: spec.externalName is empty", s.Namespace, s.Name)
+		}
+		out.Type = model.ServiceExternalName
+		out.ExternalName = strings.TrimSuffix(strings.ToLower(s.Spec.ExternalName), ".") + "."
+	case s.Spec.ClusterIP == corev1.ClusterIPNone:
+		out.Type = model.ServiceHeadless
+	default:
+		ips := s.Spec.ClusterIPs
+		if len(ips) == 0 && s.Spec.ClusterIP != "" {
+			ips = []string{s.Spec.ClusterIP}
+		}
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("Service %s/%s: spec.clusterIP is empty", s.Namespace, s.Name)
+		}
+		for _, ip := range ips {
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				return nil, fmt.Errorf("Service %s/%s: spec.clusterIPs: %q is not an IP address", s.Namespace, s.Name, ip)
+			}
+			out.ClusterIPs = append(out.ClusterIPs, a.Unmap())
+		}
+	}
+	for i, p := range s.Spec.Ports {
+		if p.Port <= 0 || p.Port > 65535 {
+			return nil, fmt.Errorf("Service %s/%s: spec.ports[%d].port %d is out of range", s.Namespace, s.Name, i, p.Port)
+		}
+		out.Ports = append(out.Ports, model.Port{Name: p.Name, Protocol: protocol(p.Protocol), Port: p.Port})
+	}
+	return out, nil
+}
+
+func protocol(p corev1.Protocol) string {
+	if p == "" {
+		return string(corev1.ProtocolTCP)
+	}
+	return string(p)
+}
+
+// EndpointSlice converts an EndpointSlice. It returns nil and no error for
+// slices DNS does not serve: FQDN address types and slices that name no
+// service.
+func EndpointSlice(e *discoveryv1.EndpointSlice) (*model.EndpointSlice, error) {
+	svc := e.Labels[ServiceNameLabel]
+	if e.AddressType == discoveryv1.AddressTypeFQDN || svc == "" {
+		return nil, nil
+	}
+	out := &model.EndpointSlice{Namespace: e.Namespace, Name: e.Name, ResourceVersion: e.ResourceVersion, ServiceName: svc}
+	for i, p := range e.Ports {
+		if p.Port == nil {
+			continue // "all ports": nothing to put in an SRV record
+		}
+		if *p.Port <= 0 || *p.Port > 65535 {
+			return nil, fmt.Errorf("EndpointSlice %s/%s: ports[%d].port %d is out of range", e.Namespace, e.Name, i, *p.Port)
+		}
+		port := model.Port{Port: *p.Port, Protocol: string(corev1.ProtocolTCP)}
+		if p.Name != nil {
+			port.Name = *p.Name
+		}
+		if p.Protocol != nil {
+			port.Protocol = protocol(*p.Protocol)
+		}
+		out.Ports = append(out.Ports, port)
+	}
+	for i, ep := range e.Endpoints {
+		m := model.Endpoint{Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
+		if ep.Hostname != nil {
+			m.Hostname = *ep.Hostname
+		}
+		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+			m.TargetPodName = ep.TargetRef.Name
+		}
+		for _, a := range ep.Addresses {
+			ip, err := netip.ParseAddr(a)
+			if err != nil {
+				return nil, fmt.Errorf("EndpointSlice %s/%s: endpoints[%d].addresses: %q is not an IP address", e.Namespace, e.Name, i, a)
+			}
+			m.Addresses = append(m.Addresses, ip.Unmap())
+		}
+		out.Endpoints = append(out.Endpoints, m)
+	}
+	return out, nil
+}
+
+// Namespace converts a Namespace.
+func Namespace(n *corev1.Namespace) (*model.Namespace, error) {
+	if n.Name == "" {
+		return nil, fmt.Errorf("Namespace: metadata.name is empty")
+	}
+	return &model.Namespace{Name: n.Name, ResourceVersion: n.ResourceVersion}, nil
+}
+
+// Pod converts a Pod to its namespace and IPs.
+func Pod(p *corev1.Pod) (*model.Pod, error) {
+	out := &model.Pod{Namespace: p.Namespace, Name: p.Name, ResourceVersion: p.ResourceVersion}
+	ips := p.Status.PodIPs
+	if len(ips) == 0 && p.Status.PodIP != "" {
+		ips = []corev1.PodIP{{IP: p.Status.PodIP}}
+	}
+	for _, ip := range ips {
+		a, err := netip.ParseAddr(ip.IP)
+		if err != nil {
+			return nil, fmt.Errorf("Pod %s/%s: status.podIPs: %q is not an IP address", p.Namespace, p.Name, ip.IP)
+		}
+		out.IPs = append(out.IPs, a.Unmap())
+	}
+	return out, nil
+}
