@@ -139,6 +139,5 @@ func isIPv6(a net.Addr) bool {
 	return false
 }
 
-
 // String names the listener in logs.
 func (l *listener) String() string { return fmt.Sprintf("listener %s", l.sockets.Addr()) }

@@ -103,9 +103,9 @@ func readFile(fsys fs.FS, name string) ([]byte, error) {
 
 // Source is the actor that serves the files and re-reads them on change.
 type Source struct {
-	cfg    Config
-	served *Snapshot
-	cancel scheduler.CancelFunc
+	cfg     Config
+	served  *Snapshot
+	cancel  scheduler.CancelFunc
 	lastErr string // the last reload error, logged once until it changes
 }
 
