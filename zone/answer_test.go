@@ -11,16 +11,6 @@ import (
 	"github.com/shardns/shardns/model"
 )
 
-// testView is a View built straight from objects, the way zone actors
-// build their snapshots.
-type testView struct {
-	dir   *Directory
-	zones map[string]*Snapshot
-}
-
-func (v *testView) Directory() *Directory     { return v.dir }
-func (v *testView) Zone(key string) *Snapshot { return v.zones[key] }
-
 func ips(s ...string) []netip.Addr {
 	out := make([]netip.Addr, len(s))
 	for i, a := range s {
@@ -72,51 +62,9 @@ func testCluster() []any {
 	}
 }
 
-// buildView groups objects into zones and builds their snapshots.
-func buildView(t testing.TB, cfg *Config, synced bool, objs []any) *testView {
+func buildView(t testing.TB, cfg *Config, synced bool, objs []any) View {
 	t.Helper()
-	namespaces := map[string]struct{}{}
-	services := map[string]map[string]*model.Service{}
-	slices := map[string]map[string]*model.EndpointSlice{}
-	ptrs := map[string]map[model.Key][]PTR{}
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *model.Namespace:
-			namespaces[o.Name] = struct{}{}
-		case *model.Service:
-			key := ServiceZoneKey(o.Namespace, cfg.Primary())
-			if services[key] == nil {
-				services[key] = map[string]*model.Service{}
-			}
-			services[key][o.Name] = o
-			addPTRs(ptrs, o.Key(), PTRs(cfg, o))
-		case *model.EndpointSlice:
-			key := ServiceZoneKey(o.Namespace, cfg.Primary())
-			if slices[key] == nil {
-				slices[key] = map[string]*model.EndpointSlice{}
-			}
-			slices[key][o.Name] = o
-			addPTRs(ptrs, o.Key(), PTRs(cfg, o))
-		}
-	}
-	v := &testView{dir: NewDirectory(cfg, namespaces, synced, 1), zones: map[string]*Snapshot{}}
-	for key := range services {
-		v.zones[key] = BuildServiceZone(cfg, key, cfg.Primary(), 1, services[key], slices[key])
-	}
-	for key, p := range ptrs {
-		origin, _ := cfg.Domains.match(key)
-		v.zones[key] = BuildReverseZone(cfg, key, origin, 1, p)
-	}
-	return v
-}
-
-func addPTRs(dst map[string]map[model.Key][]PTR, src model.Key, byZone map[string][]PTR) {
-	for key, p := range byZone {
-		if dst[key] == nil {
-			dst[key] = map[model.Key][]PTR{}
-		}
-		dst[key][src] = p
-	}
+	return NewStaticView(cfg, objs, synced)
 }
 
 // tc is one question and the response a client must see. Records are

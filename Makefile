@@ -1,0 +1,43 @@
+# shardns — see README.md. `make run` serves the demo cluster; `make test`
+# runs every test tier, installing what the tests need.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/shardns/shardns/node.Version=$(VERSION)
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration)
+
+.PHONY: build run test unit integration check-fmt vet deps bench clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/shardns ./cmd/shardns
+
+run: build
+	bin/shardns serve --config deploy/local/shardns.yaml
+
+## test: everything CI runs — format, vet, unit tier with -race, integration tier.
+test: deps check-fmt vet unit integration
+
+## unit: the fast tier, for iteration.
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+## integration: the built binary over real sockets with real clients.
+integration: build
+	$(GO) test -count=1 -timeout 20m ./integration/...
+
+check-fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+## deps: install the Debian packages the tests use (dig, dnsperf).
+deps:
+	scripts/deps.sh
+
+## bench: Go benchmarks with -benchmem.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners
+
+clean:
+	rm -rf bin

@@ -1,0 +1,50 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseDefaults(t *testing.T) {
+	cfg, err := Parse([]byte("kubernetes: {enabled: false}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg.Kubernetes.TTL != 5 || cfg.DNS.Listen[0] != "127.0.0.1:5353" || cfg.Kubernetes.Pods != "insecure" ||
+		cfg.Kubernetes.Zones[0] != "cluster.local" || *cfg.Cluster.ReplicationFactor != 2 {
+		t.Fatalf("defaults not applied: %+v", cfg)
+	}
+}
+
+// Every error names the key a user has to fix.
+func TestParseRejects(t *testing.T) {
+	cases := []struct {
+		name, yaml, key string
+	}{
+		{"unknown top-level key", "kubernetes: {enabled: false}\nfoo: 1\n", `"foo"`},
+		{"unknown nested key", "kubernetes: {enabled: false, tll: 5}\n", `"tll"`},
+		{"ttl too large", "kubernetes: {enabled: false, ttl: 3601}\n", "kubernetes.ttl"},
+		{"ttl negative", "kubernetes: {enabled: false, ttl: -1}\n", "kubernetes.ttl"},
+		{"pods mode", "kubernetes: {enabled: false, pods: sometimes}\n", "kubernetes.pods"},
+		{"listen address", "kubernetes: {enabled: false}\ndns: {listen: [\"localhost\"]}\n", "dns.listen[0]"},
+		{"no listen address", "kubernetes: {enabled: false}\ndns: {listen: []}\n", "dns.listen"},
+		{"mode", "kubernetes: {enabled: false}\nmode: primary\n", "mode"},
+		{"reverse zone", "kubernetes: {enabled: false, reverseZones: [example.com]}\n", "kubernetes.reverseZones[0]"},
+		{"replication factor", "kubernetes: {enabled: false}\ncluster: {replicationFactor: -1}\n", "cluster.replicationFactor"},
+		{"duration", "kubernetes: {enabled: false}\nmanifests: {interval: soon}\n", "soon"},
+		{"wrong type", "kubernetes: {enabled: false, ttl: five}\n", "ttl"},
+		{"not yaml", "kubernetes: [\n", "yaml"},
+		{"kubernetes source", "kubernetes: {enabled: true}\n", "kubernetes.enabled"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			if err == nil {
+				t.Fatalf("accepted %q", c.yaml)
+			}
+			if !strings.Contains(err.Error(), c.key) {
+				t.Fatalf("error %q does not name %s", err, c.key)
+			}
+		})
+	}
+}

@@ -1,0 +1,213 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// shardnsBin is built once for the package by TestMain.
+var shardnsBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shardns-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shardnsBin = filepath.Join(dir, "shardns")
+	build := exec.Command("go", "build", "-o", shardnsBin, "../cmd/shardns")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building shardns:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process is a running shardns binary.
+type process struct {
+	cmd  *exec.Cmd
+	addr string // DNS address, from its "listening" log line
+	done chan error
+}
+
+var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// startShardns runs `shardns serve --config` with cfg written next to the
+// demo cluster, waits for its listening line and stops it at test end.
+func startShardns(t *testing.T, cfg string) *process {
+	t.Helper()
+	dir := t.TempDir()
+	demo, err := os.ReadFile("../deploy/local/demo-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
+	path := filepath.Join(dir, "shardns.yaml")
+	os.WriteFile(path, []byte(cfg), 0o644)
+	cmd := exec.Command(shardnsBin, "serve", "--config", path)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1)}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Log(sc.Text())
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addrc <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	select {
+	case p.addr = <-addrc:
+	case err := <-p.done:
+		t.Fatalf("shardns exited before listening: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("shardns did not start listening within 20s")
+	}
+	return p
+}
+
+const demoConfig = `
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0"}
+kubernetes: {enabled: false}
+manifests: {files: [demo-cluster.yaml]}
+cluster: {replicationFactor: 0}
+`
+
+// dig runs Debian's dig against addr and returns its +short lines, sorted.
+func dig(t *testing.T, addr string, args ...string) []string {
+	t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	full := append([]string{"@" + host, "-p", port, "+short", "+tries=1", "+time=2"}, args...)
+	out, err := exec.Command("dig", full...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig %v: %v\n%s", full, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" && !strings.HasPrefix(l, ";;") {
+			lines = append(lines, l)
+		}
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// digStatus runs dig and returns the status of the header line.
+func digStatus(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	full := append([]string{"@" + host, "-p", port, "+tries=1", "+time=2"}, args...)
+	out, err := exec.Command("dig", full...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig %v: %v\n%s", full, err, out)
+	}
+	m := regexp.MustCompile(`status: (\w+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no status in dig output:\n%s", out)
+	}
+	return string(m[1])
+}
+
+// The README's dig commands, answered by the demo cluster over UDP and TCP.
+func TestDigDemoCluster(t *testing.T) {
+	p := startShardns(t, demoConfig)
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"frontend.shop.svc.cluster.local"}, []string{"10.96.10.10"}},
+		{[]string{"cart.shop.svc.cluster.local"}, []string{"10.96.10.11"}},
+		{[]string{"redis.data.svc.cluster.local"}, []string{"10.96.20.10"}},
+		{[]string{"api.shop.svc.cluster.local", "AAAA"}, []string{"fd00:10:96::c"}},
+		{[]string{"api.shop.svc.cluster.local", "A"}, []string{"10.96.10.12"}},
+		{[]string{"postgres.data.svc.cluster.local"}, []string{"10.244.3.20", "10.244.3.21"}},
+		{[]string{"postgres-0.postgres.data.svc.cluster.local"}, []string{"10.244.3.20"}},
+		{[]string{"payments.shop.svc.cluster.local", "CNAME"}, []string{"payments.example.com."}},
+		{[]string{"_grpc._tcp.cart.shop.svc.cluster.local", "SRV"}, []string{"0 100 9090 cart.shop.svc.cluster.local."}},
+		{[]string{"-x", "10.96.10.10"}, []string{"frontend.shop.svc.cluster.local."}},
+		{[]string{"dns-version.cluster.local", "TXT"}, []string{`"1.1.0"`}},
+	}
+	for _, tcp := range []bool{false, true} {
+		for _, c := range cases {
+			args := c.args
+			if tcp {
+				args = append([]string{"+tcp"}, args...)
+			}
+			if got := dig(t, p.addr, args...); !slices.Equal(got, c.want) {
+				t.Errorf("dig %v = %q, want %q", args, got, c.want)
+			}
+		}
+	}
+	if s := digStatus(t, p.addr, "nope.shop.svc.cluster.local"); s != "NXDOMAIN" {
+		t.Errorf("nope.shop: status %s, want NXDOMAIN", s)
+	}
+	if s := digStatus(t, p.addr, "redis.data.svc.cluster.local", "AAAA"); s != "NOERROR" {
+		t.Errorf("AAAA of an IPv4 service: status %s, want NOERROR", s)
+	}
+}
+
+func TestSIGTERMStopsCleanly(t *testing.T) {
+	p := startShardns(t, demoConfig)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running 10s after SIGTERM")
+	}
+}
+
+func TestCheckEmbeddedDemo(t *testing.T) {
+	out, err := exec.Command(shardnsBin, "check").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "configuration OK") {
+		t.Fatalf("shardns check: %v\n%s", err, out)
+	}
+}
+
+func TestBadConfigExitsNamingTheKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(path, []byte("kubernetes: {enabled: false, ttl: 9000}\n"), 0o644)
+	out, err := exec.Command(shardnsBin, "serve", "--config", path).CombinedOutput()
+	if err == nil {
+		t.Fatal("serve accepted ttl 9000")
+	}
+	if !strings.Contains(string(out), "kubernetes.ttl") {
+		t.Fatalf("error does not name the key:\n%s", out)
+	}
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the kube-apiserver of the integration tier once, from the Go module
+# proxy, into a cache folder outside the repo, and prints its path. Later
+# runs reuse the binary (and Go's build cache makes a rebuild take seconds).
+set -euo pipefail
+
+version=v1.31.4
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cache="${SHARDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shardns}"
+bin="$cache/bin/kube-apiserver-$version"
+
+if [ ! -x "$bin" ]; then
+  mkdir -p "$cache/bin"
+  echo "building kube-apiserver $version into $cache (a few minutes the first time)" >&2
+  (cd "$here/apiserver" && CGO_ENABLED=0 go build -trimpath -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
+  mv "$bin.tmp" "$bin"
+fi
+echo "$bin"

@@ -1,0 +1,302 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/deploy/local"
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// syncBuffer is a log sink that tests can read while the node writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type testNode struct {
+	*Node
+	dir  string // holds demo-cluster.yaml, editable
+	logs *syncBuffer
+}
+
+// startDemo starts a node on loopback port 0 serving a copy of the demo
+// cluster, and stops it when the test ends.
+func startDemo(t *testing.T) *testNode {
+	t.Helper()
+	dir := t.TempDir()
+	demo, err := local.Files.ReadFile("demo-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgText := `
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0"}
+kubernetes: {enabled: false}
+manifests: {files: [demo-cluster.yaml], interval: 50ms}
+cluster: {replicationFactor: 0}
+`
+	cfgPath := filepath.Join(dir, "shardns.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	n, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(0) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &testNode{Node: n, dir: dir, logs: logs}
+}
+
+type answerCase struct {
+	qname  string
+	qtype  uint16
+	rcode  int
+	answer []string
+}
+
+func checkAnswer(t *testing.T, addr, proto string, c answerCase) {
+	t.Helper()
+	r, err := testutil.Exchange(addr, proto, c.qname, c.qtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != c.rcode {
+		t.Fatalf("%s %s over %s: rcode %s, want %s", c.qname, dns.TypeToString[c.qtype], proto,
+			dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode])
+	}
+	want := make([]dns.RR, len(c.answer))
+	for i, s := range c.answer {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatalf("bad expectation %q: %v", s, err)
+		}
+		want[i] = rr
+	}
+	got, exp := testutil.Records(r.Answer), testutil.Records(want)
+	if strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("%s %s over %s:\n%s\nwant:\n%s", c.qname, dns.TypeToString[c.qtype], proto,
+			strings.Join(got, "\n"), strings.Join(exp, "\n"))
+	}
+	if c.rcode != dns.RcodeSuccess || len(c.answer) == 0 {
+		if len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA {
+			t.Fatalf("%s: negative answer without SOA in authority: %v", c.qname, r.Ns)
+		}
+	}
+}
+
+// Every service of the demo cluster answers over UDP and TCP.
+func TestDemoClusterOverUDPAndTCP(t *testing.T) {
+	n := startDemo(t)
+	addr := n.DNSAddrs()[0]
+	cases := []answerCase{
+		{qname: "frontend.shop.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"frontend.shop.svc.cluster.local. 5 IN A 10.96.10.10"}},
+		{qname: "redis.data.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"redis.data.svc.cluster.local. 5 IN A 10.96.20.10"}},
+		{qname: "kubernetes.default.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"}},
+		{qname: "_grpc._tcp.cart.shop.svc.cluster.local.", qtype: dns.TypeSRV,
+			answer: []string{"_grpc._tcp.cart.shop.svc.cluster.local. 5 IN SRV 0 100 9090 cart.shop.svc.cluster.local."}},
+		{qname: "api.shop.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"api.shop.svc.cluster.local. 5 IN A 10.96.10.12"}},
+		{qname: "api.shop.svc.cluster.local.", qtype: dns.TypeAAAA,
+			answer: []string{"api.shop.svc.cluster.local. 5 IN AAAA fd00:10:96::c"}},
+		{qname: "redis.data.svc.cluster.local.", qtype: dns.TypeAAAA},
+		{qname: "payments.shop.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."}},
+		{qname: "postgres.data.svc.cluster.local.", qtype: dns.TypeA, answer: []string{
+			"postgres.data.svc.cluster.local. 5 IN A 10.244.3.20",
+			"postgres.data.svc.cluster.local. 5 IN A 10.244.3.21",
+		}},
+		{qname: "postgres-1.postgres.data.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"postgres-1.postgres.data.svc.cluster.local. 5 IN A 10.244.3.21"}},
+		{qname: "postgres-2.postgres.data.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
+		{qname: "_pg._tcp.postgres.data.svc.cluster.local.", qtype: dns.TypeSRV, answer: []string{
+			"_pg._tcp.postgres.data.svc.cluster.local. 5 IN SRV 0 50 5432 postgres-0.postgres.data.svc.cluster.local.",
+			"_pg._tcp.postgres.data.svc.cluster.local. 5 IN SRV 0 50 5432 postgres-1.postgres.data.svc.cluster.local.",
+		}},
+		{qname: "10-244-1-10.frontend.shop.svc.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"10-244-1-10.frontend.shop.svc.cluster.local. 5 IN A 10.244.1.10"}},
+		{qname: "10.10.96.10.in-addr.arpa.", qtype: dns.TypePTR,
+			answer: []string{"10.10.96.10.in-addr.arpa. 5 IN PTR frontend.shop.svc.cluster.local."}},
+		{qname: "20.3.244.10.in-addr.arpa.", qtype: dns.TypePTR,
+			answer: []string{"20.3.244.10.in-addr.arpa. 5 IN PTR postgres-0.postgres.data.svc.cluster.local."}},
+		{qname: "c.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa.", qtype: dns.TypePTR,
+			answer: []string{"c.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa. 5 IN PTR api.shop.svc.cluster.local."}},
+		{qname: "10-244-1-10.shop.pod.cluster.local.", qtype: dns.TypeA,
+			answer: []string{"10-244-1-10.shop.pod.cluster.local. 5 IN A 10.244.1.10"}},
+		{qname: "dns-version.cluster.local.", qtype: dns.TypeTXT,
+			answer: []string{`dns-version.cluster.local. 28800 IN TXT "1.1.0"`}},
+		{qname: "shop.svc.cluster.local.", qtype: dns.TypeA},
+		{qname: "nope.shop.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
+		{qname: "frontend.nons.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
+	}
+	for _, proto := range []string{"udp", "tcp"} {
+		for _, c := range cases {
+			t.Run(proto+"/"+c.qname+"/"+dns.TypeToString[c.qtype], func(t *testing.T) {
+				checkAnswer(t, addr, proto, c)
+			})
+		}
+	}
+}
+
+func TestManifestReload(t *testing.T) {
+	n := startDemo(t)
+	addr := n.DNSAddrs()[0]
+	file := filepath.Join(n.dir, "demo-cluster.yaml")
+	orig, _ := os.ReadFile(file)
+	added := string(orig) + `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: search, namespace: shop}
+spec:
+  clusterIP: 10.96.10.50
+  ports: [{name: http, port: 80}]
+`
+	if err := os.WriteFile(file, []byte(added), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		r, err := testutil.Exchange(addr, "udp", "search.shop.svc.cluster.local.", dns.TypeA)
+		if err != nil {
+			return err
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			return fmt.Errorf("not served yet: %s", dns.RcodeToString[r.Rcode])
+		}
+		return nil
+	})
+
+	// A broken file keeps the last good state and logs the error.
+	broken := added + "\n---\napiVersion: v1\nkind: Service\nmetadata: {name: bad, namespace: shop}\nspec: {clusterIP: not-an-ip}\n"
+	if err := os.WriteFile(file, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if !strings.Contains(n.logs.String(), "not-an-ip") {
+			return fmt.Errorf("reload error not logged yet")
+		}
+		return nil
+	})
+	if !strings.Contains(n.logs.String(), "demo-cluster.yaml") {
+		t.Fatalf("reload error does not name the file:\n%s", n.logs.String())
+	}
+	checkAnswer(t, addr, "udp", answerCase{qname: "search.shop.svc.cluster.local.", qtype: dns.TypeA,
+		answer: []string{"search.shop.svc.cluster.local. 5 IN A 10.96.10.50"}})
+
+	// Removing the service again serves NXDOMAIN, and the PTR goes too.
+	if err := os.WriteFile(file, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		r, err := testutil.Exchange(addr, "udp", "50.10.96.10.in-addr.arpa.", dns.TypePTR)
+		if err != nil {
+			return err
+		}
+		if r.Rcode != dns.RcodeNameError {
+			return fmt.Errorf("PTR still served: %v", r.Answer)
+		}
+		return nil
+	})
+	checkAnswer(t, addr, "udp", answerCase{qname: "search.shop.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError})
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	n := startDemo(t)
+	base := "http://" + n.HTTPAddr()
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("/health"); code != 200 {
+		t.Fatalf("/health = %d", code)
+	}
+	if code, _ := get("/ready"); code != 200 {
+		t.Fatalf("/ready = %d", code)
+	}
+	if _, err := testutil.Exchange(n.DNSAddrs()[0], "udp", "frontend.shop.svc.cluster.local.", dns.TypeA); err != nil {
+		t.Fatal(err)
+	}
+	_, metrics := get("/metrics")
+	for _, want := range []string{
+		`shardns_dns_requests_total{family="1",proto="udp"`,
+		`shardns_dns_responses_total{plugin="",rcode="NOERROR"`,
+		"shardns_build_info",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	code, ring := get("/debug/ring")
+	if code != 200 || !strings.Contains(ring, `"shop.svc.cluster.local."`) {
+		t.Fatalf("/debug/ring = %d %s", code, ring)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: x}\nspec: {clusterIP: 10.0.0.300}\n"), 0o644)
+	cfg, err := config.Parse([]byte(fmt.Sprintf("dns: {listen: [\"127.0.0.1:0\"]}\nhttp: {listen: \"\"}\nkubernetes: {enabled: false}\nmanifests: {files: [%q]}\n", bad)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start()
+	n.Stop(0)
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), `Service "web"`) {
+		t.Fatalf("Start = %v, want an error naming the file and the object", err)
+	}
+}

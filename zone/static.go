@@ -1,0 +1,77 @@
+package zone
+
+import "github.com/shardns/shardns/model"
+
+// StaticView is a View built in one go from a set of objects, grouped into
+// zones the way the zone manager groups them. Tests, benchmarks and
+// one-shot tools use it; a running node publishes through a Table instead.
+type StaticView struct {
+	dir   *Directory
+	zones map[string]*Snapshot
+}
+
+// Directory implements View.
+func (v *StaticView) Directory() *Directory { return v.dir }
+
+// Zone implements View.
+func (v *StaticView) Zone(key string) *Snapshot { return v.zones[key] }
+
+// NewStaticView builds the snapshots of every zone the objects fall in.
+func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
+	namespaces := map[string]struct{}{}
+	services := map[string]map[string]*model.Service{}
+	slices := map[string]map[string]*model.EndpointSlice{}
+	ptrs := map[string]map[model.Key][]PTR{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *model.Namespace:
+			namespaces[o.Name] = struct{}{}
+		case *model.Service:
+			for _, origin := range cfg.Domains.Cluster {
+				key := ServiceZoneKey(o.Namespace, origin)
+				addTo(services, key, o.Name, o)
+			}
+			addPTRs(cfg, ptrs, o.Key(), PTRs(cfg, o))
+		case *model.EndpointSlice:
+			for _, origin := range cfg.Domains.Cluster {
+				addTo(slices, ServiceZoneKey(o.Namespace, origin), o.Name, o)
+			}
+			addPTRs(cfg, ptrs, o.Key(), PTRs(cfg, o))
+		}
+	}
+	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1), zones: map[string]*Snapshot{}}
+	for key := range services {
+		r := cfg.Domains.Route(key)
+		v.zones[key] = BuildServiceZone(cfg, key, r.Origin, 1, services[key], slices[key])
+	}
+	for key := range slices {
+		if v.zones[key] == nil {
+			r := cfg.Domains.Route(key)
+			v.zones[key] = BuildServiceZone(cfg, key, r.Origin, 1, nil, slices[key])
+		}
+	}
+	for key, p := range ptrs {
+		r := cfg.Domains.Route(key)
+		v.zones[key] = BuildReverseZone(cfg, key, r.Origin, 1, p)
+	}
+	return v
+}
+
+func addTo[V any](m map[string]map[string]V, key, name string, v V) {
+	if m[key] == nil {
+		m[key] = map[string]V{}
+	}
+	m[key][name] = v
+}
+
+func addPTRs(cfg *Config, dst map[string]map[model.Key][]PTR, src model.Key, byZone map[string][]PTR) {
+	for key, p := range byZone {
+		if r := cfg.Domains.Route(key); r.Kind != RouteZone || !r.Reverse {
+			continue
+		}
+		if dst[key] == nil {
+			dst[key] = map[model.Key][]PTR{}
+		}
+		dst[key][src] = p
+	}
+}
