@@ -1,0 +1,161 @@
+package listeners
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/testutil"
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/query"
+	"github.com/shardns/shardns/zone"
+)
+
+// startListener serves a one-service zone on a loopback port through a
+// listener actor, and stops the actor when the test ends.
+func startListener(t testing.TB, maxConns int, idle time.Duration) string {
+	t.Helper()
+	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	cfg.Prepare()
+	view := zone.NewStaticView(cfg, []any{
+		&model.Namespace{Name: "ns"},
+		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
+			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
+	}, true)
+	s, err := Bind("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	pid := system.Root.Spawn(NewProps(Config{
+		Handler:     &query.Handler{Config: cfg, View: view},
+		IdleTimeout: idle, MaxConnections: maxConns,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, s))
+	t.Cleanup(func() {
+		system.Root.StopFuture(pid).Wait()
+		system.Shutdown()
+	})
+	return s.Addr()
+}
+
+func expectWeb(t testing.TB, addr, proto string) {
+	t.Helper()
+	r, err := testutil.Exchange(addr, proto, "web.ns.svc.cluster.local.", dns.TypeA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("%s: got %v", proto, r)
+	}
+}
+
+func TestServesUDPAndTCP(t *testing.T) {
+	addr := startListener(t, 16, time.Second)
+	expectWeb(t, addr, "udp")
+	expectWeb(t, addr, "tcp")
+}
+
+// Several queries share one TCP connection, answered in order.
+func TestTCPPipelining(t *testing.T) {
+	addr := startListener(t, 16, time.Second)
+	conn, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 3 {
+		m := new(dns.Msg)
+		m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+		m.Id = uint16(100 + i)
+		if err := conn.WriteMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		r, err := conn.ReadMsg()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Id != uint16(100+i) || len(r.Answer) != 1 {
+			t.Fatalf("reply %d: %v", i, r)
+		}
+	}
+}
+
+// A client that sends one byte and stalls holds only its own connection,
+// and is closed when it stays idle.
+func TestTCPStalledClient(t *testing.T) {
+	addr := startListener(t, 16, 200*time.Millisecond)
+	stalled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.Write([]byte{0})
+	expectWeb(t, addr, "tcp")
+	expectWeb(t, addr, "udp")
+	stalled.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := stalled.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("stalled connection: read %v, want EOF after the idle timeout", err)
+	}
+}
+
+// Connections over the limit are closed at once; those under it serve.
+func TestTCPConnectionLimit(t *testing.T) {
+	addr := startListener(t, 1, 5*time.Second)
+	first, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	if err := first.WriteMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.ReadMsg(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	second.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := second.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("connection over the limit: read %v, want EOF", err)
+	}
+	expectWeb(t, addr, "udp")
+}
+
+// BenchmarkServeUDP is a loopback round trip through a listener actor.
+func BenchmarkServeUDP(b *testing.B) {
+	addr := startListener(b, 16, time.Second)
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	req, _ := m.Pack()
+	buf := make([]byte, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := conn.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Read(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
