@@ -259,9 +259,6 @@ func (c *Config) validate() error {
 
 func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	k := &c.Kubernetes
-	if k.Enabled {
-		bad("kubernetes.enabled", "the Kubernetes API source is not available yet; serve YAML with manifests.files")
-	}
 	if len(k.Zones) == 0 {
 		bad("kubernetes.zones", "needs at least one cluster domain")
 	}
@@ -286,7 +283,9 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	switch k.Pods {
 	case "disabled", "insecure":
 	case "verified":
-		bad("kubernetes.pods", "verified needs the Kubernetes API source, which is not available yet")
+		if !k.Enabled {
+			bad("kubernetes.pods", "verified needs the Kubernetes API source (kubernetes.enabled: true)")
+		}
 	default:
 		bad("kubernetes.pods", "must be disabled, insecure or verified, got %q", k.Pods)
 	}

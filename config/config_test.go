@@ -34,7 +34,7 @@ func TestParseRejects(t *testing.T) {
 		{"duration", "kubernetes: {enabled: false}\nmanifests: {interval: soon}\n", "soon"},
 		{"wrong type", "kubernetes: {enabled: false, ttl: five}\n", "ttl"},
 		{"not yaml", "kubernetes: [\n", "yaml"},
-		{"kubernetes source", "kubernetes: {enabled: true}\n", "kubernetes.enabled"},
+		{"verified without the API", "kubernetes: {enabled: false, pods: verified}\n", "kubernetes.pods"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

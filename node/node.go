@@ -15,9 +15,11 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/klog/v2"
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster"
@@ -26,6 +28,7 @@ import (
 	"github.com/shardns/shardns/listeners"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
 	"github.com/shardns/shardns/zone"
 )
@@ -48,6 +51,7 @@ type Node struct {
 	wg      sync.WaitGroup
 	stopped bool
 	files   fs.FS // where manifests are read; nil is the OS file system
+	synced  atomic.Bool
 }
 
 // Option adjusts a node before it starts.
@@ -100,7 +104,7 @@ func nodeName(cfg *config.Config) string {
 // answerConfig derives the answer options from the configuration.
 func answerConfig(cfg *config.Config) *zone.Config {
 	k := cfg.Kubernetes
-	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames}
+	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames, IgnoreEmptyService: k.IgnoreEmptyService}
 	for _, z := range k.Zones {
 		a.Domains.Cluster = append(a.Domains.Cluster, zone.Fqdn(z))
 	}
@@ -112,6 +116,7 @@ func answerConfig(cfg *config.Config) *zone.Config {
 		a.Pods = zone.PodsInsecure
 	case "verified":
 		a.Pods = zone.PodsVerified
+		a.Domains.PodZones = true
 	}
 	for _, l := range cfg.DNS.Listen {
 		if ap, err := netip.ParseAddrPort(l); err == nil && !ap.Addr().IsUnspecified() {
@@ -134,6 +139,22 @@ func (n *Node) Start() error {
 		}
 		sources = append(sources, manifest.SourceName)
 	}
+	var kube *kubesource.Config
+	if n.cfg.Kubernetes.Enabled {
+		k := n.cfg.Kubernetes
+		client, err := kubesource.NewClient(k.Kubeconfig, "shardns/"+Version)
+		if err != nil {
+			return err
+		}
+		kube = &kubesource.Config{Client: client, Namespaces: k.Namespaces, NamespaceSelector: k.NamespaceSelector,
+			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
+			Logger: n.log.With("source", kubesource.SourceName)}
+		if err := kube.Validate(); err != nil {
+			return err
+		}
+		klog.SetSlogLogger(n.log.With("component", "client-go"))
+		sources = append(sources, kubesource.SourceName)
+	}
 	if len(sources) == 0 {
 		n.log.Warn("no source configured: only the zone apexes are served")
 	}
@@ -148,7 +169,12 @@ func (n *Node) Start() error {
 	}
 	manager := spawn(zones.NewManagerProps(zones.Config{
 		Answer: n.answer, Table: n.table, Sources: sources, Now: time.Now, Logger: n.log,
+		StartupTimeout: n.cfg.Kubernetes.StartupTimeout.D(), Synced: &n.synced,
 	}))
+	if kube != nil {
+		kube.Manager = manager
+		spawn(kubesource.NewProps(*kube))
+	}
 	if initial != nil {
 		spawn(manifest.NewProps(manifest.Config{Files: n.cfg.Manifests.Files, FS: n.files,
 			Interval: n.cfg.Manifests.Interval.D(), Manager: manager, Logger: n.log}, initial))
@@ -172,7 +198,7 @@ func (n *Node) Start() error {
 }
 
 // Ready reports whether every source has synced.
-func (n *Node) Ready() bool { return n.table.Directory().Synced }
+func (n *Node) Ready() bool { return n.synced.Load() }
 
 // ring reports this node's zones; a single node owns them all.
 func (n *Node) ring() httpapi.Ring {

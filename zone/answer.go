@@ -171,6 +171,9 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 		}
 		return negative(dns.RcodeNameError, dir.soa[route.Origin])
 	}
+	if route.Reverse {
+		return s.answerReverse(dir, q)
+	}
 	return s.answer(cfg, v, q, depth)
 }
 
@@ -195,8 +198,6 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 		}
 	case dns.TypeSRV:
 		ans, extra = n.srv, n.srvExtra
-	case dns.TypePTR:
-		ans = n.ptr
 	case dns.TypeCNAME:
 		ans = n.cnameRecords
 	}
@@ -204,6 +205,40 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
 	return Response{Answer: ans, Extra: extra}
+}
+
+// answerReverse answers a name of a reverse zone. Records pointing into a
+// namespace that is not exposed (deleted, or outside the namespace
+// selector) are left out; when none is left the name does not exist.
+func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
+	n := s.nodes[q.Name]
+	if n == nil {
+		return negative(dns.RcodeNameError, s.soa)
+	}
+	ptr := n.ptr
+	for _, ns := range n.ptrNamespaces {
+		if !dir.HasNamespace(ns) {
+			ptr = exposedPTRs(dir, n)
+			break
+		}
+	}
+	if len(ptr) == 0 {
+		return negative(dns.RcodeNameError, s.soa)
+	}
+	if q.Type != dns.TypePTR {
+		return negative(dns.RcodeSuccess, s.soa)
+	}
+	return Response{Answer: ptr}
+}
+
+func exposedPTRs(dir *Directory, n *node) []dns.RR {
+	var out []dns.RR
+	for i, rr := range n.ptr {
+		if dir.HasNamespace(n.ptrNamespaces[i]) {
+			out = append(out, rr)
+		}
+	}
+	return out
 }
 
 // chase answers A/AAAA for an ExternalName: the CNAME, followed inside the

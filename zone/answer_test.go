@@ -345,3 +345,51 @@ func BenchmarkAnswer(b *testing.B) {
 		}
 	}
 }
+
+func TestAnswerPodsVerified(t *testing.T) {
+	cfg := testConfig()
+	cfg.Pods = PodsVerified
+	cfg.Domains.PodZones = true
+	objs := testCluster()
+	v := NewStaticView(cfg, objs, true)
+	pods := map[string]*model.Pod{"web-0": {Namespace: "ns1", Name: "web-0", IPs: ips("10.1.2.3", "fd00::9")}}
+	v.zones[PodZoneKey("ns1", cl)] = BuildPodZone(cfg, PodZoneKey("ns1", cl), cl, 1, pods)
+	runCases(t, v, cfg, []tc{
+		{qname: "10-1-2-3.ns1.pod.cluster.local.", qtype: A, answer: []string{"10-1-2-3.ns1.pod.cluster.local. 5 IN A 10.1.2.3"}},
+		{qname: "fd00--9.ns1.pod.cluster.local.", qtype: AAAA, answer: []string{"fd00--9.ns1.pod.cluster.local. 5 IN AAAA fd00::9"}},
+		// Verified: only addresses of pods in that namespace answer.
+		{qname: "10-1-2-4.ns1.pod.cluster.local.", qtype: A, rcode: NX, soa: cl},
+		{qname: "10-1-2-3.ns2.pod.cluster.local.", qtype: A, rcode: NX, soa: cl},
+		{qname: "10-1-2-3.nons.pod.cluster.local.", qtype: A, rcode: NX, soa: cl},
+		{qname: "ns1.pod.cluster.local.", qtype: A, soa: cl},
+		{qname: "ns2.pod.cluster.local.", qtype: A, soa: cl},
+	})
+}
+
+func TestAnswerIgnoreEmptyService(t *testing.T) {
+	cfg := testConfig()
+	cfg.IgnoreEmptyService = true
+	v := buildView(t, cfg, true, testCluster())
+	runCases(t, v, cfg, []tc{
+		{qname: "svc2.ns2.svc.cluster.local.", qtype: A, rcode: NX, soa: cl}, // no endpoints
+		{qname: "svc1.ns1.svc.cluster.local.", qtype: A, answer: []string{"svc1.ns1.svc.cluster.local. 5 IN A 10.0.0.1"}},
+		{qname: "ext.ns1.svc.cluster.local.", qtype: CNAME, answer: []string{"ext.ns1.svc.cluster.local. 5 IN CNAME example.com."}},
+	})
+}
+
+// A PTR into a namespace that is gone (or not exposed) is not answered.
+func TestAnswerPTRNeedsExposedNamespace(t *testing.T) {
+	cfg := testConfig()
+	var objs []any
+	for _, o := range testCluster() {
+		if ns, ok := o.(*model.Namespace); ok && ns.Name == "ns2" {
+			continue
+		}
+		objs = append(objs, o)
+	}
+	v := buildView(t, cfg, true, objs)
+	runCases(t, v, cfg, []tc{
+		{qname: "1.1.0.10.in-addr.arpa.", qtype: PTRt, rcode: NX, soa: "in-addr.arpa."},
+		{qname: "1.0.0.10.in-addr.arpa.", qtype: PTRt, answer: []string{"1.0.0.10.in-addr.arpa. 5 IN PTR svc1.ns1.svc.cluster.local."}},
+	})
+}

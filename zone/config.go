@@ -27,10 +27,13 @@ const versionTTL = 28800
 // start-up and shared read-only.
 type Config struct {
 	Domains          Domains
-	TTL              uint32       // TTL of every cluster record
-	Pods             PodMode      // how pod names are answered
-	EndpointPodNames bool         // name endpoints without a hostname after their pod
-	NSAddrs          []netip.Addr // addresses of ns.dns.<domain>, the server itself
+	TTL              uint32  // TTL of every cluster record
+	Pods             PodMode // how pod names are answered
+	EndpointPodNames bool    // name endpoints without a hostname after their pod
+	// IgnoreEmptyService answers NXDOMAIN for ClusterIP services without a
+	// ready endpoint, as CoreDNS's ignore empty_service.
+	IgnoreEmptyService bool
+	NSAddrs            []netip.Addr // addresses of ns.dns.<domain>, the server itself
 
 	// Prebuilt per cluster domain, so answers need no allocation.
 	apex map[string]*apexRecords

@@ -34,12 +34,17 @@ type Route struct {
 	Origin  string // the configured zone that matched: owner of its SOA
 	Key     string // zone key, for RouteZone (a suffix of the name)
 	Reverse bool   // Origin is a reverse zone
+	Pods    bool   // Key is a pod zone, ns.pod.<domain>
 }
 
 // Domains are the zones a node is authoritative for.
 type Domains struct {
 	Cluster []string // cluster domains, e.g. "cluster.local."
 	Reverse []string // reverse zones, e.g. "in-addr.arpa.", "ip6.arpa."
+	// PodZones routes pod names to ns.pod.<domain> zones, which hold the
+	// pods of a namespace (pods: verified). Otherwise pod names are
+	// answered without state (pods: insecure or disabled).
+	PodZones bool
 }
 
 const (
@@ -66,12 +71,12 @@ func (d *Domains) Route(qname string) Route {
 		return Route{Kind: RouteApex, Origin: origin}
 	}
 	last, rest := lastLabel(rel)
-	if last != "svc" || rest == "" {
+	if rest == "" || (last != "svc" && !(last == "pod" && d.PodZones)) {
 		return Route{Kind: RouteStateless, Origin: origin}
 	}
 	ns, _ := lastLabel(rest)
 	key := qname[len(rest)-len(ns)-1:]
-	return Route{Kind: RouteZone, Origin: origin, Key: key}
+	return Route{Kind: RouteZone, Origin: origin, Key: key, Pods: last == "pod"}
 }
 
 // match returns the longest configured zone that qname is in or equal to.
@@ -140,6 +145,12 @@ func reverseKey(qname string) string {
 // under cluster domain origin.
 func ServiceZoneKey(ns, origin string) string {
 	return strings.ToLower(ns) + ".svc." + origin
+}
+
+// PodZoneKey is the zone key that holds the pods of namespace ns under
+// cluster domain origin, when pods are verified.
+func PodZoneKey(ns, origin string) string {
+	return strings.ToLower(ns) + ".pod." + origin
 }
 
 // Fqdn lower-cases name and makes it fully qualified.

@@ -15,6 +15,7 @@ import (
 type PTR struct {
 	Addr      netip.Addr
 	Target    string // fully qualified, lower-case
+	Namespace string // of the service pointed at: answered only while exposed
 	ClusterIP bool   // from a service's cluster IP (wins over endpoints)
 }
 
@@ -22,12 +23,12 @@ type PTR struct {
 // of their reverse zone. Namespaces and pods contribute none.
 func PTRs(cfg *Config, obj any) map[string][]PTR {
 	out := map[string][]PTR{}
-	add := func(a netip.Addr, target string, clusterIP bool) {
+	add := func(a netip.Addr, target, ns string, clusterIP bool) {
 		key := reverseKey(ReverseName(a))
 		if key == "" {
 			return
 		}
-		out[key] = append(out[key], PTR{Addr: a, Target: target, ClusterIP: clusterIP})
+		out[key] = append(out[key], PTR{Addr: a, Target: target, Namespace: strings.ToLower(ns), ClusterIP: clusterIP})
 	}
 	switch o := obj.(type) {
 	case *model.Service:
@@ -36,7 +37,7 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 		}
 		target := strings.ToLower(o.Name+"."+o.Namespace) + ".svc." + cfg.Primary()
 		for _, ip := range o.ClusterIPs {
-			add(ip, target, true)
+			add(ip, target, o.Namespace, true)
 		}
 	case *model.EndpointSlice:
 		base := strings.ToLower(o.ServiceName+"."+o.Namespace) + ".svc." + cfg.Primary()
@@ -45,7 +46,7 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 				continue
 			}
 			for _, a := range ep.Addresses {
-				add(a, strings.ToLower(EndpointHostname(ep, a, cfg.EndpointPodNames))+"."+base, false)
+				add(a, strings.ToLower(EndpointHostname(ep, a, cfg.EndpointPodNames))+"."+base, o.Namespace, false)
 			}
 		}
 	}
@@ -67,7 +68,7 @@ func ReverseZoneKey(a netip.Addr) string { return reverseKey(ReverseName(a)) }
 func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[model.Key][]PTR) *Snapshot {
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
 		soa: cfg.SOA(origin, serial), PTRs: ptrs}
-	type targets struct{ service, endpoints []string }
+	type targets struct{ service, endpoints []PTR }
 	byAddr := map[netip.Addr]*targets{}
 	for _, src := range sortedObjectKeys(ptrs) {
 		for _, p := range ptrs[src] {
@@ -77,9 +78,9 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 				byAddr[p.Addr] = t
 			}
 			if p.ClusterIP {
-				t.service = append(t.service, p.Target)
+				t.service = append(t.service, p)
 			} else {
-				t.endpoints = append(t.endpoints, p.Target)
+				t.endpoints = append(t.endpoints, p)
 			}
 		}
 	}
@@ -91,10 +92,11 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 		}
 		n := &node{}
 		seen := map[string]bool{}
-		for _, target := range list {
-			if !seen[target] {
-				seen[target] = true
-				n.ptr = append(n.ptr, &dns.PTR{Hdr: hdr(name, dns.TypePTR, cfg.TTL), Ptr: target})
+		for _, p := range list {
+			if !seen[p.Target] {
+				seen[p.Target] = true
+				n.ptr = append(n.ptr, &dns.PTR{Hdr: hdr(name, dns.TypePTR, cfg.TTL), Ptr: p.Target})
+				n.ptrNamespaces = append(n.ptrNamespaces, p.Namespace)
 			}
 		}
 		s.nodes[name] = n

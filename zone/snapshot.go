@@ -25,6 +25,7 @@ type Snapshot struct {
 	Services map[string]*model.Service       // service zones, by name
 	Slices   map[string]*model.EndpointSlice // service zones, by name
 	PTRs     map[model.Key][]PTR             // reverse zones, by source object
+	Pods     map[string]*model.Pod           // pod zones, by name
 }
 
 // node holds the records of one owner name.
@@ -32,6 +33,7 @@ type node struct {
 	a, aaaa       []dns.RR
 	srv, srvExtra []dns.RR
 	ptr           []dns.RR
+	ptrNamespaces []string   // namespace of each ptr target: answered while it exists
 	cname         *dns.CNAME // ExternalName services
 	cnameRecords  []dns.RR   // the CNAME alone, for CNAME questions
 }
@@ -101,6 +103,9 @@ func (s *Snapshot) addService(cfg *Config, svc *model.Service, slices []*model.E
 		s.nodes[base] = &node{cname: c, cnameRecords: []dns.RR{c}}
 		return
 	}
+	if svc.Type == model.ServiceClusterIP && cfg.IgnoreEmptyService && !hasReadyEndpoint(slices) {
+		return
+	}
 	var all []entry
 	byPort := map[string][]entry{} // "_name._proto" → entries
 	if svc.Type == model.ServiceClusterIP {
@@ -154,6 +159,49 @@ func (s *Snapshot) addService(cfg *Config, svc *model.Service, slices []*model.E
 	for _, h := range hosts {
 		s.addNode(cfg, h+"."+base, byHost[h])
 	}
+}
+
+func hasReadyEndpoint(slices []*model.EndpointSlice) bool {
+	for _, sl := range slices {
+		for _, ep := range sl.Endpoints {
+			if ep.Ready && len(ep.Addresses) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// BuildPodZone builds the snapshot of a pod zone (ns.pod.<origin>, pods
+// verified): one name per pod address, the address with dashes.
+func BuildPodZone(cfg *Config, key, origin string, serial uint32, pods map[string]*model.Pod) *Snapshot {
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
+		soa: cfg.SOA(origin, serial), Pods: pods}
+	for _, name := range sortedKeys(pods) {
+		for _, ip := range pods[name].IPs {
+			owner := PodLabel(ip) + "." + key
+			n := s.nodes[owner]
+			if n == nil {
+				n = &node{}
+				s.nodes[owner] = n
+			}
+			rr := addrRR(owner, ip, cfg.TTL)
+			if ip.Is4() && len(n.a) == 0 {
+				n.a = append(n.a, rr)
+			} else if ip.Is6() && len(n.aaaa) == 0 {
+				n.aaaa = append(n.aaaa, rr)
+			}
+		}
+	}
+	return s
+}
+
+// PodLabel is the DNS label of a pod address: 10-1-2-3 or fd00--1.
+func PodLabel(ip netip.Addr) string {
+	if ip.Is4() {
+		return strings.ReplaceAll(ip.String(), ".", "-")
+	}
+	return strings.ReplaceAll(ip.String(), ":", "-")
 }
 
 // addPortNodes adds _port._proto.base. CoreDNS strips one leading

@@ -2,10 +2,13 @@ package zones
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
@@ -18,11 +21,17 @@ type Config struct {
 	Sources []string         // sources that must sync before the node is ready
 	Now     func() time.Time // clock for SOA serials
 	Logger  *slog.Logger
+	// StartupTimeout bounds how long missing names get SERVFAIL while
+	// sources sync; after it, what is known is served. 0 waits for ever.
+	StartupTimeout time.Duration
+	// Synced is set once every source has synced: the node is ready.
+	Synced *atomic.Bool
 }
 
 // Manager routes source changes to zone actors and owns the directory.
 type Manager struct {
 	cfg        Config
+	timedOut   bool // the startup timeout passed before every source synced
 	namespaces map[string]struct{}
 	unsynced   map[string]bool
 	zonesOf    map[model.Key][]string // zone keys each object contributes to
@@ -51,12 +60,33 @@ func newManager(cfg Config) *Manager {
 func (m *Manager) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		m.publishDirectory()
+		m.onStarted(ctx)
+	case *startupTimeout:
+		m.onStartupTimeout()
 	case *Apply:
 		m.onApply(ctx, msg)
 	case *Synced:
 		m.onSynced(msg)
 	}
+}
+
+func (m *Manager) onStarted(ctx actor.Context) {
+	m.publishDirectory()
+	if len(m.unsynced) > 0 && m.cfg.StartupTimeout > 0 {
+		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.StartupTimeout, ctx.Self(), &startupTimeout{})
+	}
+}
+
+// onStartupTimeout starts serving what is known, as CoreDNS does after its
+// startup timeout, while readiness keeps waiting for the real sync.
+func (m *Manager) onStartupTimeout() {
+	if len(m.unsynced) == 0 {
+		return
+	}
+	m.timedOut = true
+	m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
+		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.unsynced)))
+	m.publishDirectory()
 }
 
 func (m *Manager) onSynced(msg *Synced) {
@@ -85,6 +115,8 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 			dirChanged = m.applyNamespace(c) || dirChanged
 		case model.KindService, model.KindEndpointSlice:
 			m.routeServiceChange(c, batch)
+		case model.KindPod:
+			m.routePodChange(c, batch)
 		}
 	}
 	for key, b := range batches {
@@ -138,6 +170,24 @@ func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApp
 	m.setZonesOf(c.Key, keys)
 }
 
+// routePodChange sends a Pod change to its pod zones when pods are
+// verified; otherwise pods hold no state.
+func (m *Manager) routePodChange(c model.Change, batch func(string) *zoneApply) {
+	if !m.cfg.Answer.Domains.PodZones {
+		return
+	}
+	var keys []string
+	for _, origin := range m.cfg.Answer.Domains.Cluster {
+		key := zone.PodZoneKey(c.Key.Namespace, origin)
+		keys = append(keys, key)
+		batch(key).pods = append(batch(key).pods, c)
+	}
+	if c.Object == nil {
+		keys = nil
+	}
+	m.setZonesOf(c.Key, keys)
+}
+
 func isReverseKey(cfg *zone.Config, key string) bool {
 	r := cfg.Domains.Route(key)
 	return r.Kind == zone.RouteZone && r.Reverse
@@ -167,7 +217,7 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	r := m.cfg.Answer.Domains.Route(key)
 	slot := m.cfg.Table.NewSlot(key)
 	za := func() actor.Actor {
-		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, cfg: m.cfg.Answer,
+		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods, cfg: m.cfg.Answer,
 			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger}
 	}
 	pid := ctx.Spawn(actor.PropsFromProducer(za))
@@ -196,5 +246,9 @@ func (m *Manager) publishDirectory() {
 	for n := range m.namespaces {
 		ns[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, len(m.unsynced) == 0, m.serial))
+	synced := len(m.unsynced) == 0
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, synced || m.timedOut, m.serial))
+	if m.cfg.Synced != nil {
+		m.cfg.Synced.Store(synced)
+	}
 }

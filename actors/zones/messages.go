@@ -42,7 +42,11 @@ type ptrChange struct {
 type zoneApply struct {
 	services []serviceChange
 	ptrs     []ptrChange
+	pods     []model.Change
 }
+
+// startupTimeout tells the Manager that the startup timeout has passed.
+type startupTimeout struct{}
 
 // flush makes a zone actor publish what it has applied so far. A zone actor
 // sends it to itself once per batch, so every change queued before it is

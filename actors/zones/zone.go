@@ -15,6 +15,7 @@ import (
 type zoneActor struct {
 	key, origin string
 	reverse     bool
+	pods        bool // a pod zone (pods: verified)
 	cfg         *zone.Config
 	slot        *zone.Slot
 	table       *zone.Table
@@ -24,6 +25,7 @@ type zoneActor struct {
 	services map[string]*model.Service
 	slices   map[string]*model.EndpointSlice
 	ptrs     map[model.Key][]zone.PTR
+	podObjs  map[string]*model.Pod
 	serial   uint32
 	pending  bool // a flush is in the mailbox
 }
@@ -47,11 +49,13 @@ func (z *zoneActor) onStarted() {
 	z.services = map[string]*model.Service{}
 	z.slices = map[string]*model.EndpointSlice{}
 	z.ptrs = map[model.Key][]zone.PTR{}
+	z.podObjs = map[string]*model.Pod{}
 	z.pending = false
 	if s := z.slot.Load(); s != nil {
 		maps.Copy(z.services, s.Services)
 		maps.Copy(z.slices, s.Slices)
 		maps.Copy(z.ptrs, s.PTRs)
+		maps.Copy(z.podObjs, s.Pods)
 		z.serial = s.Serial
 		z.log.Warn("zone actor restarted; resuming from its last snapshot", "zone", z.key)
 	}
@@ -73,6 +77,13 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 			z.slices[k.Name] = o
 		}
 	}
+	for _, c := range msg.pods {
+		if p, ok := c.Object.(*model.Pod); ok {
+			z.podObjs[c.Key.Name] = p
+		} else {
+			delete(z.podObjs, c.Key.Name)
+		}
+	}
 	for _, p := range msg.ptrs {
 		if len(p.ptrs) == 0 {
 			delete(z.ptrs, p.source)
@@ -91,9 +102,12 @@ func (z *zoneActor) onFlush() {
 	z.pending = false
 	z.serial = nextSerial(z.serial, z.now())
 	var s *zone.Snapshot
-	if z.reverse {
+	switch {
+	case z.pods:
+		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.podObjs))
+	case z.reverse:
 		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.ptrs))
-	} else {
+	default:
 		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.services), maps.Clone(z.slices))
 	}
 	z.slot.Store(s)

@@ -1,0 +1,154 @@
+package kubernetes
+
+import (
+	"log/slog"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/kubeobj"
+)
+
+// handler turns informer events of one kind into model changes. It runs on
+// the informer's goroutine and only converts and sends.
+type handler struct {
+	kind    model.Kind
+	exposed func(namespace string) bool // the kubernetes.namespaces filter
+	send    func(model.Change)
+	log     *slog.Logger
+}
+
+var _ cache.ResourceEventHandler = (*handler)(nil)
+
+// convert returns the model object of an API object; nil with no error
+// means DNS does not serve it (an FQDN slice, a finished pod).
+func (h *handler) convert(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return nilIfEmpty(kubeobj.Service(o))
+	case *discoveryv1.EndpointSlice:
+		return nilIfEmpty(kubeobj.EndpointSlice(o))
+	case *corev1.Namespace:
+		return nilIfEmpty(kubeobj.Namespace(o))
+	case *corev1.Pod:
+		if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+			return nil, nil // its IPs are free for other pods
+		}
+		return nilIfEmpty(kubeobj.Pod(o))
+	}
+	return nil, nil
+}
+
+// nilIfEmpty turns a typed nil pointer into an untyped nil.
+func nilIfEmpty[T any](v *T, err error) (any, error) {
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (h *handler) key(obj any) (model.Key, bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return model.Key{}, false
+	}
+	return model.Key{Kind: h.kind, Namespace: m.GetNamespace(), Name: m.GetName()}, true
+}
+
+func (h *handler) visible(k model.Key) bool {
+	ns := k.Namespace
+	if h.kind == model.KindNamespace {
+		ns = k.Name
+	}
+	return h.exposed(ns)
+}
+
+// OnAdd sends new objects. A broken object is logged and skipped: nothing
+// already served changes.
+func (h *handler) OnAdd(obj any, _ bool) {
+	k, ok := h.key(obj)
+	if !ok || !h.visible(k) {
+		return
+	}
+	m, err := h.convert(obj)
+	if err != nil {
+		h.log.Warn("ignoring object the API served", "object", k.String(), "err", err)
+		return
+	}
+	if m != nil {
+		h.send(model.Change{Key: k, Object: m})
+	}
+}
+
+// OnUpdate drops resyncs (same resourceVersion) and updates that change
+// nothing DNS serves; a broken new version keeps the old one serving.
+func (h *handler) OnUpdate(oldObj, newObj any) {
+	k, ok := h.key(newObj)
+	if !ok || !h.visible(k) {
+		return
+	}
+	om, _ := meta.Accessor(oldObj)
+	nm, _ := meta.Accessor(newObj)
+	if om != nil && nm != nil && om.GetResourceVersion() == nm.GetResourceVersion() {
+		return
+	}
+	m, err := h.convert(newObj)
+	if err != nil {
+		h.log.Warn("ignoring update the API served; still serving the previous version", "object", k.String(), "err", err)
+		return
+	}
+	old, _ := h.convert(oldObj)
+	if withoutVersion(old, m) {
+		return
+	}
+	h.send(model.Change{Key: k, Object: m})
+}
+
+// OnDelete sends a delete, also for tombstones of objects deleted while
+// the watch was down.
+func (h *handler) OnDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	k, ok := h.key(obj)
+	if !ok || !h.visible(k) {
+		return
+	}
+	h.send(model.Change{Key: k})
+}
+
+// withoutVersion reports whether a and b serve the same records: equal but
+// for their resourceVersion.
+func withoutVersion(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	switch x := a.(type) {
+	case *model.Service:
+		y, ok := b.(*model.Service)
+		if !ok {
+			return false
+		}
+		xc, yc := *x, *y
+		xc.ResourceVersion, yc.ResourceVersion = "", ""
+		return reflect.DeepEqual(xc, yc)
+	case *model.EndpointSlice:
+		y, ok := b.(*model.EndpointSlice)
+		if !ok {
+			return false
+		}
+		xc, yc := *x, *y
+		xc.ResourceVersion, yc.ResourceVersion = "", ""
+		return reflect.DeepEqual(xc, yc)
+	case *model.Namespace:
+		return true // a namespace serves nothing but its existence
+	case *model.Pod:
+		y, ok := b.(*model.Pod)
+		return ok && reflect.DeepEqual(x.IPs, y.IPs)
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package kubernetes
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/model"
+)
+
+// SourceName identifies this source in zone batches and logs.
+const SourceName = "kubernetes"
+
+// Config configures the Kubernetes source.
+type Config struct {
+	Client            kubernetes.Interface
+	Manager           *actor.PID // receives the changes
+	Namespaces        []string   // exposed namespaces; empty exposes all
+	NamespaceSelector string     // label selector of exposed namespaces (server-side)
+	LabelSelector     string     // label selector of services and endpoint slices (server-side)
+	Pods              bool       // watch pods (pods: verified)
+	NoEndpoints       bool       // do not watch endpoint slices
+	Logger            *slog.Logger
+}
+
+// Validate checks the selectors, so a typo fails at start-up.
+func (c *Config) Validate() error {
+	if _, err := labels.Parse(c.NamespaceSelector); err != nil {
+		return fmt.Errorf("kubernetes.namespaceSelector: %w", err)
+	}
+	if _, err := labels.Parse(c.LabelSelector); err != nil {
+		return fmt.Errorf("kubernetes.labelSelector: %w", err)
+	}
+	return nil
+}
+
+// Source is the actor owning the informers. Their goroutines stop, and are
+// waited for, when the actor stops.
+type Source struct {
+	cfg       Config
+	stop      chan struct{}
+	factories []informers.SharedInformerFactory
+	wg        sync.WaitGroup
+}
+
+// NewProps returns the props of a Source.
+func NewProps(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} })
+}
+
+// Receive starts the watches and stops them.
+func (s *Source) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		s.start(ctx)
+	case *actor.Stopping:
+		s.shutdown()
+	}
+}
+
+func (s *Source) start(ctx actor.Context) {
+	s.stop = make(chan struct{})
+	root := ctx.ActorSystem().Root
+	manager := s.cfg.Manager
+	send := func(c model.Change) {
+		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
+	}
+	exposed := s.exposedFunc()
+	objects := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
+		informers.WithTransform(strip),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }))
+	namespaces := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
+		informers.WithTransform(strip),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }))
+	s.factories = []informers.SharedInformerFactory{objects, namespaces}
+
+	type watched struct {
+		kind     model.Kind
+		informer cache.SharedIndexInformer
+	}
+	list := []watched{
+		{model.KindNamespace, namespaces.Core().V1().Namespaces().Informer()},
+		{model.KindService, objects.Core().V1().Services().Informer()},
+	}
+	if !s.cfg.NoEndpoints {
+		list = append(list, watched{model.KindEndpointSlice, objects.Discovery().V1().EndpointSlices().Informer()})
+	}
+	if s.cfg.Pods {
+		pods := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0, informers.WithTransform(strip))
+		s.factories = append(s.factories, pods)
+		list = append(list, watched{model.KindPod, pods.Core().V1().Pods().Informer()})
+	}
+	var synced []cache.InformerSynced
+	for _, w := range list {
+		kind := w.kind
+		w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+			s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
+				"kind", kind.String(), "err", err)
+		})
+		reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: exposed, send: send, log: s.cfg.Logger})
+		if err != nil {
+			panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	for _, f := range s.factories {
+		f.Start(s.stop)
+	}
+	s.wg.Go(func() {
+		start := time.Now()
+		if cache.WaitForCacheSync(s.stop, synced...) {
+			s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(start).Round(time.Millisecond))
+			root.Send(manager, &zones.Synced{Source: SourceName})
+		}
+	})
+}
+
+// exposedFunc implements kubernetes.namespaces; the namespace selector is
+// applied by the API server to the namespace watch.
+func (s *Source) exposedFunc() func(string) bool {
+	if len(s.cfg.Namespaces) == 0 {
+		return func(string) bool { return true }
+	}
+	set := map[string]bool{}
+	for _, n := range s.cfg.Namespaces {
+		set[n] = true
+	}
+	return func(ns string) bool { return set[ns] }
+}
+
+func (s *Source) shutdown() {
+	if s.stop == nil {
+		return
+	}
+	close(s.stop)
+	for _, f := range s.factories {
+		f.Shutdown()
+	}
+	s.wg.Wait()
+}
