@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardns/shardns/integration/kubeapi"
 )
 
 // shardnsBin is built once for the package by TestMain.
@@ -32,6 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	kubeapi.StopShared()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -105,6 +108,7 @@ http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: false}
 manifests: {files: [demo-cluster.yaml]}
 cluster: {replicationFactor: 0}
+forward: {upstreams: []}
 `
 
 // dig runs Debian's dig against addr and returns its +short lines, sorted.

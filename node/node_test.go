@@ -63,6 +63,7 @@ http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: false}
 manifests: {files: [demo-cluster.yaml], interval: 50ms}
 cluster: {replicationFactor: 0}
+forward: {upstreams: []}
 `
 	cfgPath := filepath.Join(dir, "shardns.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the test tiers use, when they are missing.
+# Installs the Debian packages the test tiers use, when they are missing:
+# dig and dnsperf (clients), etcd (for the real kube-apiserver) and
+# unbound (a real upstream resolver).
 set -euo pipefail
 
 need=()
 command -v dig >/dev/null || need+=(dnsutils)
 command -v dnsperf >/dev/null || need+=(dnsperf)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v unbound >/dev/null || need+=(unbound)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
