@@ -98,14 +98,44 @@ type ManifestsConfig struct {
 
 // ForwardConfig is the upstream forwarder.
 type ForwardConfig struct {
-	// Upstreams: host:port entries, or a resolv.conf path.
+	// Upstreams: IP, IP:port, or the path of a resolv.conf whose
+	// nameservers are used. Empty refuses names outside the cluster.
 	Upstreams []string `json:"upstreams"`
+	// Policy picks the upstream to try first: random, round_robin or
+	// sequential.
+	Policy string `json:"policy"`
+	// Timeout is the read timeout of one attempt at one upstream.
+	Timeout Duration `json:"timeout"`
+	// Deadline bounds all attempts for one question; then SERVFAIL.
+	Deadline Duration `json:"deadline"`
+	// MaxConcurrent bounds forwarded queries in flight; more get REFUSED.
+	MaxConcurrent int `json:"maxConcurrent"`
+	// HealthCheck is how often an upstream marked down is probed.
+	HealthCheck Duration `json:"healthCheck"`
+	// MaxFails consecutive failures mark an upstream down.
+	MaxFails int `json:"maxFails"`
 }
 
-// CacheConfig is the response cache.
+// CacheConfig is the response cache in front of the forwarder.
 type CacheConfig struct {
 	Enabled bool `json:"enabled"`
-	MaxTTL  int  `json:"maxTTL"`
+	// MaxTTL caps the TTL of cached answers with records, in seconds.
+	MaxTTL int `json:"maxTTL"`
+	// DenialMaxTTL caps the TTL of cached NXDOMAIN and NODATA, in seconds.
+	DenialMaxTTL int `json:"denialMaxTTL"`
+	// MinTTL is the least time an answer is kept, in seconds.
+	MinTTL int `json:"minTTL"`
+	// Size bounds the number of cached answers.
+	Size int `json:"size"`
+	// PrefetchHits makes an answer popular; popular answers are refreshed
+	// before they expire. 0 disables prefetching.
+	PrefetchHits int `json:"prefetchHits"`
+	// PrefetchPercent: popular answers are refreshed below this share of
+	// their TTL.
+	PrefetchPercent int `json:"prefetchPercent"`
+	// ServeStale serves expired answers for this long when no upstream
+	// answers (RFC 8767). 0 disables it.
+	ServeStale Duration `json:"serveStale"`
 }
 
 // AutopathConfig is the search-path shortcut.
@@ -151,8 +181,11 @@ func Default() *Config {
 		},
 		Istio:     IstioConfig{TTL: 30},
 		Manifests: ManifestsConfig{Interval: Duration(2e9)},
-		Forward:   ForwardConfig{Upstreams: []string{"/etc/resolv.conf"}},
-		Cache:     CacheConfig{Enabled: true, MaxTTL: 30},
+		Forward: ForwardConfig{Upstreams: []string{"/etc/resolv.conf"}, Policy: "random",
+			Timeout: Duration(2e9), Deadline: Duration(5e9), MaxConcurrent: 1000,
+			HealthCheck: Duration(5e8), MaxFails: 2},
+		Cache: CacheConfig{Enabled: true, MaxTTL: 30, DenialMaxTTL: 30, MinTTL: 5, Size: 10000,
+			PrefetchPercent: 10},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
 			ReplicationFactor: &rf},
 		Log: LogConfig{Level: "info", Format: "text"},
@@ -238,9 +271,7 @@ func (c *Config) validate() error {
 	if c.Autopath.Enabled {
 		bad("autopath.enabled", "autopath is not available yet")
 	}
-	if c.Cache.MaxTTL < 0 {
-		bad("cache.maxTTL", "must not be negative")
-	}
+	c.validateResolver(bad)
 	if rf := c.Cluster.ReplicationFactor; rf == nil || *rf < 0 {
 		bad("cluster.replicationFactor", "must be 0 or more")
 	}
@@ -296,6 +327,46 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		if !validDomain(z) {
 			bad(fmt.Sprintf("kubernetes.fallthrough[%d]", i), "%q is not a domain name", z)
 		}
+	}
+}
+
+func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
+	f := &c.Forward
+	switch f.Policy {
+	case "random", "round_robin", "sequential":
+	default:
+		bad("forward.policy", "must be random, round_robin or sequential, got %q", f.Policy)
+	}
+	if f.Timeout <= 0 {
+		bad("forward.timeout", "must be positive")
+	}
+	if f.Deadline < f.Timeout {
+		bad("forward.deadline", "must be at least forward.timeout")
+	}
+	if f.MaxConcurrent <= 0 {
+		bad("forward.maxConcurrent", "must be positive")
+	}
+	if f.HealthCheck <= 0 {
+		bad("forward.healthCheck", "must be positive")
+	}
+	if f.MaxFails <= 0 {
+		bad("forward.maxFails", "must be positive")
+	}
+	ca := &c.Cache
+	for key, v := range map[string]int{"cache.maxTTL": ca.MaxTTL, "cache.denialMaxTTL": ca.DenialMaxTTL,
+		"cache.minTTL": ca.MinTTL, "cache.prefetchHits": ca.PrefetchHits} {
+		if v < 0 {
+			bad(key, "must not be negative")
+		}
+	}
+	if ca.Enabled && ca.Size <= 0 {
+		bad("cache.size", "must be positive")
+	}
+	if ca.PrefetchPercent < 0 || ca.PrefetchPercent > 100 {
+		bad("cache.prefetchPercent", "must be between 0 and 100")
+	}
+	if ca.ServeStale < 0 {
+		bad("cache.serveStale", "must not be negative")
 	}
 }
 

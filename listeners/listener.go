@@ -117,7 +117,7 @@ func (l *listener) serveUDP() {
 			l.cfg.Logger.Warn("udp read", "err", err)
 			continue
 		}
-		t := query.Transport{IPv6: isIPv6(from)}
+		t := query.Transport{IPv6: isIPv6(from), Late: udpLate{l.sockets.UDP}, Client: from}
 		resp := l.cfg.Handler.Serve(buf[:n], t, out)
 		if resp == nil {
 			continue
@@ -128,6 +128,11 @@ func (l *listener) serveUDP() {
 		out = resp[:0]
 	}
 }
+
+// udpLate sends forwarded answers from the listener's socket.
+type udpLate struct{ conn net.PacketConn }
+
+func (u udpLate) WriteLate(resp []byte, to net.Addr) { u.conn.WriteTo(resp, to) }
 
 func isIPv6(a net.Addr) bool {
 	switch a := a.(type) {

@@ -77,7 +77,8 @@ func (l *listener) serveTCP() {
 // closes, goes idle past the timeout, or sends something malformed. A
 // client that sends one byte and stalls holds only its own goroutine.
 func (l *listener) serveConn(c net.Conn) {
-	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr())}
+	w := &tcpWriter{conn: c, timeout: l.cfg.IdleTimeout}
+	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w}
 	var lenBuf [2]byte
 	buf := make([]byte, 0, 512)
 	out := make([]byte, 0, 512)
@@ -96,14 +97,37 @@ func (l *listener) serveConn(c net.Conn) {
 		}
 		resp := l.cfg.Handler.Serve(buf, t, out[:0])
 		if resp == nil {
-			return
+			if !query.Pending(buf) {
+				return // dropped: the client is not speaking DNS
+			}
+			continue // answered later through w
 		}
-		frame := make([]byte, 2, 2+len(resp))
-		binary.BigEndian.PutUint16(frame, uint16(len(resp)))
-		c.SetWriteDeadline(time.Now().Add(l.cfg.IdleTimeout))
-		if _, err := c.Write(append(frame, resp...)); err != nil {
+		if err := w.write(resp); err != nil {
 			return
 		}
 		out = resp[:0]
 	}
 }
+
+// tcpWriter frames responses onto one connection; answers ready now and
+// forwarded answers ready later may interleave (RFC 7766 allows any
+// order), so writes are serialised.
+type tcpWriter struct {
+	mu      sync.Mutex
+	conn    net.Conn
+	timeout time.Duration
+	frame   []byte
+}
+
+func (w *tcpWriter) write(resp []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.frame = binary.BigEndian.AppendUint16(w.frame[:0], uint16(len(resp)))
+	w.frame = append(w.frame, resp...)
+	w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+	_, err := w.conn.Write(w.frame)
+	return err
+}
+
+// WriteLate implements query.LateWriter.
+func (w *tcpWriter) WriteLate(resp []byte, _ net.Addr) { w.write(resp) }

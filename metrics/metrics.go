@@ -16,8 +16,33 @@ type DNS struct {
 	Dropped   *prometheus.CounterVec   // server, reason: packets not answered
 }
 
+// Forward are the forwarder's metrics.
+type Forward struct {
+	Requests         *prometheus.CounterVec   // to
+	Responses        *prometheus.CounterVec   // to, rcode
+	Duration         *prometheus.HistogramVec // to, rcode
+	HealthcheckFails *prometheus.CounterVec   // to
+	ConcurrentReject prometheus.Counter
+}
+
+// Cache are the response cache's metrics.
+type Cache struct {
+	Entries  *prometheus.GaugeVec   // server, type (success | denial)
+	Hits     *prometheus.CounterVec // server, type
+	Misses   *prometheus.CounterVec // server
+	Stale    *prometheus.CounterVec // server
+	Prefetch *prometheus.CounterVec // server
+}
+
+// All is every metric of a node.
+type All struct {
+	DNS     *DNS
+	Forward *Forward
+	Cache   *Cache
+}
+
 // New registers every metric on a new registry and returns both.
-func New(version string) (*prometheus.Registry, *DNS) {
+func New(version string) (*prometheus.Registry, *All) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := &DNS{
@@ -45,5 +70,32 @@ func New(version string) (*prometheus.Registry, *DNS) {
 	}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
 	reg.MustRegister(d.Requests, d.Responses, d.Duration, d.Dropped, build)
-	return reg, d
+	f := &Forward{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
+			Name: "requests_total", Help: "Counter of requests made per upstream."}, []string{"to"}),
+		Responses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
+			Name: "responses_total", Help: "Counter of responses received per upstream."}, []string{"to", "rcode"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shardns", Subsystem: "forward",
+			Name: "request_duration_seconds", Help: "Histogram of the time each request took.",
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 16)}, []string{"to", "rcode"}),
+		HealthcheckFails: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
+			Name: "healthcheck_failures_total", Help: "Counter of the number of failed healthchecks."}, []string{"to"}),
+		ConcurrentReject: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
+			Name: "max_concurrent_rejects_total", Help: "Counter of the number of queries rejected because the concurrent queries were at maximum."}),
+	}
+	reg.MustRegister(f.Requests, f.Responses, f.Duration, f.HealthcheckFails, f.ConcurrentReject)
+	c := &Cache{
+		Entries: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "cache",
+			Name: "entries", Help: "The number of elements in the cache."}, []string{"server", "type"}),
+		Hits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cache",
+			Name: "hits_total", Help: "The count of cache hits."}, []string{"server", "type"}),
+		Misses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cache",
+			Name: "misses_total", Help: "The count of cache misses."}, []string{"server"}),
+		Stale: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cache",
+			Name: "served_stale_total", Help: "The number of requests served from stale cache entries."}, []string{"server"}),
+		Prefetch: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cache",
+			Name: "prefetch_total", Help: "The number of times the cache has prefetched a cached item."}, []string{"server"}),
+	}
+	reg.MustRegister(c.Entries, c.Hits, c.Misses, c.Stale, c.Prefetch)
+	return reg, &All{DNS: d, Forward: f, Cache: c}
 }

@@ -19,11 +19,14 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/miekg/dns"
 	"k8s.io/klog/v2"
 
 	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/forward"
 	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/listeners"
 	"github.com/shardns/shardns/metrics"
@@ -38,20 +41,21 @@ var Version = "dev"
 
 // Node is one running shardns process.
 type Node struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	name    string
-	answer  *zone.Config
-	table   *zone.Table
-	system  *actor.ActorSystem
-	sockets []*listeners.Sockets
-	httpL   net.Listener
-	http    *httpapi.Server
-	actors  []*actor.PID // top-level actors, in start order
-	wg      sync.WaitGroup
-	stopped bool
-	files   fs.FS // where manifests are read; nil is the OS file system
-	synced  atomic.Bool
+	cfg       *config.Config
+	log       *slog.Logger
+	name      string
+	answer    *zone.Config
+	table     *zone.Table
+	system    *actor.ActorSystem
+	sockets   []*listeners.Sockets
+	httpL     net.Listener
+	http      *httpapi.Server
+	actors    []*actor.PID // top-level actors, in start order
+	wg        sync.WaitGroup
+	stopped   bool
+	files     fs.FS // where manifests are read; nil is the OS file system
+	synced    atomic.Bool
+	forwarder *forward.Forwarder
 }
 
 // Option adjusts a node before it starts.
@@ -179,9 +183,14 @@ func (n *Node) Start() error {
 		spawn(manifest.NewProps(manifest.Config{Files: n.cfg.Manifests.Files, FS: n.files,
 			Interval: n.cfg.Manifests.Interval.D(), Manager: manager, Logger: n.log}, initial))
 	}
-	reg, dnsMetrics := metrics.New(Version)
+	reg, allMetrics := metrics.New(Version)
+	upstream, err := n.upstream(allMetrics.Forward)
+	if err != nil {
+		return err
+	}
 	for _, s := range n.sockets {
-		h := &query.Handler{Config: n.answer, View: n.table, Metrics: dnsMetrics, Server: "dns://" + s.Addr()}
+		h := &query.Handler{Config: n.answer, View: n.table, Metrics: allMetrics, Server: "dns://" + s.Addr(),
+			Upstream: upstream}
 		spawn(listeners.NewProps(listeners.Config{Handler: h, IdleTimeout: n.cfg.DNS.TCPIdleTimeout.D(),
 			MaxConnections: n.cfg.DNS.TCPMaxConnections, Logger: n.log}, s))
 	}
@@ -195,6 +204,48 @@ func (n *Node) Start() error {
 	}
 	n.log.Info("shardns started", "node", n.name, "version", Version, "dns", n.DNSAddrs(), "http", n.cfg.HTTP.Listen)
 	return nil
+}
+
+// upstream builds the forwarder and its cache, or nil when no upstream is
+// configured. An upstream that is this server itself is an error.
+func (n *Node) upstream(m *metrics.Forward) (*query.Upstream, error) {
+	f := n.cfg.Forward
+	addrs, err := forward.ParseUpstreams(f.Upstreams, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		n.log.Info("no forward.upstreams: names outside the cluster zones get REFUSED")
+		return nil, nil
+	}
+	if err := forward.CheckLoop(addrs, n.DNSAddrs(), forward.LocalAddrs()); err != nil {
+		return nil, err
+	}
+	n.forwarder = forward.New(forward.Config{Upstreams: addrs, Policy: f.Policy, Timeout: f.Timeout.D(),
+		MaxConcurrent: f.MaxConcurrent, HealthCheck: f.HealthCheck.D(), MaxFails: f.MaxFails,
+		Logger: n.log.With("component", "forward"),
+		OnResult: func(to string, rcode int, err error, took time.Duration) {
+			m.Requests.WithLabelValues(to).Inc()
+			if err != nil {
+				m.HealthcheckFails.WithLabelValues(to).Inc()
+				return
+			}
+			rc := dns.RcodeToString[rcode]
+			m.Responses.WithLabelValues(to, rc).Inc()
+			m.Duration.WithLabelValues(to, rc).Observe(took.Seconds())
+		}})
+	u := &query.Upstream{Forwarder: n.forwarder, Deadline: f.Deadline.D(), Now: time.Now}
+	for _, z := range n.cfg.Kubernetes.Fallthrough {
+		u.Fallthrough = append(u.Fallthrough, zone.Fqdn(z))
+	}
+	if c := n.cfg.Cache; c.Enabled {
+		sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+		u.Cache = cache.New(cache.Config{Size: c.Size, SuccessMaxTTL: sec(c.MaxTTL), DenialMaxTTL: sec(c.DenialMaxTTL),
+			MinTTL: sec(c.MinTTL), PrefetchHits: c.PrefetchHits, PrefetchPercent: c.PrefetchPercent,
+			ServeStale: c.ServeStale.D()})
+	}
+	n.log.Info("forwarding names outside the cluster", "upstreams", addrs, "policy", f.Policy, "cache", n.cfg.Cache.Enabled)
+	return u, nil
 }
 
 // Ready reports whether every source has synced.
@@ -266,6 +317,9 @@ func (n *Node) Stop(lameduck time.Duration) {
 		n.system.Shutdown()
 	}
 	n.closeSockets()
+	if n.forwarder != nil {
+		n.forwarder.Close()
+	}
 	if n.http != nil {
 		n.http.Close()
 	}

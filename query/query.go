@@ -5,6 +5,7 @@
 package query
 
 import (
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -28,14 +29,27 @@ const (
 type Handler struct {
 	Config  *zone.Config
 	View    zone.View
-	Metrics *metrics.DNS // may be nil in tests
+	Metrics *metrics.All // may be nil in tests
 	Server  string       // the server label of metrics, e.g. dns://127.0.0.1:53
+	// Upstream answers names outside the cluster zones, and NXDOMAIN in the
+	// fallthrough zones; nil refuses them.
+	Upstream *Upstream
 }
 
 // Transport is how a request arrived.
 type Transport struct {
 	TCP  bool // 64 KiB answers; otherwise the EDNS0 buffer size applies
 	IPv6 bool // the client's address family, for metrics
+	// Late writes responses that are ready only after Serve returned
+	// (forwarded answers) to Client. Nil answers them with SERVFAIL.
+	Late   LateWriter
+	Client net.Addr
+}
+
+// LateWriter sends a response produced after Serve returned. It must be
+// safe to call from any goroutine.
+type LateWriter interface {
+	WriteLate(resp []byte, to net.Addr)
 }
 
 // exchange is one request being answered.
@@ -47,12 +61,13 @@ type exchange struct {
 	start time.Time
 }
 
-// Serve answers req and returns the packed response appended to out[:0],
-// or nil when the request must be dropped (too short, or a response).
+// Serve answers req and returns the packed response appended to out[:0].
+// It returns nil when the request is dropped (too short, or a response)
+// and when the answer comes later through t.Late (forwarded names).
 func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
-	if len(req) < headerSize || req[2]&0x80 != 0 {
+	if drops(req) {
 		if h.Metrics != nil {
-			h.Metrics.Dropped.WithLabelValues(h.Server, "malformed").Inc()
+			h.Metrics.DNS.Dropped.WithLabelValues(h.Server, "malformed").Inc()
 		}
 		return nil
 	}
@@ -84,11 +99,8 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	name := lower(q.Name)
 	route := h.Config.Domains.Route(name)
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
-	if resp.External {
-		// No forwarder: names outside the cluster are refused, as CoreDNS
-		// refuses names that no server block serves.
-		r.Rcode = dns.RcodeRefused
-		return h.pack(x, r, out)
+	if resp.External || (resp.Rcode == dns.RcodeNameError && h.Upstream.fallsThrough(name)) {
+		return h.forward(x, r, name, out)
 	}
 	x.zone = route.Origin
 	r.Authoritative = true
@@ -101,6 +113,14 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	}
 	return h.pack(x, r, out)
 }
+
+// drops reports requests that get no answer at all: shorter than a
+// header, or a response (answering those invites reflection loops).
+func drops(req []byte) bool { return len(req) < headerSize || req[2]&0x80 != 0 }
+
+// Pending tells a listener, after Serve returned nil, that req will still
+// be answered through Transport.Late (it was not dropped).
+func Pending(req []byte) bool { return !drops(req) }
 
 // pack sizes, truncates and packs r. The record slices of r are shared
 // with snapshots: they are resliced or copied, never written.
@@ -139,6 +159,7 @@ func (h *Handler) observe(x *exchange, rcode int) {
 	if h.Metrics == nil {
 		return
 	}
+	m := h.Metrics.DNS
 	proto, family, qtype := "udp", "1", "other"
 	if x.t.TCP {
 		proto = "tcp"
@@ -149,9 +170,9 @@ func (h *Handler) observe(x *exchange, rcode int) {
 	if len(x.req.Question) == 1 {
 		qtype = typeLabel(x.req.Question[0].Qtype)
 	}
-	h.Metrics.Requests.WithLabelValues(h.Server, x.zone, "", proto, family, qtype).Inc()
-	h.Metrics.Responses.WithLabelValues(h.Server, x.zone, "", rcodeLabel(rcode), "").Inc()
-	h.Metrics.Duration.WithLabelValues(h.Server, x.zone, "", qtype).Observe(time.Since(x.start).Seconds())
+	m.Requests.WithLabelValues(h.Server, x.zone, "", proto, family, qtype).Inc()
+	m.Responses.WithLabelValues(h.Server, x.zone, "", rcodeLabel(rcode), "").Inc()
+	m.Duration.WithLabelValues(h.Server, x.zone, "", qtype).Observe(time.Since(x.start).Seconds())
 }
 
 // typeLabel keeps the metric's cardinality bounded, as CoreDNS does: the

@@ -1,0 +1,245 @@
+// Package cache is the response cache in front of the forwarder (and of
+// answers fetched from other replicas): positive and negative answers
+// with their own TTL caps, a minimum TTL, a size bound with random
+// eviction, prefetch of popular names near expiry, and serving stale
+// answers for a while when the upstreams fail (RFC 8767).
+package cache
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Config configures a Cache.
+type Config struct {
+	Size            int           // entries at most; random ones are evicted beyond it
+	SuccessMaxTTL   time.Duration // cap of positive answers (NOERROR with records)
+	DenialMaxTTL    time.Duration // cap of NXDOMAIN and NODATA
+	MinTTL          time.Duration // floor of every cached TTL
+	PrefetchHits    int           // hits that make an entry popular; 0 disables prefetch
+	PrefetchPercent int           // popular entries are refreshed below this % of their TTL
+	ServeStale      time.Duration // how long past expiry an answer may serve when upstreams fail
+}
+
+// Key identifies a cached answer.
+type Key struct {
+	Name  string // lower-case
+	Type  uint16
+	Class uint16
+	DO    bool // DNSSEC OK: answers with and without signatures differ
+	CD    bool
+}
+
+// State is the outcome of Get.
+type State uint8
+
+// Get outcomes.
+const (
+	Miss  State = iota
+	Fresh       // within its TTL
+	Stale       // expired, but within ServeStale
+)
+
+// StaleTTL is the TTL of stale answers (RFC 8767 section 4).
+const StaleTTL = 30
+
+const shards = 16
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	cfg    Config
+	seed   maphash.Seed
+	shards [shards]shard
+}
+
+type shard struct {
+	mu      sync.Mutex
+	entries map[Key]*entry
+	max     int
+}
+
+type entry struct {
+	msg         *dns.Msg // as received, OPT removed; never modified
+	stored      time.Time
+	ttl         time.Duration
+	hits        atomic.Int32
+	prefetching atomic.Bool
+}
+
+// New returns an empty cache.
+func New(cfg Config) *Cache {
+	c := &Cache{cfg: cfg, seed: maphash.MakeSeed()}
+	per := max(cfg.Size/shards, 1)
+	for i := range c.shards {
+		c.shards[i] = shard{entries: map[Key]*entry{}, max: per}
+	}
+	return c
+}
+
+func (c *Cache) shard(k Key) *shard {
+	return &c.shards[maphash.String(c.seed, k.Name)%shards]
+}
+
+// Get returns a copy of the cached answer for k with TTLs counted down to
+// now, and whether the caller should refresh it in the background
+// (prefetch). Stale answers carry StaleTTL; the caller serves them only
+// after the upstreams failed.
+func (c *Cache) Get(k Key, now time.Time) (msg *dns.Msg, state State, prefetch bool) {
+	s := c.shard(k)
+	s.mu.Lock()
+	e := s.entries[k]
+	s.mu.Unlock()
+	if e == nil {
+		return nil, Miss, false
+	}
+	age := now.Sub(e.stored)
+	remaining := e.ttl - age
+	if remaining <= 0 {
+		if -remaining > c.cfg.ServeStale {
+			c.remove(k, e)
+			return nil, Miss, false
+		}
+		return withTTL(e.msg, 0, StaleTTL*time.Second, true), Stale, false
+	}
+	hits := e.hits.Add(1)
+	if c.cfg.PrefetchHits > 0 && int(hits) >= c.cfg.PrefetchHits &&
+		remaining*100 < e.ttl*time.Duration(c.cfg.PrefetchPercent) && !e.prefetching.Swap(true) {
+		prefetch = true
+	}
+	return withTTL(e.msg, age, remaining, false), Fresh, prefetch
+}
+
+func (c *Cache) remove(k Key, e *entry) {
+	s := c.shard(k)
+	s.mu.Lock()
+	if s.entries[k] == e {
+		delete(s.entries, k)
+	}
+	s.mu.Unlock()
+}
+
+// Put stores m for k if it is cacheable, and reports whether it did. Only
+// NOERROR and NXDOMAIN answers that were not truncated are kept; negative
+// answers need an SOA to know their TTL (RFC 2308).
+func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
+	ttl, ok := c.ttlOf(m)
+	if !ok {
+		return false
+	}
+	stored := m.Copy()
+	stored.Extra = withoutOPT(stored.Extra)
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.entries[k]; !exists && len(s.entries) >= s.max {
+		for victim := range s.entries { // map order is random enough to evict
+			delete(s.entries, victim)
+			break
+		}
+	}
+	s.entries[k] = &entry{msg: stored, stored: now, ttl: ttl}
+	return true
+}
+
+// ttlOf is how long m may be cached, capped and floored by the config.
+func (c *Cache) ttlOf(m *dns.Msg) (time.Duration, bool) {
+	if m.Truncated || (m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError) {
+		return 0, false
+	}
+	var ttl uint32
+	var capTTL time.Duration
+	if m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0 {
+		ttl = minTTL(m.Answer)
+		capTTL = c.cfg.SuccessMaxTTL
+	} else {
+		soa := findSOA(m.Ns)
+		if soa == nil {
+			return 0, false
+		}
+		ttl = min(soa.Hdr.Ttl, soa.Minttl)
+		capTTL = c.cfg.DenialMaxTTL
+	}
+	d := min(time.Duration(ttl)*time.Second, capTTL)
+	d = max(d, c.cfg.MinTTL)
+	return d, d > 0
+}
+
+func minTTL(rrs []dns.RR) uint32 {
+	m := ^uint32(0)
+	for _, rr := range rrs {
+		if rr.Header().Rrtype != dns.TypeOPT {
+			m = min(m, rr.Header().Ttl)
+		}
+	}
+	return m
+}
+
+func findSOA(rrs []dns.RR) *dns.SOA {
+	for _, rr := range rrs {
+		if soa, ok := rr.(*dns.SOA); ok {
+			return soa
+		}
+	}
+	return nil
+}
+
+func withoutOPT(rrs []dns.RR) []dns.RR {
+	out := rrs[:0]
+	for _, rr := range rrs {
+		if rr.Header().Rrtype != dns.TypeOPT {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// withTTL copies m with every TTL reduced by age and capped at limit, or
+// set to limit when fixed.
+func withTTL(m *dns.Msg, age, limit time.Duration, fixed bool) *dns.Msg {
+	out := m.Copy()
+	sub := uint32(age / time.Second)
+	capTTL := uint32((limit + time.Second - 1) / time.Second) // a partial second still counts
+	for _, sec := range [][]dns.RR{out.Answer, out.Ns, out.Extra} {
+		for _, rr := range sec {
+			h := rr.Header()
+			if h.Ttl > sub {
+				h.Ttl -= sub
+			} else {
+				h.Ttl = 0
+			}
+			h.Ttl = min(h.Ttl, capTTL)
+			if fixed {
+				h.Ttl = capTTL
+			}
+		}
+	}
+	return out
+}
+
+// Len is the number of entries.
+func (c *Cache) Len() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += len(s.entries)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// PrefetchDone clears the prefetch mark of k when a refresh failed, so a
+// later hit may try again.
+func (c *Cache) PrefetchDone(k Key) {
+	s := c.shard(k)
+	s.mu.Lock()
+	e := s.entries[k]
+	s.mu.Unlock()
+	if e != nil {
+		e.prefetching.Store(false)
+	}
+}

@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func reply(rcode int, answer []string, ns []string) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion("example.com.", dns.TypeA)
+	m.Response = true
+	m.Rcode = rcode
+	for _, s := range answer {
+		rr, _ := dns.NewRR(s)
+		m.Answer = append(m.Answer, rr)
+	}
+	for _, s := range ns {
+		rr, _ := dns.NewRR(s)
+		m.Ns = append(m.Ns, rr)
+	}
+	return m
+}
+
+var (
+	t0  = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	key = Key{Name: "example.com.", Type: dns.TypeA, Class: dns.ClassINET}
+	soa = "example.com. 3600 IN SOA ns. host. 1 2 3 4 60"
+)
+
+func testCache() *Cache {
+	return New(Config{Size: 64, SuccessMaxTTL: 30 * time.Second, DenialMaxTTL: 10 * time.Second,
+		MinTTL: 2 * time.Second, PrefetchHits: 3, PrefetchPercent: 20, ServeStale: time.Minute})
+}
+
+func ttlAt(t *testing.T, c *Cache, at time.Duration) (uint32, State) {
+	t.Helper()
+	m, st, _ := c.Get(key, t0.Add(at))
+	if m == nil {
+		return 0, st
+	}
+	if len(m.Answer) > 0 {
+		return m.Answer[0].Header().Ttl, st
+	}
+	return m.Ns[0].Header().Ttl, st
+}
+
+func TestCachePositiveTTL(t *testing.T) {
+	cases := []struct {
+		name    string
+		ttl     int
+		at      time.Duration
+		wantTTL uint32
+		want    State
+	}{
+		{"counts down", 20, 5 * time.Second, 15, Fresh},
+		{"capped at success max", 300, 0, 30, Fresh},
+		{"capped then counted", 300, 10 * time.Second, 20, Fresh},
+		{"floored at min TTL", 0, time.Second, 0, Fresh},
+		{"stale after expiry", 20, 25 * time.Second, StaleTTL, Stale},
+		{"gone after the stale window", 20, 2 * time.Minute, 0, Miss},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testCache()
+			if !c.Put(key, reply(dns.RcodeSuccess, []string{fmt.Sprintf("example.com. %d IN A 1.2.3.4", tc.ttl)}, nil), t0) {
+				t.Fatal("not cached")
+			}
+			ttl, st := ttlAt(t, c, tc.at)
+			if ttl != tc.wantTTL || st != tc.want {
+				t.Fatalf("ttl %d state %d, want %d %d", ttl, st, tc.wantTTL, tc.want)
+			}
+		})
+	}
+}
+
+func TestCacheNegative(t *testing.T) {
+	c := testCache()
+	if !c.Put(key, reply(dns.RcodeNameError, nil, []string{soa}), t0) {
+		t.Fatal("NXDOMAIN with SOA not cached")
+	}
+	if ttl, st := ttlAt(t, c, 4*time.Second); st != Fresh || ttl != 6 {
+		t.Fatalf("denial: ttl %d state %d, want 6 (capped at 10, 4 s old)", ttl, st)
+	}
+	if _, st := ttlAt(t, c, 11*time.Second); st != Stale {
+		t.Fatalf("denial after its cap: state %d, want stale", st)
+	}
+	for name, m := range map[string]*dns.Msg{
+		"SERVFAIL":       reply(dns.RcodeServerFailure, nil, nil),
+		"REFUSED":        reply(dns.RcodeRefused, nil, nil),
+		"NODATA, no SOA": reply(dns.RcodeSuccess, nil, nil),
+		"truncated": func() *dns.Msg {
+			m := reply(dns.RcodeSuccess, []string{"example.com. 5 IN A 1.2.3.4"}, nil)
+			m.Truncated = true
+			return m
+		}(),
+		"NXDOMAIN no SOA": reply(dns.RcodeNameError, nil, nil),
+	} {
+		if testCache().Put(key, m, t0) {
+			t.Errorf("%s was cached", name)
+		}
+	}
+}
+
+func TestCacheDoesNotShareRecords(t *testing.T) {
+	c := testCache()
+	c.Put(key, reply(dns.RcodeSuccess, []string{"example.com. 20 IN A 1.2.3.4"}, nil), t0)
+	m, _, _ := c.Get(key, t0)
+	m.Answer[0].Header().Ttl = 9999
+	if ttl, _ := ttlAt(t, c, 0); ttl != 20 {
+		t.Fatalf("a caller's change reached the cache: ttl %d", ttl)
+	}
+}
+
+func TestCacheSizeBound(t *testing.T) {
+	c := New(Config{Size: 32, SuccessMaxTTL: time.Minute})
+	for i := range 1000 {
+		k := Key{Name: fmt.Sprintf("n%d.example.", i), Type: dns.TypeA}
+		c.Put(k, reply(dns.RcodeSuccess, []string{"example.com. 20 IN A 1.2.3.4"}, nil), t0)
+	}
+	if n := c.Len(); n > 32 {
+		t.Fatalf("%d entries, want at most 32", n)
+	}
+}
+
+func TestCachePrefetchOncePopularAndNearExpiry(t *testing.T) {
+	c := testCache()
+	c.Put(key, reply(dns.RcodeSuccess, []string{"example.com. 30 IN A 1.2.3.4"}, nil), t0)
+	for i := range 3 {
+		if _, _, pf := c.Get(key, t0.Add(time.Second)); pf {
+			t.Fatalf("prefetch on hit %d, early in the TTL", i+1)
+		}
+	}
+	if _, _, pf := c.Get(key, t0.Add(26*time.Second)); !pf {
+		t.Fatal("popular entry near expiry: no prefetch")
+	}
+	if _, _, pf := c.Get(key, t0.Add(27*time.Second)); pf {
+		t.Fatal("prefetch asked twice")
+	}
+}

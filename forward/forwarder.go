@@ -1,0 +1,201 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Errors the caller maps to rcodes: ErrOverloaded → REFUSED (shed load),
+// ErrNoUpstream → SERVFAIL.
+var (
+	ErrOverloaded = errors.New("forward: too many queries in flight")
+	ErrNoUpstream = errors.New("forward: no upstream answered")
+)
+
+// Config configures a Forwarder.
+type Config struct {
+	Upstreams     []string      // host:port of each upstream
+	Policy        string        // random | round_robin | sequential
+	Timeout       time.Duration // read timeout of one attempt
+	MaxConcurrent int           // queries in flight; more are refused
+	HealthCheck   time.Duration // probe interval of upstreams marked down
+	MaxFails      int           // consecutive failures that mark an upstream down
+	Logger        *slog.Logger
+	// OnResult observes every attempt (upstream, rcode or error), for metrics.
+	OnResult func(upstream string, rcode int, err error, took time.Duration)
+}
+
+// Forwarder sends questions upstream. Its health-check goroutine is
+// started by New and stopped by Close.
+type Forwarder struct {
+	cfg       Config
+	upstreams []*upstream
+	inflight  atomic.Int64
+	next      atomic.Uint32 // round_robin position
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+type upstream struct {
+	addr  string
+	fails atomic.Int32
+	down  atomic.Bool
+}
+
+// New returns a running Forwarder.
+func New(cfg Config) *Forwarder {
+	f := &Forwarder{cfg: cfg, stop: make(chan struct{})}
+	for _, a := range cfg.Upstreams {
+		f.upstreams = append(f.upstreams, &upstream{addr: a})
+	}
+	f.wg.Go(f.healthLoop)
+	return f
+}
+
+// Close stops the health checks.
+func (f *Forwarder) Close() {
+	close(f.stop)
+	f.wg.Wait()
+}
+
+// Acquire reserves a slot for one query in flight; the caller must call
+// Release when done. It fails when MaxConcurrent are in flight.
+func (f *Forwarder) Acquire() error {
+	if f.inflight.Add(1) > int64(f.cfg.MaxConcurrent) {
+		f.inflight.Add(-1)
+		return ErrOverloaded
+	}
+	return nil
+}
+
+// Release frees a slot taken by Acquire.
+func (f *Forwarder) Release() { f.inflight.Add(-1) }
+
+// Exchange asks the upstreams in policy order until one answers. The
+// request is sent with a fresh random ID; the reply carries req's ID.
+func (f *Forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error) {
+	q := req.Copy()
+	q.Id = dns.Id()
+	for _, u := range f.order() {
+		if ctx.Err() != nil {
+			break
+		}
+		start := time.Now()
+		r, err := f.exchangeOne(ctx, u.addr, q)
+		if f.cfg.OnResult != nil {
+			rc := -1
+			if r != nil {
+				rc = r.Rcode
+			}
+			f.cfg.OnResult(u.addr, rc, err, time.Since(start))
+		}
+		if err != nil {
+			f.failed(u, err)
+			continue
+		}
+		u.fails.Store(0)
+		r.Id = req.Id
+		return r, nil
+	}
+	return nil, ErrNoUpstream
+}
+
+// exchangeOne asks one upstream over UDP, and again over TCP when the
+// answer is truncated.
+func (f *Forwarder) exchangeOne(ctx context.Context, addr string, q *dns.Msg) (*dns.Msg, error) {
+	c := &dns.Client{Net: "udp", Timeout: f.cfg.Timeout, UDPSize: dns.MaxMsgSize}
+	r, _, err := c.ExchangeContext(ctx, q, addr)
+	if err == nil && r.Truncated {
+		c.Net = "tcp"
+		r, _, err = c.ExchangeContext(ctx, q, addr)
+	}
+	return r, err
+}
+
+func (f *Forwarder) failed(u *upstream, err error) {
+	if int(u.fails.Add(1)) >= f.cfg.MaxFails && !u.down.Swap(true) {
+		f.cfg.Logger.Warn("upstream marked down", "upstream", u.addr, "err", err)
+	}
+}
+
+// order lists the upstreams to try: healthy ones in policy order, then the
+// ones marked down (better a slow answer than none when all are down).
+func (f *Forwarder) order() []*upstream {
+	n := len(f.upstreams)
+	list := make([]*upstream, 0, n)
+	start := 0
+	switch f.cfg.Policy {
+	case "round_robin":
+		start = int(f.next.Add(1)) % n
+	case "random":
+		start = rand.IntN(n)
+	}
+	for i := range n {
+		if u := f.upstreams[(start+i)%n]; !u.down.Load() {
+			list = append(list, u)
+		}
+	}
+	for i := range n {
+		if u := f.upstreams[(start+i)%n]; u.down.Load() {
+			list = append(list, u)
+		}
+	}
+	if f.cfg.Policy == "random" && len(list) > 1 {
+		healthy := 0
+		for _, u := range list {
+			if !u.down.Load() {
+				healthy++
+			}
+		}
+		rand.Shuffle(healthy, func(i, j int) { list[i], list[j] = list[j], list[i] })
+	}
+	return list
+}
+
+// healthLoop probes upstreams marked down and puts them back when they
+// answer. Healthy upstreams are checked by real traffic.
+func (f *Forwarder) healthLoop() {
+	t := time.NewTicker(f.cfg.HealthCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+		}
+		for _, u := range f.upstreams {
+			if u.down.Load() && f.probe(u.addr) {
+				u.fails.Store(0)
+				u.down.Store(false)
+				f.cfg.Logger.Info("upstream healthy again", "upstream", u.addr)
+			}
+		}
+	}
+}
+
+// probe asks ". IN NS": any answer at all means the upstream is up.
+func (f *Forwarder) probe(addr string) bool {
+	m := new(dns.Msg)
+	m.SetQuestion(".", dns.TypeNS)
+	c := &dns.Client{Net: "udp", Timeout: f.cfg.Timeout}
+	_, _, err := c.Exchange(m, addr)
+	return err == nil
+}
+
+// Healthy reports how many upstreams are not marked down.
+func (f *Forwarder) Healthy() int {
+	n := 0
+	for _, u := range f.upstreams {
+		if !u.down.Load() {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,127 @@
+// Package forward sends questions that no cluster zone answers to upstream
+// resolvers: from /etc/resolv.conf or host:port lists, with a selection
+// policy, health checks that take failed upstreams out until they answer
+// again, a bound on queries in flight, a read timeout, and a retry over TCP
+// when an answer is truncated.
+package forward
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+)
+
+// ParseUpstreams resolves the configured entries to host:port addresses.
+// An entry is either host:port, a bare IP (port 53), or the path of a
+// resolv.conf file whose nameserver lines are used.
+func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]string, error) {
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	var out []string
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e, "/"):
+			data, err := readFile(e)
+			if err != nil {
+				return nil, fmt.Errorf("forward.upstreams: %w", err)
+			}
+			ns, err := resolvConfNameservers(strings.NewReader(string(data)))
+			if err != nil {
+				return nil, fmt.Errorf("forward.upstreams: %s: %w", e, err)
+			}
+			if len(ns) == 0 {
+				return nil, fmt.Errorf("forward.upstreams: %s has no nameserver line", e)
+			}
+			out = append(out, ns...)
+		default:
+			a, err := hostPort(e)
+			if err != nil {
+				return nil, fmt.Errorf("forward.upstreams: %q: %w", e, err)
+			}
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+func hostPort(e string) (string, error) {
+	if ip, err := netip.ParseAddr(e); err == nil {
+		return netip.AddrPortFrom(ip, 53).String(), nil
+	}
+	ap, err := netip.ParseAddrPort(e)
+	if err != nil {
+		return "", fmt.Errorf("want an IP address, IP:port or a resolv.conf path")
+	}
+	return ap.String(), nil
+}
+
+// resolvConfNameservers reads the nameserver lines of a resolv.conf.
+func resolvConfNameservers(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		a, err := hostPort(strings.SplitN(f[1], "%", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("nameserver %q: %w", f[1], err)
+		}
+		out = append(out, a)
+	}
+	return out, sc.Err()
+}
+
+// CheckLoop refuses upstreams that are this server itself: forwarding to
+// them would send every unknown name round in a loop until it times out.
+// listen are the server's own DNS addresses; an unspecified listen host
+// (0.0.0.0, ::) matches every local address on that port.
+func CheckLoop(upstreams, listen []string, localAddrs []netip.Addr) error {
+	for _, u := range upstreams {
+		up, err := netip.ParseAddrPort(u)
+		if err != nil {
+			continue
+		}
+		for _, l := range listen {
+			own, err := netip.ParseAddrPort(l)
+			if err != nil || own.Port() != up.Port() {
+				continue
+			}
+			if own.Addr() == up.Addr() ||
+				(own.Addr().IsUnspecified() && (up.Addr().IsLoopback() || contains(localAddrs, up.Addr()))) {
+				return fmt.Errorf("forward.upstreams: %s is this server itself (dns.listen %s): forwarding would loop", u, l)
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []netip.Addr, a netip.Addr) bool {
+	for _, b := range list {
+		if b == a.Unmap() {
+			return true
+		}
+	}
+	return false
+}
+
+// LocalAddrs lists the addresses of this host's interfaces.
+func LocalAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// unbound is a real Unbound resolver serving local data on loopback: the
+// upstream the forwarder talks to.
+type unbound struct {
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startUnbound runs Debian's unbound with the local data records (zone
+// file lines) under example.test. and 2.0.192.in-addr.arpa.
+func startUnbound(t *testing.T, data ...string) *unbound {
+	t.Helper()
+	if _, err := exec.LookPath("unbound"); err != nil {
+		t.Fatal("unbound is not installed (scripts/deps.sh installs it)")
+	}
+	dir := t.TempDir()
+	port := freeUDPPort(t)
+	var local strings.Builder
+	for _, d := range data {
+		fmt.Fprintf(&local, "  local-data: %q\n", d)
+	}
+	conf := fmt.Sprintf(`server:
+  interface: 127.0.0.1@%d
+  port: %d
+  do-daemonize: no
+  chroot: ""
+  username: ""
+  directory: %q
+  pidfile: %q
+  logfile: ""
+  use-syslog: no
+  verbosity: 0
+  do-ip6: no
+  access-control: 127.0.0.0/8 allow
+  do-not-query-localhost: no
+  local-zone: "example.test." static
+  local-data: "example.test. 300 IN SOA ns.example.test. host.example.test. 1 3600 600 86400 60"
+  local-zone: "2.0.192.in-addr.arpa." static
+  local-data: "2.0.192.in-addr.arpa. 300 IN SOA ns.example.test. host.example.test. 1 3600 600 86400 60"
+  local-zone: "cluster.local." static
+  local-data: "nope.shop.svc.cluster.local. 300 IN A 6.6.6.6"
+%s
+remote-control:
+  control-enable: no
+`, port, port, dir, filepath.Join(dir, "unbound.pid"), local.String())
+	path := filepath.Join(dir, "unbound.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("unbound-checkconf", path).CombinedOutput(); err != nil {
+		t.Fatalf("unbound-checkconf: %v\n%s", err, out)
+	}
+	u := &unbound{addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: exec.Command("unbound", "-d", "-c", path), done: make(chan struct{})}
+	u.cmd.Stdout, u.cmd.Stderr = os.Stderr, os.Stderr
+	if err := u.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { u.cmd.Wait(); close(u.done) }()
+	t.Cleanup(u.stop)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		_, err := testutil.Exchange(u.addr, "udp", "example.test.", dns.TypeSOA)
+		return err
+	})
+	return u
+}
+
+func (u *unbound) stop() {
+	u.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-u.done:
+	case <-time.After(5 * time.Second):
+		u.cmd.Process.Kill()
+		<-u.done
+	}
+}
+
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}

@@ -1,0 +1,182 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/forward"
+	"github.com/shardns/shardns/zone"
+)
+
+// Upstream is the resolver plane behind the cluster zones: the forwarder
+// and the cache in front of it.
+type Upstream struct {
+	Forwarder   *forward.Forwarder
+	Cache       *cache.Cache // nil disables caching
+	Fallthrough []string     // zones whose NXDOMAIN is asked upstream (lower-case FQDNs)
+	Deadline    time.Duration
+	Now         func() time.Time
+}
+
+// fallsThrough reports whether NXDOMAIN for name goes upstream.
+func (u *Upstream) fallsThrough(name string) bool {
+	if u == nil {
+		return false
+	}
+	for _, z := range u.Fallthrough {
+		if zoneContains(z, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func zoneContains(z, name string) bool {
+	d := &zone.Domains{Cluster: []string{z}}
+	return d.Route(name).Kind != zone.RouteExternal
+}
+
+// forward answers from the cache, or asks upstream on another goroutine
+// and answers through t.Late, so a slow upstream never holds a listener.
+func (h *Handler) forward(x *exchange, r *dns.Msg, name string, out []byte) []byte {
+	u := h.Upstream
+	if u == nil {
+		// Nothing upstream: refused, as CoreDNS refuses names that no
+		// server block serves.
+		r.Rcode = dns.RcodeRefused
+		return h.pack(x, r, out)
+	}
+	key := cacheKey(x.req, name)
+	if u.Cache != nil {
+		m, st, prefetch := u.Cache.Get(key, u.Now())
+		if st == cache.Fresh {
+			h.countCache("hit")
+			if prefetch {
+				h.prefetch(key, x.req)
+			}
+			return h.packUpstream(x, r, m, out)
+		}
+		h.countCache("miss")
+	}
+	if x.t.Late == nil {
+		r.Rcode = dns.RcodeServerFailure
+		return h.pack(x, r, out)
+	}
+	if err := u.Forwarder.Acquire(); err != nil {
+		if h.Metrics != nil {
+			h.Metrics.Forward.ConcurrentReject.Inc()
+		}
+		r.Rcode = dns.RcodeRefused
+		return h.pack(x, r, out)
+	}
+	go func() {
+		defer u.Forwarder.Release()
+		ctx, cancel := context.WithTimeout(context.Background(), u.Deadline)
+		defer cancel()
+		reply, err := u.Forwarder.Exchange(ctx, x.req)
+		resp := r.Copy()
+		switch {
+		case err == nil:
+			if u.Cache != nil && u.Cache.Put(key, reply, u.Now()) {
+				h.setCacheSize()
+				// Answer as a cache hit would, with the capped TTLs, so
+				// the first and the second answer agree.
+				if m, st, _ := u.Cache.Get(key, u.Now()); st == cache.Fresh {
+					reply = m
+				}
+			}
+			x.t.Late.WriteLate(h.packUpstream(x, resp, reply, nil), x.t.Client)
+			return
+		case u.Cache != nil:
+			if m, st, _ := u.Cache.Get(key, u.Now()); st == cache.Stale {
+				h.countCache("stale")
+				x.t.Late.WriteLate(h.packUpstream(x, resp, m, nil), x.t.Client)
+				return
+			}
+		}
+		resp.Rcode = dns.RcodeServerFailure
+		if errors.Is(err, forward.ErrOverloaded) {
+			resp.Rcode = dns.RcodeRefused
+		}
+		x.t.Late.WriteLate(h.pack(x, resp, nil), x.t.Client)
+	}()
+	return nil
+}
+
+// prefetch refreshes a popular cache entry in the background, within the
+// forwarder's bound on queries in flight.
+func (h *Handler) prefetch(key cache.Key, req *dns.Msg) {
+	u := h.Upstream
+	if u.Forwarder.Acquire() != nil {
+		u.Cache.PrefetchDone(key)
+		return
+	}
+	if h.Metrics != nil {
+		h.Metrics.Cache.Prefetch.WithLabelValues(h.Server).Inc()
+	}
+	req = req.Copy()
+	go func() {
+		defer u.Forwarder.Release()
+		ctx, cancel := context.WithTimeout(context.Background(), u.Deadline)
+		defer cancel()
+		reply, err := u.Forwarder.Exchange(ctx, req)
+		if err != nil || !u.Cache.Put(key, reply, u.Now()) {
+			u.Cache.PrefetchDone(key)
+		}
+	}()
+}
+
+// packUpstream packs an upstream (or cached) reply as the answer to x.
+func (h *Handler) packUpstream(x *exchange, r, reply *dns.Msg, out []byte) []byte {
+	r.Rcode = reply.Rcode
+	r.Authoritative = false
+	r.RecursionAvailable = reply.RecursionAvailable
+	r.AuthenticatedData = reply.AuthenticatedData
+	r.Answer = reply.Answer
+	r.Ns = reply.Ns
+	r.Extra = withoutOPT(reply.Extra)
+	return h.pack(x, r, out)
+}
+
+func withoutOPT(rrs []dns.RR) []dns.RR {
+	out := make([]dns.RR, 0, len(rrs))
+	for _, rr := range rrs {
+		if rr.Header().Rrtype != dns.TypeOPT {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+func cacheKey(req *dns.Msg, name string) cache.Key {
+	q := req.Question[0]
+	k := cache.Key{Name: name, Type: q.Qtype, Class: q.Qclass, CD: req.CheckingDisabled}
+	if opt := req.IsEdns0(); opt != nil {
+		k.DO = opt.Do()
+	}
+	return k
+}
+
+func (h *Handler) countCache(kind string) {
+	if h.Metrics == nil {
+		return
+	}
+	switch kind {
+	case "hit":
+		h.Metrics.Cache.Hits.WithLabelValues(h.Server, "all").Inc()
+	case "miss":
+		h.Metrics.Cache.Misses.WithLabelValues(h.Server).Inc()
+	case "stale":
+		h.Metrics.Cache.Stale.WithLabelValues(h.Server).Inc()
+	}
+}
+
+func (h *Handler) setCacheSize() {
+	if h.Metrics != nil {
+		h.Metrics.Cache.Entries.WithLabelValues(h.Server, "all").Set(float64(h.Upstream.Cache.Len()))
+	}
+}
