@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -17,17 +18,25 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Mode       string           `json:"mode"` // replica | nodelocal
-	DNS        DNSConfig        `json:"dns"`
-	HTTP       HTTPConfig       `json:"http"`
-	Kubernetes KubernetesConfig `json:"kubernetes"`
-	Istio      IstioConfig      `json:"istio"`
-	Manifests  ManifestsConfig  `json:"manifests"`
-	Forward    ForwardConfig    `json:"forward"`
-	Cache      CacheConfig      `json:"cache"`
-	Autopath   AutopathConfig   `json:"autopath"`
-	Cluster    ClusterConfig    `json:"cluster"`
-	Log        LogConfig        `json:"log"`
+	Mode        string            `json:"mode"` // replica | nodelocal
+	DNS         DNSConfig         `json:"dns"`
+	HTTP        HTTPConfig        `json:"http"`
+	Kubernetes  KubernetesConfig  `json:"kubernetes"`
+	Istio       IstioConfig       `json:"istio"`
+	Manifests   ManifestsConfig   `json:"manifests"`
+	Forward     ForwardConfig     `json:"forward"`
+	Cache       CacheConfig       `json:"cache"`
+	Autopath    AutopathConfig    `json:"autopath"`
+	Cluster     ClusterConfig     `json:"cluster"`
+	LoadBalance LoadBalanceConfig `json:"loadbalance"`
+	Log         LogConfig         `json:"log"`
+}
+
+// LoadBalanceConfig is the order of addresses in answers.
+type LoadBalanceConfig struct {
+	// Enabled shuffles A and AAAA records in every answer, as CoreDNS's
+	// loadbalance plugin (on in the default Corefile).
+	Enabled bool `json:"enabled"`
 }
 
 // DNSConfig is the DNS listeners.
@@ -160,6 +169,10 @@ type LogConfig struct {
 	Level string `json:"level"`
 	// Format is text or json.
 	Format string `json:"format"`
+	// Queries logs every query (CoreDNS's log plugin); off by default.
+	Queries bool `json:"queries"`
+	// Errors logs why queries failed (CoreDNS's errors plugin).
+	Errors bool `json:"errors"`
 }
 
 // Default returns the configuration used for every key the file omits.
@@ -169,7 +182,7 @@ func Default() *Config {
 		Mode: "replica",
 		DNS: DNSConfig{Listen: []string{"127.0.0.1:5353"}, TCPIdleTimeout: Duration(10e9),
 			TCPMaxConnections: 1024},
-		HTTP: HTTPConfig{Listen: "127.0.0.1:8080"},
+		HTTP: HTTPConfig{Listen: "127.0.0.1:8080", Lameduck: Duration(5e9)},
 		Kubernetes: KubernetesConfig{
 			Enabled:        true,
 			Zones:          []string{"cluster.local"},
@@ -188,7 +201,8 @@ func Default() *Config {
 			PrefetchPercent: 10},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
 			ReplicationFactor: &rf},
-		Log: LogConfig{Level: "info", Format: "text"},
+		LoadBalance: LoadBalanceConfig{Enabled: true},
+		Log:         LogConfig{Level: "info", Format: "text", Errors: true},
 	}
 }
 
@@ -256,6 +270,9 @@ func (c *Config) validate() error {
 			bad("http.listen", "%v", err)
 		}
 	}
+	if c.HTTP.Lameduck < 0 {
+		bad("http.lameduck", "must not be negative")
+	}
 	c.validateKubernetes(bad)
 	if c.Istio.Enabled {
 		bad("istio.enabled", "the Istio source is not available yet")
@@ -268,8 +285,8 @@ func (c *Config) validate() error {
 			bad(fmt.Sprintf("manifests.files[%d]", i), "is empty")
 		}
 	}
-	if c.Autopath.Enabled {
-		bad("autopath.enabled", "autopath is not available yet")
+	if c.Autopath.Enabled && (c.Kubernetes.Pods != "verified" || !c.Kubernetes.Enabled) {
+		bad("autopath.enabled", "needs kubernetes.pods: verified, to know the namespace of each client pod")
 	}
 	c.validateResolver(bad)
 	if rf := c.Cluster.ReplicationFactor; rf == nil || *rf < 0 {
@@ -300,7 +317,9 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	}
 	for i, z := range k.ReverseZones {
 		n := strings.ToLower(strings.TrimSuffix(z, "."))
-		if !validDomain(z) || !(strings.HasSuffix(n, "in-addr.arpa") || strings.HasSuffix(n, "ip6.arpa")) {
+		underReverse := n == "in-addr.arpa" || n == "ip6.arpa" ||
+			strings.HasSuffix(n, ".in-addr.arpa") || strings.HasSuffix(n, ".ip6.arpa")
+		if !validDomain(z) || !underReverse {
 			bad(fmt.Sprintf("kubernetes.reverseZones[%d]", i), "%q is not under in-addr.arpa or ip6.arpa", z)
 		}
 	}
@@ -378,20 +397,29 @@ func checkHostPort(a string) error {
 	if host != "" && net.ParseIP(host) == nil {
 		return fmt.Errorf("%q: host must be an IP address", a)
 	}
-	if port == "" {
-		return fmt.Errorf("%q: missing port", a)
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
 	}
 	return nil
 }
 
+// validDomain accepts host-style domain names (letters, digits, hyphens
+// and underscores in labels of 1–63), not the root: records are built by
+// joining names under it.
 func validDomain(z string) bool {
-	if z == "" || z == "." {
-		return z == "."
+	z = strings.TrimSuffix(z, ".")
+	if z == "" || len(z) > 253 {
+		return false
 	}
-	for _, l := range strings.Split(strings.TrimSuffix(z, "."), ".") {
+	for _, l := range strings.Split(z, ".") {
 		if l == "" || len(l) > 63 {
 			return false
 		}
+		for _, c := range l {
+			if !(c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+				return false
+			}
+		}
 	}
-	return len(z) <= 253
+	return true
 }

@@ -20,18 +20,18 @@ import (
 const (
 	// A listen port that is not a number in 0–65535 ("127.0.0.1:http",
 	// "127.0.0.1:99999", ":A") is accepted, and fails only at listen time.
-	checkListenPorts = false
+	checkListenPorts = true
 	// A zone that is not a domain name in presentation format (x\) is
 	// accepted; its SOA does not pack, so every answer is SERVFAIL.
-	checkZoneNames = false
+	checkZoneNames = true
 	// The root zone "." is accepted as a cluster domain, but the zone core
 	// names records by concatenation ("ns.dns." + ".", "ns.svc." + "."),
 	// so its SOA, NS and every record in it fail to pack: SERVFAIL.
-	checkRootZone = false
+	checkRootZone = true
 	// A reverse zone that merely ends in the letters "in-addr.arpa" or
 	// "ip6.arpa" ("xin-addr.arpa") is accepted: the suffix is not checked
 	// on a label boundary.
-	checkReverseZones = false
+	checkReverseZones = true
 )
 
 // seedLocal is deploy/local/shardns.yaml.
@@ -130,6 +130,11 @@ func FuzzParse(f *testing.F) {
 		"kubernetes: {enabled: true, pods: verified, kubeconfig: /k}\n",
 		"kubernetes: {enabled: false, pods: verified}\n",
 		"mode: nodelocal\n",
+		"forward: {upstreams: [\"10.0.0.53\", \"[fd00::53]:5353\", /etc/resolv.conf], policy: sequential, timeout: 1s}\n" +
+			"cache: {enabled: false, maxTTL: 0, serveStale: 1h}\nloadbalance: {enabled: false}\nlog: {queries: true}\n",
+		"kubernetes: {enabled: true, pods: verified}\nautopath: {enabled: true}\n",
+		"autopath: {enabled: true}\n",
+		"forward: {upstreams: [\"not an address\"], policy: fastest}\n",
 		"\t\x00\xff",
 		// Reproducers of the validation gaps above.
 		"dns: {listen: [\"127.0.0.1:http\"]}\nhttp: {listen: \"127.0.0.1:99999\"}\n",
@@ -182,8 +187,8 @@ func checkConfig(t *testing.T, cfg *Config) {
 	if len(k.Zones) == 0 {
 		t.Fatal("no kubernetes.zones accepted")
 	}
-	if cfg.Mode != "replica" || cfg.Istio.Enabled || cfg.Autopath.Enabled || (k.Pods == "verified" && !k.Enabled) {
-		t.Fatalf("a feature that is not available was accepted: %+v", cfg)
+	if k.Pods == "verified" && !k.Enabled {
+		t.Fatal("pods: verified accepted without the Kubernetes API source")
 	}
 	if cfg.DNS.TCPIdleTimeout <= 0 || cfg.DNS.TCPMaxConnections <= 0 || cfg.Manifests.Interval <= 0 {
 		t.Fatalf("non-positive dns or manifests setting accepted: %+v %+v", cfg.DNS, cfg.Manifests)

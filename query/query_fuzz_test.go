@@ -2,10 +2,17 @@ package query
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/metrics"
+	"github.com/shardns/shardns/zone"
 )
 
 // toleratedEDNSOverrun is how many bytes a UDP response to an EDNS0 request
@@ -14,7 +21,7 @@ import (
 // max(size-optSize, 512) and appends the OPT afterwards, so a client
 // advertising 512–522 gets up to 523 bytes. Set it to 0 once pack truncates
 // with the OPT record in the message.
-const toleratedEDNSOverrun = optSize
+const toleratedEDNSOverrun = 0
 
 // fuzzSeeds are well-formed and hostile requests for the zone of
 // testHandler.
@@ -114,25 +121,50 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	}
 }
 
+// podClient is the address of a pod of namespace ns, for autopath.
+var podClient = &net.UDPAddr{IP: net.ParseIP("10.9.0.7"), Port: 5000}
+
+// fuzzHandlers are the handler of the query tests, and the same with
+// autopath (for podClient), metrics and logs on.
+func fuzzHandlers(tb testing.TB) (plain, pod *Handler) {
+	plain = testHandler(tb)
+	pod = testHandler(tb)
+	pod.Autopath = &zone.PodIndex{}
+	pod.Autopath.Set(netip.MustParseAddr("10.9.0.7"), "ns")
+	_, pod.Metrics = metrics.New("fuzz")
+	pod.Server = "dns://127.0.0.1:53"
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pod.QueryLog, pod.ErrorLog = discard, discard
+	return plain, pod
+}
+
 func FuzzServe(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
-		f.Add(s, false)
-		f.Add(s, true)
+		f.Add(s, false, false)
+		f.Add(s, true, false)
 	}
-	h := testHandler(f)
+	for _, s := range autopathSeeds(f) {
+		f.Add(s, false, true)
+	}
+	plain, pod := fuzzHandlers(f)
 	// Responses that must not change: the snapshot records are shared, so
 	// a request that writes to them would change later answers.
 	canon := [][]byte{
 		packSeed(f, "web.ns.svc.cluster.local.", dns.TypeA, 0),
 		packSeed(f, "_http._tcp.big.ns.svc.cluster.local.", dns.TypeSRV, 1232),
 	}
-	want := make([][]byte, len(canon))
-	for i, c := range canon {
-		want[i] = h.Serve(c, Transport{}, nil)
+	want := map[*Handler][][]byte{}
+	for _, h := range []*Handler{plain, pod} {
+		for _, c := range canon {
+			want[h] = append(want[h], h.Serve(c, Transport{}, nil))
+		}
 	}
-	f.Fuzz(func(t *testing.T, req []byte, tcp bool) {
+	f.Fuzz(func(t *testing.T, req []byte, tcp, fromPod bool) {
+		h, tr := plain, Transport{TCP: tcp}
+		if fromPod {
+			h, tr.Client = pod, podClient
+		}
 		orig := append([]byte(nil), req...)
-		tr := Transport{TCP: tcp}
 		out := h.Serve(req, tr, nil)
 		if !bytes.Equal(req, orig) {
 			t.Fatalf("Serve modified the request")
@@ -146,11 +178,28 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("answer depends on the out buffer:\n nil: %x\n buf: %x", out, again)
 		}
 		for i, c := range canon {
-			if got := h.Serve(c, Transport{}, nil); !bytes.Equal(got, want[i]) {
-				t.Fatalf("request changed later answers (shared records written?): canonical %d\n got  %x\n want %x", i, got, want[i])
+			if got := h.Serve(c, Transport{}, nil); !bytes.Equal(got, want[h][i]) {
+				t.Fatalf("request changed later answers (shared records written?): canonical %d\n got  %x\n want %x", i, got, want[h][i])
 			}
 		}
 	})
+}
+
+// autopathSeeds are requests from a pod of namespace ns: search-path
+// expansions that autopath answers on the server.
+func autopathSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	return [][]byte{
+		packSeed(tb, "web.ns.ns.svc.cluster.local.", dns.TypeA, 0),
+		packSeed(tb, "WEB.Ns.ns.svc.cluster.local.", dns.TypeA, 1232),
+		packSeed(tb, "web.ns.svc.ns.svc.cluster.local.", dns.TypeA, 0),
+		packSeed(tb, "big.ns.ns.svc.cluster.local.", dns.TypeA, 512),
+		packSeed(tb, "big.ns.ns.svc.cluster.local.", dns.TypeSRV, 0),
+		packSeed(tb, "nothing.ns.svc.cluster.local.", dns.TypeA, 0),
+		packSeed(tb, "example.com.ns.svc.cluster.local.", dns.TypeA, 0),
+		packSeed(tb, "ns.svc.cluster.local.ns.svc.cluster.local.", dns.TypeA, 0),
+		packSeed(tb, "web.ns.svc.cluster.local.", dns.TypeA, 0),
+	}
 }
 
 func packSeed(tb testing.TB, name string, qtype uint16, edns uint16) []byte {

@@ -43,7 +43,7 @@ func Service(s *corev1.Service) (*model.Service, error) {
 			return nil, fmt.Errorf("Service %s/%s: spec.clusterIP is empty", s.Namespace, s.Name)
 		}
 		for _, ip := range ips {
-			a, err := netip.ParseAddr(ip)
+			a, err := parseIP(ip)
 			if err != nil {
 				return nil, fmt.Errorf("Service %s/%s: spec.clusterIPs: %q is not an IP address", s.Namespace, s.Name, ip)
 			}
@@ -74,6 +74,9 @@ func EndpointSlice(e *discoveryv1.EndpointSlice) (*model.EndpointSlice, error) {
 	if e.AddressType == discoveryv1.AddressTypeFQDN || svc == "" {
 		return nil, nil
 	}
+	if e.Name == "" {
+		return nil, fmt.Errorf("EndpointSlice: metadata.name is empty")
+	}
 	out := &model.EndpointSlice{Namespace: e.Namespace, Name: e.Name, ResourceVersion: e.ResourceVersion, ServiceName: svc}
 	for i, p := range e.Ports {
 		if p.Port == nil {
@@ -100,7 +103,7 @@ func EndpointSlice(e *discoveryv1.EndpointSlice) (*model.EndpointSlice, error) {
 			m.TargetPodName = ep.TargetRef.Name
 		}
 		for _, a := range ep.Addresses {
-			ip, err := netip.ParseAddr(a)
+			ip, err := parseIP(a)
 			if err != nil {
 				return nil, fmt.Errorf("EndpointSlice %s/%s: endpoints[%d].addresses: %q is not an IP address", e.Namespace, e.Name, i, a)
 			}
@@ -121,17 +124,33 @@ func Namespace(n *corev1.Namespace) (*model.Namespace, error) {
 
 // Pod converts a Pod to its namespace and IPs.
 func Pod(p *corev1.Pod) (*model.Pod, error) {
+	if p.Name == "" {
+		return nil, fmt.Errorf("Pod: metadata.name is empty")
+	}
 	out := &model.Pod{Namespace: p.Namespace, Name: p.Name, ResourceVersion: p.ResourceVersion}
 	ips := p.Status.PodIPs
 	if len(ips) == 0 && p.Status.PodIP != "" {
 		ips = []corev1.PodIP{{IP: p.Status.PodIP}}
 	}
 	for _, ip := range ips {
-		a, err := netip.ParseAddr(ip.IP)
+		a, err := parseIP(ip.IP)
 		if err != nil {
 			return nil, fmt.Errorf("Pod %s/%s: status.podIPs: %q is not an IP address", p.Namespace, p.Name, ip.IP)
 		}
 		out.IPs = append(out.IPs, a.Unmap())
 	}
 	return out, nil
+}
+
+// parseIP parses an address as the API writes them: no IPv6 zone, and
+// IPv4-mapped IPv6 read as IPv4.
+func parseIP(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return a, err
+	}
+	if a.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("%q has an IPv6 zone", s)
+	}
+	return a.Unmap(), nil
 }
