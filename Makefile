@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/shardns/shardns/node.Version=$(VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: build run test unit integration check-fmt vet deps bench clean
+.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/shardns ./cmd/shardns
@@ -14,8 +14,8 @@ build:
 run: build
 	bin/shardns serve --config deploy/local/shardns.yaml
 
-## test: everything CI runs — format, vet, unit tier with -race, integration tier.
-test: deps check-fmt vet unit integration
+## test: everything CI runs — format, vet, unit tier with -race, fuzzing, integration tier.
+test: deps check-fmt vet unit fuzz integration
 
 ## unit: the fast tier, for iteration.
 unit:
@@ -24,6 +24,17 @@ unit:
 ## integration: the built binary over real sockets with real clients.
 integration: build
 	$(GO) test -count=1 -timeout 20m ./integration/...
+
+## fuzz: each fuzz target for FUZZTIME (seed corpora are in testdata/fuzz).
+FUZZTIME ?= 20s
+FUZZ_TARGETS = FuzzServe:./query FuzzParse:./config FuzzParse:./sources/manifest \
+	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		name=$${t%%:*}; pkg=$${t#*:}; \
+		echo "fuzz $$name $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
+	done
 
 check-fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -14,6 +14,10 @@ type DNS struct {
 	Responses *prometheus.CounterVec   // server, zone, view, rcode, plugin
 	Duration  *prometheus.HistogramVec // server, zone, view, type
 	Dropped   *prometheus.CounterVec   // server, reason: packets not answered
+	// Sizes of requests and responses in bytes: server, zone, view, proto.
+	RequestSize, ResponseSize *prometheus.HistogramVec
+	Panics                    prometheus.Counter
+	Autopath                  *prometheus.CounterVec // server: searches answered on the server
 }
 
 // Forward are the forwarder's metrics.
@@ -64,6 +68,23 @@ func New(version string) (*prometheus.Registry, *All) {
 			Help: "Counter of packets dropped without an answer, by reason.",
 		}, []string{"server", "reason"}),
 	}
+	sizeBuckets := []float64{0, 100, 200, 300, 400, 511, 1023, 2047, 4095, 8291, 16e3, 32e3, 48e3, 64e3}
+	d.RequestSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "shardns", Subsystem: "dns", Name: "request_size_bytes",
+		Help: "Size of the EDNS0 UDP buffer in bytes (64K for TCP) per zone and protocol.", Buckets: sizeBuckets,
+	}, []string{"server", "zone", "view", "proto"})
+	d.ResponseSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "shardns", Subsystem: "dns", Name: "response_size_bytes",
+		Help: "Size of the returned response in bytes.", Buckets: sizeBuckets,
+	}, []string{"server", "zone", "view", "proto"})
+	d.Panics = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "shardns", Name: "panics_total", Help: "A metrics that counts the number of panics.",
+	})
+	d.Autopath = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "shardns", Subsystem: "autopath", Name: "success_total",
+		Help: "Counter of requests that did autopath.",
+	}, []string{"server"})
+	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "shardns", Name: "build_info",
 		Help: "A metric with a constant '1' value labeled by version and goversion.",

@@ -40,9 +40,11 @@ func zoneContains(z, name string) bool {
 	return d.Route(name).Kind != zone.RouteExternal
 }
 
-// forward answers from the cache, or asks upstream on another goroutine
-// and answers through t.Late, so a slow upstream never holds a listener.
-func (h *Handler) forward(x *exchange, r *dns.Msg, name string, out []byte) []byte {
+// forward answers name from the cache, or asks upstream on another
+// goroutine and answers through t.Late, so a slow upstream never holds a
+// listener. With alias set (autopath), name is asked in place of the
+// question and the answer comes as a CNAME from alias to name.
+func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byte) []byte {
 	u := h.Upstream
 	if u == nil {
 		// Nothing upstream: refused, as CoreDNS refuses names that no
@@ -50,15 +52,20 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name string, out []byte) []by
 		r.Rcode = dns.RcodeRefused
 		return h.pack(x, r, out)
 	}
-	key := cacheKey(x.req, name)
+	ask := x.req
+	if alias != "" {
+		ask = x.req.Copy()
+		ask.Question[0].Name = name
+	}
+	key := cacheKey(ask, name)
 	if u.Cache != nil {
 		m, st, prefetch := u.Cache.Get(key, u.Now())
 		if st == cache.Fresh {
 			h.countCache("hit")
 			if prefetch {
-				h.prefetch(key, x.req)
+				h.prefetch(key, ask)
 			}
-			return h.packUpstream(x, r, m, out)
+			return h.packUpstream(x, r, m, alias, out)
 		}
 		h.countCache("miss")
 	}
@@ -77,7 +84,7 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name string, out []byte) []by
 		defer u.Forwarder.Release()
 		ctx, cancel := context.WithTimeout(context.Background(), u.Deadline)
 		defer cancel()
-		reply, err := u.Forwarder.Exchange(ctx, x.req)
+		reply, err := u.Forwarder.Exchange(ctx, ask)
 		resp := r.Copy()
 		switch {
 		case err == nil:
@@ -89,15 +96,16 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name string, out []byte) []by
 					reply = m
 				}
 			}
-			x.t.Late.WriteLate(h.packUpstream(x, resp, reply, nil), x.t.Client)
+			x.t.Late.WriteLate(h.packUpstream(x, resp, reply, alias, nil), x.t.Client)
 			return
 		case u.Cache != nil:
 			if m, st, _ := u.Cache.Get(key, u.Now()); st == cache.Stale {
 				h.countCache("stale")
-				x.t.Late.WriteLate(h.packUpstream(x, resp, m, nil), x.t.Client)
+				x.t.Late.WriteLate(h.packUpstream(x, resp, m, alias, nil), x.t.Client)
 				return
 			}
 		}
+		h.logError(x, "no upstream answered", err)
 		resp.Rcode = dns.RcodeServerFailure
 		if errors.Is(err, forward.ErrOverloaded) {
 			resp.Rcode = dns.RcodeRefused
@@ -131,14 +139,29 @@ func (h *Handler) prefetch(key cache.Key, req *dns.Msg) {
 }
 
 // packUpstream packs an upstream (or cached) reply as the answer to x.
-func (h *Handler) packUpstream(x *exchange, r, reply *dns.Msg, out []byte) []byte {
+// For autopath (alias set), an upstream NXDOMAIN answers the question as
+// asked, as if the search path had been walked by the client; anything
+// else comes behind a CNAME from alias.
+func (h *Handler) packUpstream(x *exchange, r, reply *dns.Msg, alias string, out []byte) []byte {
+	if alias != "" && reply.Rcode == dns.RcodeNameError {
+		q := x.req.Question[0]
+		name := lower(q.Name)
+		h.setAnswer(x, r, name, q.Name, zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype}))
+		return h.pack(x, r, out)
+	}
 	r.Rcode = reply.Rcode
 	r.Authoritative = false
 	r.RecursionAvailable = reply.RecursionAvailable
 	r.AuthenticatedData = reply.AuthenticatedData
 	r.Answer = reply.Answer
+	if alias != "" {
+		r.Answer = cnamed(reply.Answer, alias)
+	}
 	r.Ns = reply.Ns
 	r.Extra = withoutOPT(reply.Extra)
+	if h.LoadBalance {
+		r.Answer = shuffled(r.Answer)
+	}
 	return h.pack(x, r, out)
 }
 

@@ -1,10 +1,12 @@
 // Package query turns one DNS request in wire format into one response in
-// wire format: header checks, EDNS0, answer from the zone core, case
-// preservation, truncation and packing. Listeners call it in place, on
-// their own goroutine; it holds no state of its own.
+// wire format: header checks, EDNS0, the answer from the zone core (or the
+// resolver plane behind it), autopath, load balancing, case preservation,
+// truncation and packing. Listeners call it in place, on their own
+// goroutine; it keeps no state between requests.
 package query
 
 import (
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -21,8 +23,6 @@ const (
 	// MaxUDPSize caps the EDNS0 buffer a client may ask for; larger
 	// answers go over TCP. 4096 is what the DNS flag day still allows.
 	MaxUDPSize = 4096
-	// optSize is the wire size of an OPT record without options.
-	optSize = 11
 )
 
 // Handler answers requests from a view of the zones.
@@ -34,6 +34,12 @@ type Handler struct {
 	// Upstream answers names outside the cluster zones, and NXDOMAIN in the
 	// fallthrough zones; nil refuses them.
 	Upstream *Upstream
+	// Autopath, when set, walks the client pod's search path on the server.
+	Autopath *zone.PodIndex
+	// LoadBalance shuffles the order of A and AAAA records in each answer.
+	LoadBalance bool
+	// QueryLog logs every query; ErrorLog logs failures (SERVFAIL causes).
+	QueryLog, ErrorLog *slog.Logger
 }
 
 // Transport is how a request arrived.
@@ -54,11 +60,12 @@ type LateWriter interface {
 
 // exchange is one request being answered.
 type exchange struct {
-	req   *dns.Msg
-	opt   *dns.OPT
-	t     Transport
-	zone  string // metrics label: the zone that answered
-	start time.Time
+	req     *dns.Msg
+	reqSize int
+	opt     *dns.OPT
+	t       Transport
+	zone    string // metrics label: the zone that answered
+	start   time.Time
 }
 
 // Serve answers req and returns the packed response appended to out[:0].
@@ -71,10 +78,11 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		}
 		return nil
 	}
-	x := &exchange{req: new(dns.Msg), t: t, zone: ".", start: time.Now()}
+	x := &exchange{req: new(dns.Msg), reqSize: len(req), t: t, zone: ".", start: time.Now()}
 	if err := x.req.Unpack(req); err != nil {
-		h.observe(x, dns.RcodeFormatError)
-		return append(out[:0], errorReply(req, dns.RcodeFormatError)...)
+		b := append(out[:0], errorReply(req, dns.RcodeFormatError)...)
+		h.observe(x, dns.RcodeFormatError, len(b))
+		return b
 	}
 	r := new(dns.Msg)
 	switch {
@@ -82,8 +90,9 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		r.SetRcode(x.req, dns.RcodeNotImplemented)
 		return h.pack(x, r, out)
 	case len(x.req.Question) != 1:
-		h.observe(x, dns.RcodeFormatError)
-		return append(out[:0], errorReply(req, dns.RcodeFormatError)...)
+		b := append(out[:0], errorReply(req, dns.RcodeFormatError)...)
+		h.observe(x, dns.RcodeFormatError, len(b))
+		return b
 	}
 	x.opt = x.req.IsEdns0()
 	if x.opt != nil && x.opt.Version() != 0 {
@@ -97,30 +106,35 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		return h.pack(x, r, out)
 	}
 	name := lower(q.Name)
-	route := h.Config.Domains.Route(name)
+	if h.Autopath != nil {
+		if b, done := h.autopath(x, r, name, out); done {
+			return b
+		}
+	}
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
 	if resp.External || (resp.Rcode == dns.RcodeNameError && h.Upstream.fallsThrough(name)) {
-		return h.forward(x, r, name, out)
+		return h.forward(x, r, name, "", out)
 	}
-	x.zone = route.Origin
+	h.setAnswer(x, r, name, q.Name, resp)
+	return h.pack(x, r, out)
+}
+
+// setAnswer copies the authoritative answer for name into r, with the
+// owner name spelled as asked.
+func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zone.Response) {
+	x.zone = h.Config.Domains.Route(name).Origin
 	r.Authoritative = true
 	r.Rcode = resp.Rcode
 	r.Answer = resp.Answer
 	r.Ns = resp.Ns
 	r.Extra = resp.Extra
-	if name != q.Name {
-		r.Answer = withOwnerCase(r.Answer, name, q.Name)
+	if name != asked {
+		r.Answer = withOwnerCase(r.Answer, name, asked)
 	}
-	return h.pack(x, r, out)
+	if h.LoadBalance {
+		r.Answer = shuffled(r.Answer)
+	}
 }
-
-// drops reports requests that get no answer at all: shorter than a
-// header, or a response (answering those invites reflection loops).
-func drops(req []byte) bool { return len(req) < headerSize || req[2]&0x80 != 0 }
-
-// Pending tells a listener, after Serve returned nil, that req will still
-// be answered through Transport.Late (it was not dropped).
-func Pending(req []byte) bool { return !drops(req) }
 
 // pack sizes, truncates and packs r. The record slices of r are shared
 // with snapshots: they are resliced or copied, never written.
@@ -133,65 +147,34 @@ func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
 		size = min(max(int(x.opt.UDPSize()), dns.MinMsgSize), MaxUDPSize)
 	}
 	if x.opt != nil {
-		size -= optSize
-	}
-	r.Compress = true
-	r.Truncate(size)
-	r.Compress = true
-	if x.opt != nil {
+		// Truncate keeps room for the OPT record and puts it back last.
+		// Clip first: the record slices belong to a snapshot.
 		reply := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 		reply.SetUDPSize(MaxUDPSize)
 		r.Extra = append(slices.Clip(r.Extra), reply)
 	}
+	r.Truncate(size)
+	r.Compress = true
 	b, err := r.PackBuffer(out[:0])
 	if err != nil {
+		h.logError(x, "packing the response", err)
 		fail := new(dns.Msg)
 		fail.SetRcode(x.req, dns.RcodeServerFailure)
 		b, _ = fail.PackBuffer(out[:0])
-		h.observe(x, dns.RcodeServerFailure)
+		h.observe(x, dns.RcodeServerFailure, len(b))
 		return b
 	}
-	h.observe(x, r.Rcode)
+	h.observe(x, r.Rcode, len(b))
 	return b
 }
 
-func (h *Handler) observe(x *exchange, rcode int) {
-	if h.Metrics == nil {
-		return
-	}
-	m := h.Metrics.DNS
-	proto, family, qtype := "udp", "1", "other"
-	if x.t.TCP {
-		proto = "tcp"
-	}
-	if x.t.IPv6 {
-		family = "2"
-	}
-	if len(x.req.Question) == 1 {
-		qtype = typeLabel(x.req.Question[0].Qtype)
-	}
-	m.Requests.WithLabelValues(h.Server, x.zone, "", proto, family, qtype).Inc()
-	m.Responses.WithLabelValues(h.Server, x.zone, "", rcodeLabel(rcode), "").Inc()
-	m.Duration.WithLabelValues(h.Server, x.zone, "", qtype).Observe(time.Since(x.start).Seconds())
-}
+// drops reports requests that get no answer at all: shorter than a
+// header, or a response (answering those invites reflection loops).
+func drops(req []byte) bool { return len(req) < headerSize || req[2]&0x80 != 0 }
 
-// typeLabel keeps the metric's cardinality bounded, as CoreDNS does: the
-// common types by name, everything else as "other".
-func typeLabel(t uint16) string {
-	switch t {
-	case dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, dns.TypeTXT, dns.TypeCNAME,
-		dns.TypeMX, dns.TypeNS, dns.TypeSOA, dns.TypeAXFR, dns.TypeIXFR, dns.TypeANY, dns.TypeHTTPS:
-		return dns.TypeToString[t]
-	}
-	return "other"
-}
-
-func rcodeLabel(rc int) string {
-	if s, ok := dns.RcodeToString[rc]; ok {
-		return s
-	}
-	return "other"
-}
+// Pending tells a listener, after Serve returned nil, that req will still
+// be answered through Transport.Late (it was not dropped).
+func Pending(req []byte) bool { return !drops(req) }
 
 // errorReply is a bare header answering req with rcode, for requests whose
 // body cannot be trusted. req holds at least a header.

@@ -3,7 +3,9 @@ package zones
 import (
 	"log/slog"
 	"maps"
+	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,18 +28,24 @@ type Config struct {
 	StartupTimeout time.Duration
 	// Synced is set once every source has synced: the node is ready.
 	Synced *atomic.Bool
+	// PodIndex, when set, is kept up to date with pod addresses (autopath).
+	PodIndex *zone.PodIndex
 }
 
 // Manager routes source changes to zone actors and owns the directory.
 type Manager struct {
 	cfg        Config
 	timedOut   bool // the startup timeout passed before every source synced
+	synced     bool // every source synced and every zone published it
+	barriers   int  // zone actors yet to answer the sync barrier
 	namespaces map[string]struct{}
 	unsynced   map[string]bool
 	zonesOf    map[model.Key][]string // zone keys each object contributes to
 	zoneSize   map[string]int         // objects contributing to each zone
 	children   map[string]*actor.PID
 	serial     uint32
+	podIPs     map[model.Key][]netip.Addr // for PodIndex
+	ipOwner    map[netip.Addr]model.Key   // the pod an address is indexed for
 }
 
 // NewManagerProps returns the props of a Manager. Zone actors are its
@@ -49,7 +57,8 @@ func NewManagerProps(cfg Config) *actor.Props {
 
 func newManager(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
-		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{}}
+		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{},
+		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{}}
 	for _, s := range cfg.Sources {
 		m.unsynced[s] = true
 	}
@@ -66,7 +75,9 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *Apply:
 		m.onApply(ctx, msg)
 	case *Synced:
-		m.onSynced(msg)
+		m.onSynced(ctx, msg)
+	case *barrierDone:
+		m.onBarrierDone()
 	}
 }
 
@@ -80,7 +91,7 @@ func (m *Manager) onStarted(ctx actor.Context) {
 // onStartupTimeout starts serving what is known, as CoreDNS does after its
 // startup timeout, while readiness keeps waiting for the real sync.
 func (m *Manager) onStartupTimeout() {
-	if len(m.unsynced) == 0 {
+	if m.synced {
 		return
 	}
 	m.timedOut = true
@@ -89,12 +100,37 @@ func (m *Manager) onStartupTimeout() {
 	m.publishDirectory()
 }
 
-func (m *Manager) onSynced(msg *Synced) {
+// onSynced counts a source as synced. With the last one, it sends every
+// zone a barrier: readiness waits until each has published what the
+// sources sent, so a node (or a reloaded configuration) never turns ready
+// with zones still empty.
+func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 	if !m.unsynced[msg.Source] {
 		return
 	}
 	delete(m.unsynced, msg.Source)
 	m.cfg.Logger.Info("source synced", "source", msg.Source)
+	if len(m.unsynced) > 0 {
+		return
+	}
+	m.barriers = len(m.children)
+	for _, pid := range m.children {
+		ctx.Send(pid, &barrier{})
+	}
+	if m.barriers == 0 {
+		m.markSynced()
+	}
+}
+
+func (m *Manager) onBarrierDone() {
+	m.barriers--
+	if m.barriers == 0 && len(m.unsynced) == 0 && !m.synced {
+		m.markSynced()
+	}
+}
+
+func (m *Manager) markSynced() {
+	m.synced = true
 	m.publishDirectory()
 }
 
@@ -173,6 +209,9 @@ func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApp
 // routePodChange sends a Pod change to its pod zones when pods are
 // verified; otherwise pods hold no state.
 func (m *Manager) routePodChange(c model.Change, batch func(string) *zoneApply) {
+	if m.cfg.PodIndex != nil {
+		m.indexPod(c)
+	}
 	if !m.cfg.Answer.Domains.PodZones {
 		return
 	}
@@ -186,6 +225,28 @@ func (m *Manager) routePodChange(c model.Change, batch func(string) *zoneApply) 
 		keys = nil
 	}
 	m.setZonesOf(c.Key, keys)
+}
+
+// indexPod keeps the address → namespace index of autopath. An address
+// reused by a newer pod belongs to that pod; deleting the older one leaves
+// it alone.
+func (m *Manager) indexPod(c model.Change) {
+	for _, ip := range m.podIPs[c.Key] {
+		if m.ipOwner[ip] == c.Key {
+			delete(m.ipOwner, ip)
+			m.cfg.PodIndex.Delete(ip)
+		}
+	}
+	delete(m.podIPs, c.Key)
+	p, ok := c.Object.(*model.Pod)
+	if !ok {
+		return
+	}
+	m.podIPs[c.Key] = p.IPs
+	for _, ip := range p.IPs {
+		m.ipOwner[ip] = c.Key
+		m.cfg.PodIndex.Set(ip, strings.ToLower(p.Namespace))
+	}
 }
 
 func isReverseKey(cfg *zone.Config, key string) bool {
@@ -246,9 +307,8 @@ func (m *Manager) publishDirectory() {
 	for n := range m.namespaces {
 		ns[n] = struct{}{}
 	}
-	synced := len(m.unsynced) == 0
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, synced || m.timedOut, m.serial))
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial))
 	if m.cfg.Synced != nil {
-		m.cfg.Synced.Store(synced)
+		m.cfg.Synced.Store(m.synced)
 	}
 }

@@ -45,6 +45,14 @@ type zoneApply struct {
 	pods     []model.Change
 }
 
+// barrier asks a zone actor to publish everything it has applied, then
+// answer barrierDone: once every zone has, all changes sent before the
+// barrier are visible to queries.
+type barrier struct{}
+
+// barrierDone is a zone actor's answer to barrier.
+type barrierDone struct{}
+
 // startupTimeout tells the Manager that the startup timeout has passed.
 type startupTimeout struct{}
 

@@ -37,7 +37,14 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 	case *zoneApply:
 		z.onApply(ctx, msg)
 	case *flush:
-		z.onFlush()
+		if z.pending {
+			z.onFlush()
+		}
+	case *barrier:
+		if z.pending {
+			z.onFlush()
+		}
+		ctx.Send(ctx.Parent(), &barrierDone{})
 	case *actor.Stopping:
 		z.table.RemoveSlot(z.key, z.slot)
 	}

@@ -1,0 +1,92 @@
+package query
+
+import (
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// observe records metrics and the query log line of one answered request.
+func (h *Handler) observe(x *exchange, rcode, respSize int) {
+	qtype, name := "other", "."
+	if len(x.req.Question) == 1 {
+		qtype = typeLabel(x.req.Question[0].Qtype)
+		name = x.req.Question[0].Name
+	}
+	if h.QueryLog != nil {
+		h.QueryLog.LogAttrs(nil, slog.LevelInfo, "query",
+			slog.String("client", addrString(x.t.Client)), slog.Int("id", int(x.req.Id)),
+			slog.String("type", dns.TypeToString[firstType(x.req)]), slog.String("name", name),
+			slog.String("proto", proto(x.t)), slog.Int("size", x.reqSize),
+			slog.String("rcode", rcodeLabel(rcode)), slog.Int("rsize", respSize),
+			slog.Duration("duration", time.Since(x.start)))
+	}
+	if h.Metrics == nil {
+		return
+	}
+	m := h.Metrics.DNS
+	family := "1"
+	if x.t.IPv6 {
+		family = "2"
+	}
+	p := proto(x.t)
+	m.Requests.WithLabelValues(h.Server, x.zone, "", p, family, qtype).Inc()
+	m.Responses.WithLabelValues(h.Server, x.zone, "", rcodeLabel(rcode), "").Inc()
+	m.Duration.WithLabelValues(h.Server, x.zone, "", qtype).Observe(time.Since(x.start).Seconds())
+	m.RequestSize.WithLabelValues(h.Server, x.zone, "", p).Observe(float64(x.reqSize))
+	m.ResponseSize.WithLabelValues(h.Server, x.zone, "", p).Observe(float64(respSize))
+}
+
+// logError logs why a request failed, when the error log is on.
+func (h *Handler) logError(x *exchange, what string, err error) {
+	if h.ErrorLog == nil {
+		return
+	}
+	name := "."
+	if len(x.req.Question) == 1 {
+		name = x.req.Question[0].Name
+	}
+	h.ErrorLog.Warn(what, "name", name, "type", dns.TypeToString[firstType(x.req)],
+		"client", addrString(x.t.Client), "err", err)
+}
+
+func firstType(m *dns.Msg) uint16 {
+	if len(m.Question) == 1 {
+		return m.Question[0].Qtype
+	}
+	return 0
+}
+
+func proto(t Transport) string {
+	if t.TCP {
+		return "tcp"
+	}
+	return "udp"
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// typeLabel keeps the metric's cardinality bounded, as CoreDNS does: the
+// common types by name, everything else as "other".
+func typeLabel(t uint16) string {
+	switch t {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, dns.TypeTXT, dns.TypeCNAME,
+		dns.TypeMX, dns.TypeNS, dns.TypeSOA, dns.TypeAXFR, dns.TypeIXFR, dns.TypeANY, dns.TypeHTTPS:
+		return dns.TypeToString[t]
+	}
+	return "other"
+}
+
+func rcodeLabel(rc int) string {
+	if s, ok := dns.RcodeToString[rc]; ok {
+		return s
+	}
+	return "other"
+}
