@@ -38,7 +38,8 @@ type Forwarder struct {
 	cfg       Config
 	upstreams []*upstream
 	inflight  atomic.Int64
-	next      atomic.Uint32 // round_robin position
+	pending   sync.WaitGroup // queries in flight, for Drain
+	next      atomic.Uint32  // round_robin position
 	stop      chan struct{}
 	wg        sync.WaitGroup
 }
@@ -72,11 +73,28 @@ func (f *Forwarder) Acquire() error {
 		f.inflight.Add(-1)
 		return ErrOverloaded
 	}
+	f.pending.Add(1)
 	return nil
 }
 
 // Release frees a slot taken by Acquire.
-func (f *Forwarder) Release() { f.inflight.Add(-1) }
+func (f *Forwarder) Release() {
+	f.inflight.Add(-1)
+	f.pending.Done()
+}
+
+// Drain waits until no query is in flight, or timeout passes.
+func (f *Forwarder) Drain(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		f.pending.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+}
 
 // Exchange asks the upstreams in policy order until one answers. The
 // request is sent with a fresh random ID; the reply carries req's ID.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 // shardnsBin is built once for the package by TestMain.
@@ -41,12 +42,28 @@ func TestMain(m *testing.M) {
 
 // process is a running shardns binary.
 type process struct {
-	cmd  *exec.Cmd
-	addr string // DNS address, from its "listening" log line
-	done chan error
+	cmd   *exec.Cmd
+	addr  string // DNS address, from its "listening" log line
+	httpc chan string
+	done  chan error
 }
 
-var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+// httpAddr is the HTTP address from the "shardns started" log line.
+func (p *process) httpAddr(t *testing.T) string {
+	t.Helper()
+	select {
+	case a := <-p.httpc:
+		return a
+	case <-time.After(20 * time.Second):
+		t.Fatal("no started line with the HTTP address")
+	}
+	return ""
+}
+
+var (
+	listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+	startedRE   = regexp.MustCompile(`msg="shardns started".* http=(\S+)`)
+)
 
 // startShardns runs `shardns serve --config` with cfg written next to the
 // demo cluster, waits for its listening line and stops it at test end.
@@ -68,7 +85,7 @@ func startShardns(t *testing.T, cfg string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, done: make(chan error, 1)}
+	p := &process{cmd: cmd, done: make(chan error, 1), httpc: make(chan string, 1)}
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -77,6 +94,12 @@ func startShardns(t *testing.T, cfg string) *process {
 			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addrc <- m[1]:
+				default:
+				}
+			}
+			if m := startedRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case p.httpc <- m[1]:
 				default:
 				}
 			}
@@ -194,6 +217,35 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("still running 10s after SIGTERM")
+	}
+}
+
+// SIGTERM: /ready fails at once, /health and DNS keep answering for the
+// lameduck period, then the process exits cleanly.
+func TestLameduck(t *testing.T) {
+	cfg := strings.Replace(demoConfig, `http: {listen: "127.0.0.1:0"}`, `http: {listen: "127.0.0.1:0", lameduck: 3s}`, 1)
+	p := startShardns(t, cfg)
+	httpAddr := p.httpAddr(t)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	testutil.Eventually(t, 2*time.Second, func() error {
+		if code := httpStatus(t, "http://"+httpAddr+"/ready"); code != 503 {
+			return fmt.Errorf("/ready = %d during lameduck, want 503", code)
+		}
+		return nil
+	})
+	if code := httpStatus(t, "http://"+httpAddr+"/health"); code != 200 {
+		t.Fatalf("/health = %d during lameduck, want 200", code)
+	}
+	if got := dig(t, p.addr, "frontend.shop.svc.cluster.local"); !slices.Equal(got, []string{"10.96.10.10"}) {
+		t.Fatalf("DNS during lameduck: %q", got)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit after lameduck: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("still running 15s after SIGTERM")
 	}
 }
 

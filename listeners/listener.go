@@ -13,19 +13,24 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/query"
 )
 
 // Config configures one listener.
 type Config struct {
-	Handler        *query.Handler
-	IdleTimeout    time.Duration // TCP: close after this long without a query
-	MaxConnections int           // TCP: concurrent connections; more are closed at once
-	UDPReaders     int           // goroutines reading the UDP socket; 0 means GOMAXPROCS
+	// Handler is loaded for every request, so a reload can swap it while
+	// the sockets stay open.
+	Handler        *atomic.Pointer[query.Handler]
+	Panics         prometheus.Counter // counts recovered panics; may be nil
+	IdleTimeout    time.Duration      // TCP: close after this long without a query
+	MaxConnections int                // TCP: concurrent connections; more are closed at once
+	UDPReaders     int                // goroutines reading the UDP socket; 0 means GOMAXPROCS
 	Logger         *slog.Logger
 }
 
@@ -38,17 +43,23 @@ type Sockets struct {
 // Bind opens UDP and TCP on addr. It runs before any actor starts, so a
 // port in use is a start-up error rather than a crashed actor.
 func Bind(addr string) (*Sockets, error) {
-	udp, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return nil, err
-	}
-	// Serve TCP on the port UDP got, which matters when addr asks for :0.
-	tcp, err := net.Listen("tcp", udp.LocalAddr().String())
-	if err != nil {
+	_, port, _ := net.SplitHostPort(addr)
+	for attempt := 0; ; attempt++ {
+		udp, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, err
+		}
+		// Serve TCP on the port UDP got, which matters when addr asks for
+		// :0; that port may be taken for TCP, so then try another one.
+		tcp, err := net.Listen("tcp", udp.LocalAddr().String())
+		if err == nil {
+			return &Sockets{UDP: udp, TCP: tcp}, nil
+		}
 		udp.Close()
-		return nil, err
+		if port != "0" || attempt == 10 {
+			return nil, err
+		}
 	}
-	return &Sockets{UDP: udp, TCP: tcp}, nil
 }
 
 // Addr is the address served.
@@ -118,7 +129,7 @@ func (l *listener) serveUDP() {
 			continue
 		}
 		t := query.Transport{IPv6: isIPv6(from), Late: udpLate{l.sockets.UDP}, Client: from}
-		resp := l.cfg.Handler.Serve(buf[:n], t, out)
+		resp := l.serve(buf[:n], t, out)
 		if resp == nil {
 			continue
 		}
@@ -133,6 +144,21 @@ func (l *listener) serveUDP() {
 type udpLate struct{ conn net.PacketConn }
 
 func (u udpLate) WriteLate(resp []byte, to net.Addr) { u.conn.WriteTo(resp, to) }
+
+// serve answers one request. A panic is recovered, counted and logged: one
+// poisonous packet must not take the server down.
+func (l *listener) serve(req []byte, t query.Transport, out []byte) (resp []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			if l.cfg.Panics != nil {
+				l.cfg.Panics.Inc()
+			}
+			l.cfg.Logger.Error("panic answering a query", "panic", r, "request", fmt.Sprintf("%x", req))
+			resp = nil
+		}
+	}()
+	return l.cfg.Handler.Load().Serve(req, t, out)
+}
 
 func isIPv6(a net.Addr) bool {
 	switch a := a.(type) {

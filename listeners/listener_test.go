@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,8 +36,10 @@ func startListener(t testing.TB, maxConns int, idle time.Duration) string {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
+	var handler atomic.Pointer[query.Handler]
+	handler.Store(&query.Handler{Config: cfg, View: view})
 	pid := system.Root.Spawn(NewProps(Config{
-		Handler:     &query.Handler{Config: cfg, View: view},
+		Handler:     &handler,
 		IdleTimeout: idle, MaxConnections: maxConns,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, s))

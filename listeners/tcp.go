@@ -95,7 +95,7 @@ func (l *listener) serveConn(c net.Conn) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return
 		}
-		resp := l.cfg.Handler.Serve(buf, t, out[:0])
+		resp := l.serve(buf, t, out[:0])
 		if resp == nil {
 			if !query.Pending(buf) {
 				return // dropped: the client is not speaking DNS

@@ -52,55 +52,67 @@ func run(args []string, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
-// loadConfig reads --config, or the embedded demo when it is empty.
-func loadConfig(name string, args []string) (*config.Config, fs.FS, error) {
+// loadConfig reads --config, or the embedded demo when it is empty. It
+// returns the path read ("" for the demo).
+func loadConfig(name string, args []string) (*config.Config, fs.FS, string, error) {
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
 	path := fl.String("config", "", "configuration file (YAML); empty serves the embedded demo")
 	if err := fl.Parse(args); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if fl.NArg() > 0 {
-		return nil, nil, fmt.Errorf("unexpected argument %q", fl.Arg(0))
+		return nil, nil, "", fmt.Errorf("unexpected argument %q", fl.Arg(0))
 	}
 	if *path == "" {
 		data, err := local.Files.ReadFile(local.ConfigFile)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		cfg, err := config.Parse(data)
-		return cfg, local.Files, err
+		return cfg, local.Files, "", err
 	}
 	cfg, err := config.Load(*path)
-	return cfg, nil, err
+	return cfg, nil, *path, err
 }
 
 func serve(args []string, stderr io.Writer) error {
-	cfg, files, err := loadConfig("serve", args)
+	cfg, files, path, err := loadConfig("serve", args)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	if files != nil {
+	opts := []node.Option{node.WithFiles(files)}
+	if path == "" {
 		log.Info("no --config given: serving the embedded demo cluster")
+	} else {
+		opts = append(opts, node.WithConfigFile(path))
 	}
-	n, err := node.New(cfg, log, node.WithFiles(files))
+	n, err := node.New(cfg, log, opts...)
 	if err != nil {
 		return err
 	}
+	// Listen for signals before serving, so a SIGTERM that arrives as soon
+	// as the sockets answer still gets the lameduck.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := n.Start(); err != nil {
 		n.Stop(0)
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	log.Info("shutting down", "signal", s.String())
-	n.Stop(cfg.HTTP.Lameduck.D())
+	for s := range sig {
+		if s == syscall.SIGHUP {
+			n.ReloadNow()
+			continue
+		}
+		log.Info("shutting down", "signal", s.String())
+		n.Stop(n.Lameduck())
+		return nil
+	}
 	return nil
 }
 
 func check(args []string) error {
-	cfg, files, err := loadConfig("check", args)
+	cfg, files, _, err := loadConfig("check", args)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,203 @@
+package node
+
+import (
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/miekg/dns"
+	"k8s.io/klog/v2"
+
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/forward"
+	"github.com/shardns/shardns/metrics"
+	"github.com/shardns/shardns/query"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/manifest"
+	"github.com/shardns/shardns/zone"
+)
+
+// core is everything a configuration builds behind the sockets: the zone
+// table, the zone manager and the sources feeding it, and the resolver
+// plane. A reload builds a new core beside the old one and swaps it in
+// once it has synced, so no query sees a half-loaded state.
+type core struct {
+	cfg       *config.Config
+	log       *slog.Logger
+	system    *actor.ActorSystem
+	answer    *zone.Config
+	table     *zone.Table
+	pods      *zone.PodIndex // autopath's client index; nil without autopath
+	synced    atomic.Bool
+	actors    []*actor.PID // in start order
+	forwarder *forward.Forwarder
+	upstream  *query.Upstream
+}
+
+// newCore starts the actors of cfg. A manifest that does not parse, or an
+// API source that cannot be configured, is an error and nothing is left
+// running.
+func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, files fs.FS,
+	listen []string, m *metrics.All) (*core, error) {
+	c := &core{cfg: cfg, log: log, system: system, answer: answerConfig(cfg)}
+	c.table = zone.NewTable(zone.NewDirectory(c.answer, map[string]struct{}{}, false, 0))
+	if cfg.Autopath.Enabled {
+		c.pods = &zone.PodIndex{}
+	}
+	var initial *manifest.Snapshot
+	var sources []string
+	if len(cfg.Manifests.Files) > 0 {
+		var err error
+		if initial, err = manifest.Load(files, cfg.Manifests.Files); err != nil {
+			return nil, fmt.Errorf("manifests.files: %w", err)
+		}
+		sources = append(sources, manifest.SourceName)
+	}
+	var kube *kubesource.Config
+	if k := cfg.Kubernetes; k.Enabled {
+		client, err := kubesource.NewClient(k.Kubeconfig, "shardns/"+Version)
+		if err != nil {
+			return nil, err
+		}
+		kube = &kubesource.Config{Client: client, Namespaces: k.Namespaces, NamespaceSelector: k.NamespaceSelector,
+			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
+			Logger: log.With("source", kubesource.SourceName)}
+		if err := kube.Validate(); err != nil {
+			return nil, err
+		}
+		klog.SetSlogLogger(log.With("component", "client-go"))
+		sources = append(sources, kubesource.SourceName)
+	}
+	if len(sources) == 0 {
+		log.Warn("no source configured: only the zone apexes are served")
+	}
+	var err error
+	if c.upstream, err = c.newUpstream(listen, m.Forward); err != nil {
+		return nil, err
+	}
+	manager := c.spawn(zones.NewManagerProps(zones.Config{
+		Answer: c.answer, Table: c.table, Sources: sources, Now: time.Now, Logger: log,
+		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
+	}))
+	if initial != nil {
+		c.spawn(manifest.NewProps(manifest.Config{Files: cfg.Manifests.Files, FS: files,
+			Interval: cfg.Manifests.Interval.D(), Manager: manager, Logger: log}, initial))
+	}
+	if kube != nil {
+		kube.Manager = manager
+		c.spawn(kubesource.NewProps(*kube))
+	}
+	return c, nil
+}
+
+func (c *core) spawn(p *actor.Props) *actor.PID {
+	pid := c.system.Root.Spawn(p)
+	c.actors = append(c.actors, pid)
+	return pid
+}
+
+// handler is the query handler of this core for one listener.
+func (c *core) handler(addr string, m *metrics.All) *query.Handler {
+	h := &query.Handler{Config: c.answer, View: c.table, Metrics: m, Server: "dns://" + addr,
+		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled}
+	if c.pods != nil {
+		h.Autopath = c.pods
+	}
+	if c.cfg.Log.Queries {
+		h.QueryLog = c.log.With("component", "query")
+	}
+	if c.cfg.Log.Errors {
+		h.ErrorLog = c.log.With("component", "errors")
+	}
+	return h
+}
+
+// stop stops the sources and zones, after letting forwarded queries in
+// flight finish (at most the forward deadline).
+func (c *core) stop() {
+	if c.forwarder != nil {
+		c.forwarder.Drain(c.cfg.Forward.Deadline.D())
+	}
+	for i := len(c.actors) - 1; i >= 0; i-- {
+		if err := c.system.Root.StopFuture(c.actors[i]).Wait(); err != nil {
+			c.log.Warn("actor did not stop in time", "actor", c.actors[i].Id, "err", err)
+		}
+	}
+	if c.forwarder != nil {
+		c.forwarder.Close()
+	}
+}
+
+// answerConfig derives the answer options from the configuration.
+func answerConfig(cfg *config.Config) *zone.Config {
+	k := cfg.Kubernetes
+	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames, IgnoreEmptyService: k.IgnoreEmptyService}
+	for _, z := range k.Zones {
+		a.Domains.Cluster = append(a.Domains.Cluster, zone.Fqdn(z))
+	}
+	for _, z := range k.ReverseZones {
+		a.Domains.Reverse = append(a.Domains.Reverse, zone.Fqdn(z))
+	}
+	switch k.Pods {
+	case "insecure":
+		a.Pods = zone.PodsInsecure
+	case "verified":
+		a.Pods = zone.PodsVerified
+		a.Domains.PodZones = true
+	}
+	for _, l := range cfg.DNS.Listen {
+		if ap, err := netip.ParseAddrPort(l); err == nil && !ap.Addr().IsUnspecified() {
+			a.NSAddrs = append(a.NSAddrs, ap.Addr().Unmap())
+		}
+	}
+	a.Prepare()
+	return a
+}
+
+// newUpstream builds the forwarder and its cache, or nil when no upstream
+// is configured. An upstream that is this server itself is an error.
+func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream, error) {
+	f := c.cfg.Forward
+	addrs, err := forward.ParseUpstreams(f.Upstreams, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		c.log.Info("no forward.upstreams: names outside the cluster zones get REFUSED")
+		return nil, nil
+	}
+	if err := forward.CheckLoop(addrs, listen, forward.LocalAddrs()); err != nil {
+		return nil, err
+	}
+	c.forwarder = forward.New(forward.Config{Upstreams: addrs, Policy: f.Policy, Timeout: f.Timeout.D(),
+		MaxConcurrent: f.MaxConcurrent, HealthCheck: f.HealthCheck.D(), MaxFails: f.MaxFails,
+		Logger: c.log.With("component", "forward"),
+		OnResult: func(to string, rcode int, err error, took time.Duration) {
+			m.Requests.WithLabelValues(to).Inc()
+			if err != nil {
+				m.HealthcheckFails.WithLabelValues(to).Inc()
+				return
+			}
+			rc := dns.RcodeToString[rcode]
+			m.Responses.WithLabelValues(to, rc).Inc()
+			m.Duration.WithLabelValues(to, rc).Observe(took.Seconds())
+		}})
+	u := &query.Upstream{Forwarder: c.forwarder, Deadline: f.Deadline.D(), Now: time.Now}
+	for _, z := range c.cfg.Kubernetes.Fallthrough {
+		u.Fallthrough = append(u.Fallthrough, zone.Fqdn(z))
+	}
+	if cc := c.cfg.Cache; cc.Enabled {
+		sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+		u.Cache = cache.New(cache.Config{Size: cc.Size, SuccessMaxTTL: sec(cc.MaxTTL), DenialMaxTTL: sec(cc.DenialMaxTTL),
+			MinTTL: sec(cc.MinTTL), PrefetchHits: cc.PrefetchHits, PrefetchPercent: cc.PrefetchPercent,
+			ServeStale: cc.ServeStale.D()})
+	}
+	c.log.Info("forwarding names outside the cluster", "upstreams", addrs, "policy", f.Policy, "cache", c.cfg.Cache.Enabled)
+	return u, nil
+}

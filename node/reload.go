@@ -1,0 +1,165 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"time"
+
+	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/listeners"
+)
+
+// configPollInterval is how often the config file is checked for changes.
+const configPollInterval = 2 * time.Second
+
+// readyTimeout bounds how long a reload waits for its new core to sync
+// before giving up and keeping the old configuration.
+const readyTimeout = 30 * time.Second
+
+// Reload applies cfg without dropping a query. The new core (zones,
+// sources, resolver plane) is built beside the old one and swapped in
+// once it has synced; listeners whose address is unchanged keep their
+// sockets and switch handlers atomically. Any error leaves the old
+// configuration serving.
+func (n *Node) Reload(cfg *config.Config) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started || n.stopped {
+		return fmt.Errorf("node is not running")
+	}
+	if cfg.Mode != n.cfg.Mode || !reflect.DeepEqual(cfg.Cluster, n.cfg.Cluster) {
+		return fmt.Errorf("mode and cluster.* cannot change on reload: restart the process")
+	}
+	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	if err := waitFor(ctx, next.synced.Load); err != nil {
+		next.stop()
+		return fmt.Errorf("the new configuration did not sync within %v", readyTimeout)
+	}
+	added, err := n.bindAdded(cfg)
+	if err != nil {
+		next.stop()
+		return err
+	}
+	var httpL net.Listener
+	if cfg.HTTP.Listen != n.cfg.HTTP.Listen && cfg.HTTP.Listen != "" {
+		if httpL, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+			for _, e := range added {
+				e.sockets.Close()
+			}
+			next.stop()
+			return fmt.Errorf("http.listen: %w", err)
+		}
+	}
+
+	old := n.core.Swap(next)
+	for addr, e := range n.listeners {
+		if contains(cfg.DNS.Listen, addr) {
+			e.handler.Store(next.handler(e.sockets.Addr(), n.metrics))
+			continue
+		}
+		n.system.Root.StopFuture(e.pid).Wait() // closes its sockets
+		e.sockets.Close()
+		delete(n.listeners, addr)
+	}
+	n.cfg = cfg
+	for addr, e := range added {
+		n.listeners[addr] = e
+		n.startListener(addr, e, next)
+	}
+	if cfg.HTTP.Listen != n.HTTPAddrConfigured() {
+		n.swapHTTP(httpL)
+	}
+	old.stop()
+	n.log.Info("configuration reloaded", "dns", n.dnsAddrs(), "http", n.httpAddr())
+	return nil
+}
+
+// HTTPAddrConfigured is the http.listen the running server was bound for.
+func (n *Node) HTTPAddrConfigured() string { return n.httpConfigured }
+
+func (n *Node) swapHTTP(l net.Listener) {
+	if n.http != nil {
+		n.http.Close()
+	}
+	n.http, n.httpL, n.httpConfigured = nil, l, n.cfg.HTTP.Listen
+	if l != nil {
+		n.startHTTP(l)
+	}
+}
+
+// bindAdded binds the dns.listen addresses cfg adds.
+func (n *Node) bindAdded(cfg *config.Config) (map[string]*listenerEntry, error) {
+	added := map[string]*listenerEntry{}
+	for _, addr := range cfg.DNS.Listen {
+		if n.listeners[addr] != nil || added[addr] != nil {
+			continue
+		}
+		s, err := listeners.Bind(addr)
+		if err != nil {
+			for _, e := range added {
+				e.sockets.Close()
+			}
+			return nil, fmt.Errorf("dns.listen: %w", err)
+		}
+		added[addr] = &listenerEntry{sockets: s}
+	}
+	return added, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// watchConfig reloads the node when its config file changes. An invalid
+// file is logged once and the running configuration keeps serving.
+func (n *Node) watchConfig(last []byte) {
+	lastErr := ""
+	t := time.NewTicker(configPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stopWatch:
+			return
+		case <-n.reloadNow:
+		case <-t.C:
+		}
+		data, err := os.ReadFile(n.cfgPath)
+		if err != nil || bytes.Equal(data, last) {
+			continue
+		}
+		cfg, err := config.Load(n.cfgPath)
+		if err == nil {
+			err = n.Reload(cfg)
+		}
+		if err != nil {
+			if err.Error() != lastErr {
+				n.log.Error("configuration change rejected; the running configuration keeps serving", "err", err)
+			}
+			lastErr = err.Error()
+			continue
+		}
+		last, lastErr = data, ""
+	}
+}
+
+// ReloadNow asks the config watcher to check the file at once (SIGHUP).
+func (n *Node) ReloadNow() {
+	select {
+	case n.reloadNow <- struct{}{}:
+	default:
+	}
+}
