@@ -1,0 +1,49 @@
+package membership
+
+import (
+	"github.com/hashicorp/memberlist"
+)
+
+// memberlist calls every method here while holding its node lock (and
+// from inside Join and Create). They must not call back into the
+// memberlist, take a lock that is held while calling into it, or block:
+// they only signal, or copy a few bytes under a short private lock.
+
+// events copies joins, leaves, failures and metadata changes into the
+// member map and signals subscribers.
+type events struct{ m *Membership }
+
+func (e events) NotifyJoin(n *memberlist.Node)   { e.m.setMember(n) }
+func (e events) NotifyUpdate(n *memberlist.Node) { e.m.setMember(n) }
+func (e events) NotifyLeave(n *memberlist.Node)  { e.m.removeMember(n.Name) }
+
+// conflicts remembers where a name we know at one address was claimed
+// from another: usually a pod restarted with a new IP before its old
+// address was declared dead. The rejoin loop joins that address later,
+// once the old one is dead and the name may be reclaimed; nothing else
+// would tell this node about it again.
+type conflicts struct{ m *Membership }
+
+func (c conflicts) NotifyConflict(existing, other *memberlist.Node) {
+	if existing.Name == c.m.cfg.NodeName {
+		return // a stale rumour of our own previous address
+	}
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if len(c.m.conflicts) < maxConflicts {
+		c.m.conflicts[other.Address()] = other.Name
+	}
+}
+
+// maxConflicts bounds the addresses remembered between two rejoins.
+const maxConflicts = 64
+
+// meta serves Config.Meta; the rest of memberlist's Delegate (user
+// messages and state) is unused.
+type meta struct{ b []byte }
+
+func (d meta) NodeMeta(limit int) []byte                  { return d.b }
+func (d meta) NotifyMsg([]byte)                           {}
+func (d meta) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d meta) LocalState(join bool) []byte                { return nil }
+func (d meta) MergeRemoteState(buf []byte, join bool)     {}
