@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/shardns/shardns/node.Version=$(VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean
+.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean image proto
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/shardns ./cmd/shardns
@@ -49,6 +49,15 @@ deps:
 ## bench: Go benchmarks with -benchmem.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners
+
+## image: container image shardns:$(VERSION) and shardns:latest, FROM scratch (see deploy/README.md).
+image:
+	VERSION=$(VERSION) GO=$(GO) scripts/image.sh
+
+## proto: regenerate cluster/wire/wire.pb.go (needs protoc from Debian's protobuf-compiler).
+proto:
+	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	PATH=$(CURDIR)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative cluster/wire/wire.proto
 
 clean:
 	rm -rf bin
