@@ -51,3 +51,62 @@ func weight(member, zoneKey string) uint64 {
 	x ^= x >> 31
 	return x
 }
+
+// Member is a live replica as the ring sees it.
+type Member struct {
+	Name   string // stable node name
+	Remote string // host:port of its actor remote
+	Owner  bool   // false for node-local caches, which own no zones
+}
+
+// Ring is an immutable view of the live members: who owns what. Every
+// replica builds the same Ring from the same member list.
+type Ring struct {
+	Self        string
+	Members     []Member // sorted by name
+	Replication int      // 0: every member owns every zone
+	owners      []string // names of members that own zones
+	byName      map[string]Member
+}
+
+// NewRing builds a ring; members need not be sorted.
+func NewRing(self string, members []Member, replication int) *Ring {
+	r := &Ring{Self: self, Replication: replication, byName: map[string]Member{}}
+	r.Members = append(r.Members, members...)
+	sort.Slice(r.Members, func(i, j int) bool { return r.Members[i].Name < r.Members[j].Name })
+	for _, m := range r.Members {
+		r.byName[m.Name] = m
+		if m.Owner {
+			r.owners = append(r.owners, m.Name)
+		}
+	}
+	return r
+}
+
+// Order lists every owning member in preference order for zoneKey: the
+// first Replication are its owners; the ones after are where a query goes
+// when the owners do not answer (a member that just lost the zone keeps it
+// for a while, and rendezvous hashing puts it right after the new owner).
+func (r *Ring) Order(zoneKey string) []string {
+	return Owners(r.owners, zoneKey, 0)
+}
+
+// Owns reports whether member owns zoneKey.
+func (r *Ring) Owns(member, zoneKey string) bool {
+	if r.Replication <= 0 || r.Replication >= len(r.owners) {
+		_, ok := r.byName[member]
+		return ok && r.byName[member].Owner
+	}
+	for _, o := range Owners(r.owners, zoneKey, r.Replication) {
+		if o == member {
+			return true
+		}
+	}
+	return false
+}
+
+// Member returns the member called name.
+func (r *Ring) Member(name string) (Member, bool) {
+	m, ok := r.byName[name]
+	return m, ok
+}

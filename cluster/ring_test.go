@@ -76,3 +76,52 @@ func TestOwnersBalance(t *testing.T) {
 		}
 	}
 }
+
+func TestRingOwnership(t *testing.T) {
+	members := []Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}, {Name: "local", Owner: false}}
+	r := NewRing("a", members, 2)
+	for i := range 200 {
+		key := fmt.Sprintf("ns%d.svc.cluster.local.", i)
+		order := r.Order(key)
+		if len(order) != 3 || slices.Contains(order, "local") {
+			t.Fatalf("order %v: want the three owners only", order)
+		}
+		owners := 0
+		for _, m := range []string{"a", "b", "c", "local"} {
+			if r.Owns(m, key) {
+				owners++
+				if !slices.Contains(order[:2], m) {
+					t.Fatalf("%s owns %s but is not among the first two of %v", m, key, order)
+				}
+			}
+		}
+		if owners != 2 {
+			t.Fatalf("%s has %d owners, want 2", key, owners)
+		}
+	}
+	all := NewRing("a", members, 0)
+	if !all.Owns("b", "x.") || all.Owns("local", "x.") {
+		t.Fatal("replication 0: every owning member owns every zone, non-owners none")
+	}
+}
+
+// After a member joins, the member that lost a zone comes right after the
+// new owner in the order: queries reach it while the new owner loads.
+func TestRingLoserIsNextCandidate(t *testing.T) {
+	before := NewRing("a", []Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
+	after := NewRing("a", []Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "n", Owner: true}}, 1)
+	moved := 0
+	for i := range 300 {
+		key := fmt.Sprintf("%d.0.10.in-addr.arpa.", i)
+		old, order := before.Order(key)[0], after.Order(key)
+		if order[0] == "n" {
+			moved++
+			if order[1] != old {
+				t.Fatalf("%s: old owner %s is not next after the new one in %v", key, old, order)
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no zone moved to the new member")
+	}
+}

@@ -153,15 +153,45 @@ type AutopathConfig struct {
 }
 
 // ClusterConfig is membership and sharding.
+// Sharding starts when enabled, join or joinService is set; otherwise the
+// process owns every zone alone.
 type ClusterConfig struct {
-	NodeName          string   `json:"nodeName"`
-	Bind              string   `json:"bind"`
-	Advertise         string   `json:"advertise"`
-	Remote            string   `json:"remote"`
-	Join              []string `json:"join"`
-	JoinService       string   `json:"joinService"`
-	ReplicationFactor *int     `json:"replicationFactor"`
+	// Enabled starts gossip and remote even without seeds (the first
+	// replica of a cluster the others join).
+	Enabled bool `json:"enabled"`
+	// NodeName is this replica's stable name; default: the hostname (a
+	// StatefulSet pod name).
+	NodeName string `json:"nodeName"`
+	// Bind is the memberlist gossip address (UDP and TCP).
+	Bind string `json:"bind"`
+	// Advertise is the address others reach this replica at: host or
+	// host:port of the gossip, the remote port following cluster.remote.
+	Advertise string `json:"advertise"`
+	// Remote is the listen address of actor remote (queries between replicas).
+	Remote string `json:"remote"`
+	// Join lists seed gossip addresses.
+	Join []string `json:"join"`
+	// JoinService is namespace/name of a headless Service whose
+	// EndpointSlices list the peers (found through the API, not DNS).
+	JoinService string `json:"joinService"`
+	// ReplicationFactor is how many replicas own each zone; 0: all of them.
+	ReplicationFactor *int `json:"replicationFactor"`
+	// Label keeps clusters apart: replicas with different labels never merge.
+	Label string `json:"label"`
+	// SecretKeyFile holds a gossip encryption key (16, 24 or 32 bytes, raw
+	// or base64); empty: no encryption.
+	SecretKeyFile string `json:"secretKeyFile"`
+	// HandoffGrace is how long a replica keeps answering for zones it lost.
+	HandoffGrace Duration `json:"handoffGrace"`
+	// DispatchTimeout bounds one attempt at asking another replica.
+	DispatchTimeout Duration `json:"dispatchTimeout"`
+	// Gossip is lan (memberlist's LAN timing) or fast (sub-second failure
+	// detection, for tests on one host).
+	Gossip string `json:"gossip"`
 }
+
+// Clustered reports whether this replica joins others.
+func (c ClusterConfig) Clustered() bool { return c.Enabled || len(c.Join) > 0 || c.JoinService != "" }
 
 // LogConfig is the process log.
 type LogConfig struct {
@@ -200,7 +230,8 @@ func Default() *Config {
 		Cache: CacheConfig{Enabled: true, MaxTTL: 30, DenialMaxTTL: 30, MinTTL: 5, Size: 10000,
 			PrefetchPercent: 10},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
-			ReplicationFactor: &rf},
+			ReplicationFactor: &rf, Label: "shardns", HandoffGrace: Duration(15e9),
+			DispatchTimeout: Duration(5e8), Gossip: "lan"},
 		LoadBalance: LoadBalanceConfig{Enabled: true},
 		Log:         LogConfig{Level: "info", Format: "text", Errors: true},
 	}
@@ -289,9 +320,7 @@ func (c *Config) validate() error {
 		bad("autopath.enabled", "needs kubernetes.pods: verified, to know the namespace of each client pod")
 	}
 	c.validateResolver(bad)
-	if rf := c.Cluster.ReplicationFactor; rf == nil || *rf < 0 {
-		bad("cluster.replicationFactor", "must be 0 or more")
-	}
+	c.validateCluster(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -346,6 +375,32 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		if !validDomain(z) {
 			bad(fmt.Sprintf("kubernetes.fallthrough[%d]", i), "%q is not a domain name", z)
 		}
+	}
+}
+
+func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
+	cl := &c.Cluster
+	if rf := cl.ReplicationFactor; rf == nil || *rf < 0 {
+		bad("cluster.replicationFactor", "must be 0 or more")
+	}
+	for key, v := range map[string]string{"cluster.bind": cl.Bind, "cluster.remote": cl.Remote} {
+		if err := checkHostPort(v); err != nil {
+			bad(key, "%v", err)
+		}
+	}
+	if cl.JoinService != "" {
+		if ns, name, ok := strings.Cut(cl.JoinService, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			bad("cluster.joinService", "must be namespace/name, got %q", cl.JoinService)
+		}
+	}
+	if cl.HandoffGrace <= 0 {
+		bad("cluster.handoffGrace", "must be positive")
+	}
+	if cl.DispatchTimeout <= 0 {
+		bad("cluster.dispatchTimeout", "must be positive")
+	}
+	if cl.Gossip != "lan" && cl.Gossip != "fast" {
+		bad("cluster.gossip", "must be lan or fast, got %q", cl.Gossip)
 	}
 }
 

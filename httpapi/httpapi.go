@@ -13,10 +13,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Ring describes zones and owners for /debug/ring.
+// Ring describes members, zones and owners for /debug/ring.
 type Ring struct {
-	Members []string            `json:"members"`
-	Zones   map[string][]string `json:"zones"` // zone key → owners
+	Self    string              `json:"self"`
+	Members []Member            `json:"members"`
+	Zones   map[string][]string `json:"zones"`  // zone key → owners
+	Served  []string            `json:"served"` // zones this replica answers from its own state
+}
+
+// Member is one live replica.
+type Member struct {
+	Name   string `json:"name"`
+	Remote string `json:"remote,omitempty"`
+	Owner  bool   `json:"owner"` // false while it loads (or for node-local caches)
 }
 
 // Config is what the endpoints report on.

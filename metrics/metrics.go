@@ -38,11 +38,19 @@ type Cache struct {
 	Prefetch *prometheus.CounterVec // server
 }
 
+// Cluster are the sharding metrics.
+type Cluster struct {
+	Dispatches       *prometheus.CounterVec // result: queries sent to other replicas
+	DispatchDuration prometheus.Histogram
+	Handoffs         *prometheus.CounterVec // direction: gained | lost
+}
+
 // All is every metric of a node.
 type All struct {
 	DNS     *DNS
 	Forward *Forward
 	Cache   *Cache
+	Cluster *Cluster
 }
 
 // New registers every metric on a new registry and returns both.
@@ -118,5 +126,15 @@ func New(version string) (*prometheus.Registry, *All) {
 			Name: "prefetch_total", Help: "The number of times the cache has prefetched a cached item."}, []string{"server"}),
 	}
 	reg.MustRegister(c.Entries, c.Hits, c.Misses, c.Stale, c.Prefetch)
-	return reg, &All{DNS: d, Forward: f, Cache: c}
+	cl := &Cluster{
+		Dispatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+			Name: "dispatches_total", Help: "Questions sent to the replicas owning their zone, by result."}, []string{"result"}),
+		DispatchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shardns", Subsystem: "cluster",
+			Name: "dispatch_duration_seconds", Help: "Time to get an owner's answer.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}),
+		Handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+			Name: "handoffs_total", Help: "Zones gained or lost on ring changes."}, []string{"direction"}),
+	}
+	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs)
+	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl}
 }

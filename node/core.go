@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/forward"
 	"github.com/shardns/shardns/metrics"
@@ -35,7 +36,10 @@ type core struct {
 	table     *zone.Table
 	pods      *zone.PodIndex // autopath's client index; nil without autopath
 	synced    atomic.Bool
+	loaded    atomic.Bool // no zone gained from another replica is still loading
+	manager   *actor.PID
 	actors    []*actor.PID // in start order
+	cluster   *query.Cluster
 	forwarder *forward.Forwarder
 	upstream  *query.Upstream
 }
@@ -44,8 +48,8 @@ type core struct {
 // API source that cannot be configured, is an error and nothing is left
 // running.
 func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, files fs.FS,
-	listen []string, m *metrics.All) (*core, error) {
-	c := &core{cfg: cfg, log: log, system: system, answer: answerConfig(cfg)}
+	listen []string, m *metrics.All, sharding coreSharding) (*core, error) {
+	c := &core{cfg: cfg, log: log, system: system, answer: answerConfig(cfg), cluster: sharding.cluster}
 	c.table = zone.NewTable(zone.NewDirectory(c.answer, map[string]struct{}{}, false, 0))
 	if cfg.Autopath.Enabled {
 		c.pods = &zone.PodIndex{}
@@ -84,7 +88,13 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	manager := c.spawn(zones.NewManagerProps(zones.Config{
 		Answer: c.answer, Table: c.table, Sources: sources, Now: time.Now, Logger: log,
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
+		Self: sharding.self, Ring: sharding.ring, Grace: cfg.Cluster.HandoffGrace.D(), Loaded: &c.loaded,
+		OnHandoff: func(gained, lost int) {
+			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
+			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
+		},
 	}))
+	c.manager = manager
 	if initial != nil {
 		c.spawn(manifest.NewProps(manifest.Config{Files: cfg.Manifests.Files, FS: files,
 			Interval: cfg.Manifests.Interval.D(), Manager: manager, Logger: log}, initial))
@@ -102,10 +112,18 @@ func (c *core) spawn(p *actor.Props) *actor.PID {
 	return pid
 }
 
+// coreSharding is what a core needs from the cluster: its name, the ring
+// at start and the way to ask other replicas (nil outside a cluster).
+type coreSharding struct {
+	self    string
+	ring    *cluster.Ring
+	cluster *query.Cluster
+}
+
 // handler is the query handler of this core for one listener.
 func (c *core) handler(addr string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.table, Metrics: m, Server: "dns://" + addr,
-		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled}
+		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}

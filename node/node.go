@@ -55,6 +55,9 @@ type Node struct {
 
 	httpConfigured string // http.listen the running server was bound for
 
+	cluster *clusterState // nil outside a cluster
+	ring    atomic.Pointer[cluster.Ring]
+
 	stopWatch chan struct{}
 	reloadNow chan struct{}
 	wg        sync.WaitGroup // HTTP server and the config watcher
@@ -128,11 +131,19 @@ func (n *Node) Start() error {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return n.log.With("component", "actor")
 	}))
-	c, err := newCore(n.system, n.cfg, n.log, n.files, n.dnsAddrs(), n.metrics)
+	if n.cfg.Cluster.Clustered() {
+		if err := n.startCluster(); err != nil {
+			return err
+		}
+	}
+	c, err := newCore(n.system, n.cfg, n.log, n.files, n.dnsAddrs(), n.metrics, n.sharding(n.cfg))
 	if err != nil {
 		return err
 	}
 	n.core.Store(c)
+	if n.cluster != nil {
+		n.wg.Go(n.watchRing)
+	}
 	for addr, e := range n.listeners {
 		n.startListener(addr, e, c)
 	}
@@ -157,7 +168,7 @@ func (n *Node) startListener(addr string, e *listenerEntry, c *core) {
 }
 
 func (n *Node) startHTTP(l net.Listener) {
-	srv := httpapi.New(httpapi.Config{Registry: n.reg, Ready: n.Ready, Ring: n.ring})
+	srv := httpapi.New(httpapi.Config{Registry: n.reg, Ready: n.Ready, Ring: n.debugRing})
 	n.http = srv
 	n.wg.Go(func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -173,21 +184,47 @@ func (n *Node) Lameduck() time.Duration {
 	return n.cfg.HTTP.Lameduck.D()
 }
 
-// Ready reports whether every source of the serving core has synced.
+// Ready reports whether the serving core has synced its sources, loaded
+// every zone it owns, and (in a cluster) announced itself as an owner.
 func (n *Node) Ready() bool {
 	c := n.core.Load()
-	return c != nil && c.synced.Load()
+	return c != nil && c.synced.Load() && c.loaded.Load() && n.announcedOwner()
 }
 
-// ring reports this node's zones; a single node owns them all.
-func (n *Node) ring() httpapi.Ring {
-	members := []string{n.name}
-	r := httpapi.Ring{Members: members, Zones: map[string][]string{}}
+// sharding is what a new core needs from the cluster.
+func (n *Node) sharding(cfg *config.Config) coreSharding {
+	return coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg)}
+}
+
+// debugRing reports the members and, for every zone known here, its owners.
+func (n *Node) debugRing() httpapi.Ring {
 	c := n.core.Load()
-	rf := *c.cfg.Cluster.ReplicationFactor
-	for _, key := range c.table.Keys() {
-		r.Zones[key] = cluster.Owners(members, key, rf)
+	r := httpapi.Ring{Self: n.name, Zones: map[string][]string{}}
+	ring := n.ring.Load()
+	if ring == nil {
+		ring = cluster.NewRing(n.name, []cluster.Member{{Name: n.name, Owner: true}}, 0)
 	}
+	for _, m := range ring.Members {
+		r.Members = append(r.Members, httpapi.Member{Name: m.Name, Remote: m.Remote, Owner: m.Owner})
+	}
+	keys := map[string]bool{}
+	for _, k := range c.table.Keys() {
+		keys[k] = true
+	}
+	for k := range c.table.Placement() {
+		keys[k] = true
+	}
+	for k := range keys {
+		order := ring.Order(k)
+		if rf := ring.Replication; rf > 0 && rf < len(order) {
+			order = order[:rf]
+		}
+		r.Zones[k] = order
+		if c.table.Zone(k) != nil {
+			r.Served = append(r.Served, k)
+		}
+	}
+	slices.Sort(r.Served)
 	return r
 }
 
@@ -253,6 +290,7 @@ func (n *Node) Stop(lameduck time.Duration) {
 	if n.http != nil {
 		n.http.EnterLameduck()
 	}
+	n.leaveCluster() // the others take over this replica's zones now
 	if lameduck > 0 && n.started {
 		n.log.Info("lameduck: /ready fails, queries are still answered", "duration", lameduck)
 		time.Sleep(lameduck)
@@ -272,6 +310,7 @@ func (n *Node) Stop(lameduck time.Duration) {
 		c.stop()
 	}
 	n.wg.Wait()
+	n.stopCluster()
 	if n.system != nil {
 		n.system.Shutdown()
 	}

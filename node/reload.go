@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/listeners"
 )
@@ -34,7 +35,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 	if cfg.Mode != n.cfg.Mode || !reflect.DeepEqual(cfg.Cluster, n.cfg.Cluster) {
 		return fmt.Errorf("mode and cluster.* cannot change on reload: restart the process")
 	}
-	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics)
+	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics, n.sharding(cfg))
 	if err != nil {
 		return err
 	}
@@ -61,6 +62,10 @@ func (n *Node) Reload(cfg *config.Config) error {
 	}
 
 	old := n.core.Swap(next)
+	if n.cluster != nil {
+		// A ring change during the build went to the old core only.
+		n.system.Root.Send(next.manager, &zones.RingChanged{Ring: n.ring.Load()})
+	}
 	for addr, e := range n.listeners {
 		if contains(cfg.DNS.Listen, addr) {
 			e.handler.Store(next.handler(e.sockets.Addr(), n.metrics))

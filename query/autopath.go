@@ -36,6 +36,9 @@ func (h *Handler) autopath(x *exchange, r *dns.Msg, name string, out []byte) ([]
 		first = name
 		for _, cand := range []string{first, base + "svc." + origin, base + origin} {
 			resp := zone.Answer(h.Config, h.View, zone.Question{Name: cand, Type: q.Qtype})
+			if len(resp.Remote) > 0 {
+				return nil, false // held by another replica: the client walks its search path
+			}
 			if resp.External || resp.Rcode == dns.RcodeNameError || resp.Rcode == dns.RcodeServerFailure {
 				continue
 			}

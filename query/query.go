@@ -40,6 +40,9 @@ type Handler struct {
 	LoadBalance bool
 	// QueryLog logs every query; ErrorLog logs failures (SERVFAIL causes).
 	QueryLog, ErrorLog *slog.Logger
+	// Cluster asks other replicas for zones held there; nil when this
+	// replica holds every zone.
+	Cluster *Cluster
 }
 
 // Transport is how a request arrived.
@@ -114,6 +117,13 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
 	if resp.External || (resp.Rcode == dns.RcodeNameError && h.Upstream.fallsThrough(name)) {
 		return h.forward(x, r, name, "", out)
+	}
+	if len(resp.Remote) > 0 {
+		if h.Cluster == nil {
+			r.Rcode = dns.RcodeServerFailure
+			return h.pack(x, r, out)
+		}
+		return h.remote(x, r, name, resp, out)
 	}
 	h.setAnswer(x, r, name, q.Name, resp)
 	return h.pack(x, r, out)

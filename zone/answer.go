@@ -17,10 +17,14 @@ type Question struct {
 // snapshot they came from and must not be modified.
 type Response struct {
 	External bool // not in any cluster or reverse zone: not ours to answer
-	Rcode    int
-	Answer   []dns.RR
-	Ns       []dns.RR
-	Extra    []dns.RR
+	// Remote lists the replicas to ask, in order, when the zone is held
+	// elsewhere; Zone is its key.
+	Remote []string
+	Zone   string
+	Rcode  int
+	Answer []dns.RR
+	Ns     []dns.RR
+	Extra  []dns.RR
 }
 
 // View is the state a question is answered from: the replicated directory
@@ -29,6 +33,9 @@ type View interface {
 	Directory() *Directory
 	// Zone returns the snapshot of zone key, or nil when no state is held.
 	Zone(key string) *Snapshot
+	// Remote lists, for a zone that exists but is not served here, the
+	// replicas that hold it in the order to ask them; nil otherwise.
+	Remote(key string) []string
 }
 
 // maxCNAMEDepth bounds ExternalName chasing inside the cluster domain, as
@@ -166,6 +173,13 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 	}
 	s := v.Zone(route.Key)
 	if s == nil {
+		if order := v.Remote(route.Key); order != nil {
+			if len(order) == 0 {
+				// The zone exists but no replica can serve it yet.
+				return Response{Rcode: dns.RcodeServerFailure}
+			}
+			return Response{Remote: order, Zone: route.Key}
+		}
 		if q.Name == route.Key && !route.Reverse {
 			return negative(dns.RcodeSuccess, dir.soa[route.Origin])
 		}
@@ -253,6 +267,9 @@ func (s *Snapshot) chase(cfg *Config, v View, n *node, q Question, depth int) Re
 		return negative(dns.RcodeSuccess, s.soa)
 	}
 	next := answer(cfg, v, Question{Name: target, Type: q.Type}, depth+1)
+	if len(next.Remote) > 0 {
+		return Response{Answer: n.cnameRecords} // held elsewhere: the client follows it
+	}
 	if next.Rcode != dns.RcodeSuccess || len(next.Answer) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
 	}

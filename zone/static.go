@@ -16,6 +16,9 @@ func (v *StaticView) Directory() *Directory { return v.dir }
 // Zone implements View.
 func (v *StaticView) Zone(key string) *Snapshot { return v.zones[key] }
 
+// Remote implements View: a static view holds every zone.
+func (v *StaticView) Remote(string) []string { return nil }
+
 // NewStaticView builds the snapshots of every zone the objects fall in.
 func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	namespaces := map[string]struct{}{}

@@ -10,18 +10,23 @@ import (
 // Zone actors write their slot; listeners read without locks. The slot map
 // itself is copied on write, because zones come and go rarely.
 type Table struct {
-	dir   atomic.Pointer[Directory]
-	slots atomic.Pointer[map[string]*Slot]
-	mu    sync.Mutex // serialises copy-on-write of slots
+	dir       atomic.Pointer[Directory]
+	slots     atomic.Pointer[map[string]*Slot]
+	placement atomic.Pointer[map[string][]string]
+	mu        sync.Mutex // serialises copy-on-write of slots
 }
 
 // Slot holds the latest snapshot of one zone.
 type Slot struct {
-	snap atomic.Pointer[Snapshot]
+	snap    atomic.Pointer[Snapshot]
+	loading atomic.Bool // gained from another replica and not complete yet
 }
 
 // Load returns the published snapshot, or nil before the first publish.
 func (s *Slot) Load() *Snapshot { return s.snap.Load() }
+
+// SetLoading hides the zone from queries while it is being loaded.
+func (s *Slot) SetLoading(b bool) { s.loading.Store(b) }
 
 // Store publishes snap.
 func (s *Slot) Store(snap *Snapshot) { s.snap.Store(snap) }
@@ -41,13 +46,34 @@ func (t *Table) Directory() *Directory { return t.dir.Load() }
 // SetDirectory publishes a new directory.
 func (t *Table) SetDirectory(d *Directory) { t.dir.Store(d) }
 
-// Zone implements View.
+// Zone implements View. A zone still loading reads as absent here, so
+// queries go to a replica that has it complete.
 func (t *Table) Zone(key string) *Snapshot {
-	if s := (*t.slots.Load())[key]; s != nil {
+	if s := (*t.slots.Load())[key]; s != nil && !s.loading.Load() {
 		return s.Load()
 	}
 	return nil
 }
+
+// Remote implements View.
+func (t *Table) Remote(key string) []string {
+	if p := t.placement.Load(); p != nil {
+		return (*p)[key]
+	}
+	return nil
+}
+
+// Placement returns the published placement (read-only).
+func (t *Table) Placement() map[string][]string {
+	if p := t.placement.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetPlacement publishes, for every zone not served here, the replicas
+// that hold it in the order to ask them.
+func (t *Table) SetPlacement(p map[string][]string) { t.placement.Store(&p) }
 
 // NewSlot installs an empty slot for key, replacing any slot it had, and
 // returns it. The zone reads as absent until its first snapshot.
@@ -64,6 +90,9 @@ func (t *Table) NewSlot(key string) *Slot {
 	t.slots.Store(&next)
 	return s
 }
+
+// SlotOf returns the slot of key, or nil.
+func (t *Table) SlotOf(key string) *Slot { return (*t.slots.Load())[key] }
 
 // RemoveSlot drops the slot of key if it is still slot: a zone actor that
 // stops late never removes the slot of the actor that replaced it.

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
 
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
 )
@@ -30,6 +31,18 @@ type Config struct {
 	Synced *atomic.Bool
 	// PodIndex, when set, is kept up to date with pod addresses (autopath).
 	PodIndex *zone.PodIndex
+	// Self is this replica's name in the ring.
+	Self string
+	// Grace is how long a zone this replica lost keeps serving queries
+	// sent to it, while its new owners load it.
+	Grace time.Duration
+	// Loaded is set while no gained zone is still loading.
+	Loaded *atomic.Bool
+	// Ring is the ring at start; nil owns every zone. Later rings come as
+	// RingChanged.
+	Ring *cluster.Ring
+	// OnHandoff is told how many zones a ring change gained and lost.
+	OnHandoff func(gained, lost int)
 }
 
 // Manager routes source changes to zone actors and owns the directory.
@@ -46,6 +59,13 @@ type Manager struct {
 	serial     uint32
 	podIPs     map[model.Key][]netip.Addr // for PodIndex
 	ipOwner    map[netip.Addr]model.Key   // the pod an address is indexed for
+
+	// Sharding (see placement.go).
+	ring     *cluster.Ring         // nil: this replica owns every zone
+	sources  map[string]*actor.PID // source actors, for replays
+	grace    map[string]bool       // lost zones still held for a while
+	replay   replayState
+	keysSeen int // len(zoneSize) when placement was last published
 }
 
 // NewManagerProps returns the props of a Manager. Zone actors are its
@@ -56,9 +76,16 @@ func NewManagerProps(cfg Config) *actor.Props {
 }
 
 func newManager(cfg Config) *Manager {
+	if cfg.Grace == 0 {
+		cfg.Grace = defaultGrace
+	}
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
 		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{},
-		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{}}
+		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
+		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring}
+	if cfg.Loaded != nil {
+		cfg.Loaded.Store(true)
+	}
 	for _, s := range cfg.Sources {
 		m.unsynced[s] = true
 	}
@@ -77,7 +104,13 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *Synced:
 		m.onSynced(ctx, msg)
 	case *barrierDone:
-		m.onBarrierDone()
+		m.onBarrierDone(ctx, msg)
+	case *RingChanged:
+		m.onRingChanged(ctx, msg)
+	case *ReplayDone:
+		m.onReplayDone(ctx, msg)
+	case *releaseZone:
+		m.onReleaseZone(ctx, msg)
 	}
 }
 
@@ -105,6 +138,9 @@ func (m *Manager) onStartupTimeout() {
 // sources sent, so a node (or a reloaded configuration) never turns ready
 // with zones still empty.
 func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
+	if msg.From != nil {
+		m.sources[msg.Source] = msg.From
+	}
 	if !m.unsynced[msg.Source] {
 		return
 	}
@@ -115,14 +151,18 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 	}
 	m.barriers = len(m.children)
 	for _, pid := range m.children {
-		ctx.Send(pid, &barrier{})
+		ctx.Send(pid, &barrier{tag: 0})
 	}
 	if m.barriers == 0 {
 		m.markSynced()
 	}
 }
 
-func (m *Manager) onBarrierDone() {
+func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
+	if msg.tag != 0 {
+		m.onReplayBarrierDone(ctx, msg)
+		return
+	}
 	m.barriers--
 	if m.barriers == 0 && len(m.unsynced) == 0 && !m.synced {
 		m.markSynced()
@@ -156,11 +196,19 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		}
 	}
 	for key, b := range batches {
-		ctx.Send(m.zoneActor(ctx, key), b)
+		if msg.Replay != 0 && !m.replay.keys[key] {
+			continue // a replay only fills the zones being loaded
+		}
+		if pid := m.zoneActor(ctx, key); pid != nil {
+			ctx.Send(pid, b)
+		}
 	}
 	m.stopEmptyZones(ctx, batches)
 	if dirChanged {
 		m.publishDirectory()
+	}
+	if len(m.zoneSize) != m.keysSeen {
+		m.publishPlacement()
 	}
 }
 
@@ -270,13 +318,24 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 	}
 }
 
-// zoneActor returns the actor of zone key, spawning it with a fresh slot.
+// zoneActor returns the actor of zone key, spawning it with a fresh slot
+// when this replica owns the zone; nil when the zone lives elsewhere.
 func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
+	if !m.owns(key) {
+		return nil
+	}
+	return m.spawnZone(ctx, key, false)
+}
+
+// spawnZone starts the actor of key; a loading zone is hidden from
+// queries until its replay completes.
+func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.PID {
 	r := m.cfg.Answer.Domains.Route(key)
 	slot := m.cfg.Table.NewSlot(key)
+	slot.SetLoading(loading)
 	za := func() actor.Actor {
 		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods, cfg: m.cfg.Answer,
 			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger}
@@ -294,6 +353,7 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 			continue
 		}
 		delete(m.zoneSize, key)
+		delete(m.grace, key)
 		if pid := m.children[key]; pid != nil {
 			ctx.Poison(pid)
 			delete(m.children, key)

@@ -11,6 +11,9 @@
 package zones
 
 import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
 )
@@ -19,11 +22,40 @@ import (
 type Apply struct {
 	Source  string
 	Changes []model.Change
+	// Replay is the Replay.ID this batch answers; 0 for live changes.
+	Replay uint64
 }
 
-// Synced tells the Manager that Source finished its initial load.
+// Synced tells the Manager that Source finished its initial load. From is
+// the source actor, which the Manager asks for replays.
 type Synced struct {
 	Source string
+	From   *actor.PID
+}
+
+// Replay asks a source to send every object it holds again, as Apply
+// batches marked with ID, then ReplayDone: how a replica loads the zones
+// it gains when the ring changes.
+type Replay struct {
+	ID uint64
+}
+
+// ReplayDone ends a source's answer to Replay.
+type ReplayDone struct {
+	Source string
+	ID     uint64
+}
+
+// RingChanged tells the Manager who owns what now. A nil Ring means this
+// replica owns every zone.
+type RingChanged struct {
+	Ring *cluster.Ring
+}
+
+// releaseZone ends the grace period of a zone this replica lost.
+type releaseZone struct {
+	key string
+	pid *actor.PID
 }
 
 // serviceChange is a Service or EndpointSlice change for a service zone.
@@ -47,11 +79,15 @@ type zoneApply struct {
 
 // barrier asks a zone actor to publish everything it has applied, then
 // answer barrierDone: once every zone has, all changes sent before the
-// barrier are visible to queries.
-type barrier struct{}
+// barrier are visible to queries. tag tells the sync barrier (0) from a
+// replay's (its ID).
+type barrier struct{ tag uint64 }
 
 // barrierDone is a zone actor's answer to barrier.
-type barrierDone struct{}
+type barrierDone struct {
+	tag uint64
+	key string
+}
 
 // startupTimeout tells the Manager that the startup timeout has passed.
 type startupTimeout struct{}

@@ -44,7 +44,7 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 		if z.pending {
 			z.onFlush()
 		}
-		ctx.Send(ctx.Parent(), &barrierDone{})
+		ctx.Send(ctx.Parent(), &barrierDone{tag: msg.tag, key: z.key})
 	case *actor.Stopping:
 		z.table.RemoveSlot(z.key, z.slot)
 	}

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"github.com/hashicorp/memberlist"
+	"sync/atomic"
 )
 
 // memberlist calls every method here while holding its node lock (and
@@ -40,9 +41,9 @@ const maxConflicts = 64
 
 // meta serves Config.Meta; the rest of memberlist's Delegate (user
 // messages and state) is unused.
-type meta struct{ b []byte }
+type meta struct{ b *atomic.Pointer[[]byte] }
 
-func (d meta) NodeMeta(limit int) []byte                  { return d.b }
+func (d meta) NodeMeta(limit int) []byte                  { return *d.b.Load() }
 func (d meta) NotifyMsg([]byte)                           {}
 func (d meta) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d meta) LocalState(join bool) []byte                { return nil }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -37,6 +38,7 @@ type Member struct {
 // concurrent use.
 type Membership struct {
 	cfg  Config
+	meta atomic.Pointer[[]byte] // served to memberlist as this node's metadata
 	list *memberlist.Memberlist
 	addr string // own gossip address, ip:port
 	port string // own gossip port: the default port of seeds
@@ -92,7 +94,9 @@ func Start(cfg Config) (*Membership, error) {
 	mc.Label = cfg.Label
 	mc.SecretKey = cfg.SecretKey
 	mc.Logger = stdLog
-	mc.Events, mc.Conflict, mc.Delegate = events{m}, conflicts{m}, meta{cfg.Meta}
+	initial := slices.Clone(cfg.Meta)
+	m.meta.Store(&initial)
+	mc.Events, mc.Conflict, mc.Delegate = events{m}, conflicts{m}, meta{&m.meta}
 	cfg.Timing.apply(mc)
 	list, err := memberlist.Create(mc)
 	if err != nil {
@@ -148,6 +152,15 @@ func (m *Membership) LocalName() string { return m.cfg.NodeName }
 // LocalAddr returns the gossip address other members reach this node at,
 // ip:port (with Bind port 0, the port that was picked).
 func (m *Membership) LocalAddr() string { return m.addr }
+
+// SetMeta changes this member's metadata and gossips it to the others
+// (e.g. a replica that finished loading and now owns zones). It waits at
+// most timeout for the update to be sent.
+func (m *Membership) SetMeta(b []byte, timeout time.Duration) error {
+	c := slices.Clone(b)
+	m.meta.Store(&c)
+	return m.list.UpdateNode(timeout)
+}
 
 // Subscribe returns a channel that receives a value after the member list
 // may have changed: a member joined, left, failed or changed its Meta.

@@ -49,7 +49,15 @@ type Source struct {
 	cfg       Config
 	stop      chan struct{}
 	factories []informers.SharedInformerFactory
+	watched   []watched
+	exposed   func(string) bool
 	wg        sync.WaitGroup
+}
+
+// watched is one informer and the kind it delivers.
+type watched struct {
+	kind     model.Kind
+	informer cache.SharedIndexInformer
 }
 
 // NewProps returns the props of a Source.
@@ -59,9 +67,11 @@ func NewProps(cfg Config) *actor.Props {
 
 // Receive starts the watches and stops them.
 func (s *Source) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
+	case *zones.Replay:
+		s.replay(ctx, msg.ID)
 	case *actor.Stopping:
 		s.shutdown()
 	}
@@ -75,6 +85,8 @@ func (s *Source) start(ctx actor.Context) {
 		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
 	}
 	exposed := s.exposedFunc()
+	s.exposed = exposed
+	self := ctx.Self()
 	objects := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
 		informers.WithTransform(strip),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }))
@@ -83,10 +95,6 @@ func (s *Source) start(ctx actor.Context) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }))
 	s.factories = []informers.SharedInformerFactory{objects, namespaces}
 
-	type watched struct {
-		kind     model.Kind
-		informer cache.SharedIndexInformer
-	}
 	list := []watched{
 		{model.KindNamespace, namespaces.Core().V1().Namespaces().Informer()},
 		{model.KindService, objects.Core().V1().Services().Informer()},
@@ -112,6 +120,7 @@ func (s *Source) start(ctx actor.Context) {
 		}
 		synced = append(synced, reg.HasSynced)
 	}
+	s.watched = list
 	for _, f := range s.factories {
 		f.Start(s.stop)
 	}
@@ -119,9 +128,25 @@ func (s *Source) start(ctx actor.Context) {
 		start := time.Now()
 		if cache.WaitForCacheSync(s.stop, synced...) {
 			s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(start).Round(time.Millisecond))
-			root.Send(manager, &zones.Synced{Source: SourceName})
+			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
 		}
 	})
+}
+
+// replay sends every object the informer caches hold, so the zone manager
+// can load zones this replica gained. It reads local caches only: no
+// request reaches the API server.
+func (s *Source) replay(ctx actor.Context, id uint64) {
+	var changes []model.Change
+	for _, w := range s.watched {
+		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger,
+			send: func(c model.Change) { changes = append(changes, c) }}
+		for _, obj := range w.informer.GetStore().List() {
+			h.OnAdd(obj, false)
+		}
+	}
+	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
+	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
 }
 
 // exposedFunc implements kubernetes.namespaces; the namespace selector is

@@ -285,6 +285,8 @@ type podView struct {
 	pods map[string]*zone.Snapshot
 }
 
+func (v podView) Remote(string) []string { return nil }
+
 func (v podView) Zone(key string) *zone.Snapshot {
 	if s := v.pods[key]; s != nil {
 		return s

@@ -119,11 +119,14 @@ func NewProps(cfg Config, initial *Snapshot) *actor.Props {
 
 // Receive sends the initial objects, then reloads on every changed tick.
 func (s *Source) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.onStarted(ctx)
 	case *tick:
 		s.onTick(ctx)
+	case *zones.Replay:
+		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: s.served.Diff(nil), Replay: msg.ID})
+		ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: msg.ID})
 	case *actor.Stopping:
 		if s.cancel != nil {
 			s.cancel()
@@ -133,7 +136,7 @@ func (s *Source) Receive(ctx actor.Context) {
 
 func (s *Source) onStarted(ctx actor.Context) {
 	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: s.served.Diff(nil)})
-	ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName})
+	ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
 	s.cancel = scheduler.NewTimerScheduler(ctx).SendRepeatedly(s.cfg.Interval, s.cfg.Interval, ctx.Self(), &tick{})
 }
 

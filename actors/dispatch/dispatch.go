@@ -1,0 +1,130 @@
+// Package dispatch carries queries for zones held by other replicas over
+// protoactor-go remote.
+//
+// Every replica runs a server actor named "dispatch" that answers a
+// wire.ZoneQuery from the zones it serves, in place, with the packed
+// response, or says it does not hold the zone. The asking side sends with
+// a reply actor of its own ("dispatch-replies") and waits on a channel
+// with its own deadline: no actor.Future, whose late replies race.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/cluster/wire"
+	"github.com/shardns/shardns/zone"
+)
+
+// Actor names, the same on every replica.
+const (
+	ServerName  = "dispatch"
+	repliesName = "dispatch-replies"
+)
+
+// ErrNotServed is returned when the asked replica does not hold the zone.
+var ErrNotServed = errors.New("dispatch: zone not served by that replica")
+
+// Source gives the server the zones it currently serves (a reload swaps
+// them).
+type Source func() (*zone.Config, zone.View)
+
+// server answers ZoneQuery messages.
+type server struct{ source Source }
+
+func (s *server) Receive(ctx actor.Context) {
+	q, ok := ctx.Message().(*wire.ZoneQuery)
+	if !ok {
+		return
+	}
+	ctx.Respond(Answer(s.source, q))
+}
+
+// Answer is the server's reply to q.
+func Answer(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
+	reply := &wire.ZoneReply{Id: q.Id}
+	cfg, view := source()
+	if cfg == nil || q.Qtype > 0xFFFF {
+		return reply
+	}
+	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype)})
+	if resp.External || len(resp.Remote) > 0 || cfg.Domains.Route(q.Name).Key != q.Zone {
+		return reply // not a zone this replica serves now
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(q.Name, uint16(q.Qtype))
+	m.Response, m.Authoritative, m.Rcode = true, true, resp.Rcode
+	m.Answer, m.Ns, m.Extra = resp.Answer, resp.Ns, resp.Extra
+	m.Compress = true
+	b, err := m.Pack()
+	if err != nil {
+		return reply
+	}
+	reply.Served, reply.Msg = true, b
+	return reply
+}
+
+// Client asks other replicas. It is safe for concurrent use.
+type Client struct {
+	system  *actor.ActorSystem
+	replies *actor.PID
+	pending sync.Map // id → chan *wire.ZoneReply
+	nextID  atomic.Uint64
+}
+
+// Start spawns the server and the reply actor on system, which must have
+// remote started, and returns the client.
+func Start(system *actor.ActorSystem, source Source) (*Client, error) {
+	c := &Client{system: system}
+	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &server{source: source}
+	}), ServerName); err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(c.receiveReply), repliesName)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	c.replies = pid
+	return c, nil
+}
+
+func (c *Client) receiveReply(ctx actor.Context) {
+	r, ok := ctx.Message().(*wire.ZoneReply)
+	if !ok {
+		return
+	}
+	if ch, ok := c.pending.LoadAndDelete(r.Id); ok {
+		ch.(chan *wire.ZoneReply) <- r // buffered: never blocks
+	}
+}
+
+// Ask sends one question to the replica whose actor remote listens on
+// remoteAddr and waits for its answer until ctx ends.
+func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
+	id := c.nextID.Add(1)
+	ch := make(chan *wire.ZoneReply, 1)
+	c.pending.Store(id, ch)
+	defer c.pending.Delete(id)
+	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype)}
+	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, ServerName), q, c.replies)
+	select {
+	case r := <-ch:
+		if !r.Served {
+			return nil, ErrNotServed
+		}
+		m := new(dns.Msg)
+		if err := m.Unpack(r.Msg); err != nil {
+			return nil, fmt.Errorf("dispatch: reply from %s does not unpack: %w", remoteAddr, err)
+		}
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,281 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/actors/dispatch"
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/cluster/membership"
+	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/query"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/zone"
+)
+
+// clusterState is the sharding machinery of a clustered replica: actor
+// remote, the dispatch actors, memberlist and the ring. It lives for the
+// whole process; reloads keep it.
+type clusterState struct {
+	cfg        config.ClusterConfig
+	remote     *remote.Remote
+	remoteAddr string // advertised host:port of actor remote
+	dispatch   *dispatch.Client
+	members    *membership.Membership
+	announced  chan struct{} // closed once this replica owns zones
+}
+
+// meta is what a replica tells the others: whether it owns zones yet, and
+// where its actor remote listens ("1|10.0.0.5:8090").
+func meta(owner bool, remoteAddr string) []byte {
+	if owner {
+		return []byte("1|" + remoteAddr)
+	}
+	return []byte("0|" + remoteAddr)
+}
+
+func parseMeta(b []byte) (owner bool, remoteAddr string) {
+	flag, addr, _ := strings.Cut(string(b), "|")
+	return flag == "1", addr
+}
+
+// startCluster starts remote, dispatch and membership. The replica joins
+// as a non-owner: it owns zones only once its sources have synced.
+func (n *Node) startCluster() error {
+	cc := n.cfg.Cluster
+	host, port, err := remoteBind(cc.Remote)
+	if err != nil {
+		return fmt.Errorf("cluster.remote: %w", err)
+	}
+	adv := advertiseHost(cc)
+	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), announced: make(chan struct{})}
+	// remote.Start panics when it cannot listen: find out first.
+	probe, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("cluster.remote: %w", err)
+	}
+	probe.Close()
+	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr)))
+	c.remote.Start()
+	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.View) {
+		if core := n.core.Load(); core != nil {
+			return core.answer, core.table
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	mc := membership.DefaultConfig()
+	mc.NodeName, mc.Bind, mc.Seeds, mc.Label = n.name, cc.Bind, cc.Join, cc.Label
+	mc.Logger = n.log.With("component", "membership")
+	mc.Meta = meta(false, c.remoteAddr)
+	if cc.Advertise != "" {
+		mc.Advertise = gossipAdvertise(cc)
+	}
+	if cc.Gossip == "fast" {
+		mc.Timing = membership.FastTiming()
+	}
+	if cc.SecretKeyFile != "" {
+		if mc.SecretKey, err = membership.ReadSecretKey(cc.SecretKeyFile); err != nil {
+			return fmt.Errorf("cluster.secretKeyFile: %w", err)
+		}
+	}
+	if cc.JoinService != "" {
+		client, err := kubesource.NewClient(n.cfg.Kubernetes.Kubeconfig, "shardns/"+Version)
+		if err != nil {
+			return fmt.Errorf("cluster.joinService: %w", err)
+		}
+		_, gossipPort, _ := remoteBind(cc.Bind)
+		mc.SeedsFunc = kubesource.PeerSeeds(client, cc.JoinService, gossipPort)
+	}
+	if c.members, err = membership.Start(mc); err != nil {
+		return err
+	}
+	n.cluster = c
+	n.ring.Store(n.buildRing())
+	return nil
+}
+
+// buildRing is the ring of the current live members.
+func (n *Node) buildRing() *cluster.Ring {
+	var ms []cluster.Member
+	for _, m := range n.cluster.members.Members() {
+		owner, addr := parseMeta(m.Meta)
+		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: owner})
+	}
+	return cluster.NewRing(n.name, ms, *n.cfg.Cluster.ReplicationFactor)
+}
+
+// watchRing rebuilds the ring on every membership change and tells the
+// serving core; once the core has synced, it announces this replica as an
+// owner.
+func (n *Node) watchRing() {
+	changes := n.cluster.members.Subscribe()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stopWatch:
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+			n.publishRing()
+		case <-tick.C:
+			n.maybeAnnounce()
+		}
+	}
+}
+
+func (n *Node) publishRing() {
+	r := n.buildRing()
+	n.ring.Store(r)
+	if c := n.core.Load(); c != nil {
+		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
+	}
+}
+
+// maybeAnnounce makes this replica an owner once its sources synced.
+func (n *Node) maybeAnnounce() {
+	c := n.core.Load()
+	select {
+	case <-n.cluster.announced:
+		return
+	default:
+	}
+	if c == nil || !c.synced.Load() {
+		return
+	}
+	if err := n.cluster.members.SetMeta(meta(true, n.cluster.remoteAddr), 5*time.Second); err != nil {
+		n.log.Warn("announcing ownership", "err", err)
+		return
+	}
+	close(n.cluster.announced)
+	n.log.Info("sources synced: this replica now owns zones", "node", n.name)
+	n.publishRing()
+}
+
+// announcedOwner reports whether the replica owns zones (always true
+// outside a cluster).
+func (n *Node) announcedOwner() bool {
+	if n.cluster == nil {
+		return true
+	}
+	select {
+	case <-n.cluster.announced:
+		return true
+	default:
+		return false
+	}
+}
+
+// clusterHandler is the query path's access to the other replicas.
+func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
+	if n.cluster == nil {
+		return nil
+	}
+	m := n.metrics.Cluster
+	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	return &query.Cluster{
+		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
+			mem, ok := n.ring.Load().Member(member)
+			if !ok || mem.Remote == "" {
+				return nil, fmt.Errorf("%s is not a member", member)
+			}
+			return n.cluster.dispatch.Ask(ctx, mem.Remote, zoneKey, name, qtype)
+		},
+		Cache: cache.New(cache.Config{Size: c.Cache.Size, SuccessMaxTTL: sec(c.Cache.MaxTTL),
+			DenialMaxTTL: sec(c.Cache.DenialMaxTTL)}),
+		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, MaxInFlight: int64(c.Forward.MaxConcurrent),
+		Now: time.Now,
+		Observe: func(took time.Duration, err error) {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			m.Dispatches.WithLabelValues(result).Inc()
+			m.DispatchDuration.Observe(took.Seconds())
+		},
+	}
+}
+
+// stopCluster leaves the ring, so the others take over at once, then
+// shuts gossip and remote down.
+func (n *Node) leaveCluster() {
+	if n.cluster == nil {
+		return
+	}
+	if err := n.cluster.members.Leave(2 * time.Second); err != nil {
+		n.log.Warn("leaving the ring", "err", err)
+	}
+}
+
+func (n *Node) stopCluster() {
+	if n.cluster == nil {
+		return
+	}
+	n.cluster.members.Close()
+	n.cluster.remote.Shutdown(false)
+}
+
+func remoteBind(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	return host, port, err
+}
+
+// advertiseHost is the host other replicas reach this one at: the
+// configured advertise host, the bind host, or this machine's first
+// non-loopback address.
+func advertiseHost(cc config.ClusterConfig) string {
+	if cc.Advertise != "" {
+		if h, _, err := net.SplitHostPort(cc.Advertise); err == nil {
+			return h
+		}
+		return cc.Advertise
+	}
+	if h, _, err := net.SplitHostPort(cc.Bind); err == nil {
+		if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
+			return h
+		}
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && !p.Addr().IsLoopback() && p.Addr().Is4() {
+			return p.Addr().String()
+		}
+	}
+	return "127.0.0.1"
+}
+
+// gossipAdvertise is cluster.advertise as host:port for memberlist.
+func gossipAdvertise(cc config.ClusterConfig) string {
+	if _, _, err := net.SplitHostPort(cc.Advertise); err == nil {
+		return cc.Advertise
+	}
+	_, port, _ := net.SplitHostPort(cc.Bind)
+	return net.JoinHostPort(cc.Advertise, port)
+}
+
+// GossipAddr is this replica's memberlist address, or "" outside a cluster.
+func (n *Node) GossipAddr() string {
+	if n.cluster == nil {
+		return ""
+	}
+	return n.cluster.members.LocalAddr()
+}
