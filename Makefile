@@ -46,9 +46,10 @@ vet:
 deps:
 	scripts/deps.sh
 
-## bench: Go benchmarks with -benchmem.
+## bench: Go benchmarks with -benchmem, and the added latency of asking another replica.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners
+	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache
+	$(GO) test -run '^$$' -bench BenchmarkClusterDispatch -benchtime 3000x ./integration
 
 ## image: container image shardns:$(VERSION) and shardns:latest, FROM scratch (see deploy/README.md).
 image:

@@ -26,7 +26,7 @@ import (
 // is off in this tier because protoactor-go's remote sets grpc's global
 // logger on every start.
 
-func freeTCPPort(t *testing.T) int {
+func freeTCPPort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,7 +37,7 @@ func freeTCPPort(t *testing.T) int {
 }
 
 // startReplica starts one replica of a cluster serving the demo cluster.
-func startReplica(t *testing.T, name string, rf int, seeds []string) *node.Node {
+func startReplica(t testing.TB, name string, rf int, seeds []string) *node.Node {
 	t.Helper()
 	dir := t.TempDir()
 	demo, _ := local.Files.ReadFile("demo-cluster.yaml")
@@ -80,7 +80,7 @@ cluster:
 }
 
 type testLog struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 }
 
@@ -89,7 +89,7 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func debugRing(t *testing.T, n *node.Node) httpapi.Ring {
+func debugRing(t testing.TB, n *node.Node) httpapi.Ring {
 	t.Helper()
 	resp, err := http.Get("http://" + n.HTTPAddr() + "/debug/ring")
 	if err != nil {
@@ -235,5 +235,40 @@ func TestClusterSurvivesALostReplica(t *testing.T) {
 		for _, q := range clusterQuestions {
 			checkAnswer(t, n.DNSAddrs()[0], "udp", q)
 		}
+	}
+}
+
+// The added latency of asking another replica: the same kind of question
+// (an NXDOMAIN, different each time so no cache answers it) asked of the
+// replica that holds the zone and of one that does not.
+func BenchmarkClusterDispatch(b *testing.B) {
+	a := startReplica(b, "a", 1, nil)
+	c := startReplica(b, "b", 1, []string{a.GossipAddr()})
+	testutil.Eventually(b, 15*time.Second, func() error {
+		if !a.Ready() || !c.Ready() || len(debugRing(b, a).Members) != 2 || len(debugRing(b, c).Members) != 2 {
+			return fmt.Errorf("not settled")
+		}
+		return nil
+	})
+	const zoneKey = "shop.svc.cluster.local."
+	local, remote := a, c
+	if !slices.Contains(debugRing(b, a).Served, zoneKey) {
+		local, remote = c, a
+	}
+	for _, bc := range []struct {
+		name string
+		n    *node.Node
+	}{{"local", local}, {"remote", remote}} {
+		b.Run(bc.name, func(b *testing.B) {
+			addr := bc.n.DNSAddrs()[0]
+			i := 0
+			for b.Loop() {
+				i++
+				r, err := testutil.Exchange(addr, "udp", fmt.Sprintf("miss%d-%s.shop.svc.cluster.local.", i, bc.name), dns.TypeA)
+				if err != nil || r.Rcode != dns.RcodeNameError {
+					b.Fatalf("%v %v", r, err)
+				}
+			}
+		})
 	}
 }
