@@ -1,0 +1,203 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// replicaProcess is a shardns binary that is one replica of a cluster.
+type replicaProcess struct {
+	*process
+	http   string
+	gossip string
+}
+
+func startReplicaProcess(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string) *replicaProcess {
+	t.Helper()
+	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	join := "enabled: true"
+	if len(seeds) > 0 {
+		join = fmt.Sprintf("join: [%q]", seeds[0])
+	}
+	cfg := fmt.Sprintf(`
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0", lameduck: 0s}
+kubernetes: {enabled: true, kubeconfig: %q}
+forward: {upstreams: []}
+cluster:
+  nodeName: %s
+  %s
+  bind: %q
+  remote: "127.0.0.1:%d"
+  replicationFactor: 2
+  gossip: fast
+  handoffGrace: 5s
+`, cp.Kubeconfig, name, join, gossip, freeTCPPort(t))
+	p := startShardns(t, cfg)
+	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+}
+
+func (r *replicaProcess) ring(t *testing.T) (httpapi.Ring, error) {
+	resp, err := http.Get("http://" + r.http + "/debug/ring")
+	if err != nil {
+		return httpapi.Ring{}, err
+	}
+	defer resp.Body.Close()
+	var ring httpapi.Ring
+	return ring, json.NewDecoder(resp.Body).Decode(&ring)
+}
+
+// settled waits until every replica is ready and sees want members.
+func settled(t *testing.T, rs []*replicaProcess, want int) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for _, r := range rs {
+			if code := httpStatus(t, "http://"+r.http+"/ready"); code != 200 {
+				return fmt.Errorf("%s /ready = %d", r.http, code)
+			}
+			ring, err := r.ring(t)
+			if err != nil {
+				return err
+			}
+			if len(ring.Members) != want {
+				return fmt.Errorf("%s sees %d members, want %d", ring.Self, len(ring.Members), want)
+			}
+		}
+		return nil
+	})
+}
+
+// load queries the replicas in turn until stopped, allowing each query
+// one client retry (as resolvers do), and counts wrong answers.
+type load struct {
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+	asked   atomic.Int64
+	failed  atomic.Int64
+	mu      sync.Mutex
+	example string
+}
+
+func startLoad(targets func() []string, names map[string]string) *load {
+	l := &load{}
+	l.wg.Go(func() {
+		for i := 0; !l.stop.Load(); i++ {
+			ts := targets()
+			addr := ts[i%len(ts)]
+			// Names asked once each reach an owner every time: no cache
+			// on the way can hide a failure.
+			for j := range 6 {
+				l.asked.Add(1)
+				miss := fmt.Sprintf("miss%d.proc%d.svc.cluster.local.", i, j)
+				if err := nxdomain(addr, miss); err != nil {
+					if err = nxdomain(addr, miss); err != nil {
+						l.failed.Add(1)
+						l.mu.Lock()
+						l.example = err.Error()
+						l.mu.Unlock()
+					}
+				}
+			}
+			for name, ip := range names {
+				l.asked.Add(1)
+				if err := answerIs(addr, name, ip); err != nil {
+					if err = answerIs(addr, name, ip); err != nil {
+						l.failed.Add(1)
+						l.mu.Lock()
+						l.example = err.Error()
+						l.mu.Unlock()
+					}
+				}
+			}
+		}
+	})
+	return l
+}
+
+func answerIs(addr, name, ip string) error {
+	r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != ip {
+		return fmt.Errorf("%s from %s: %s %v", name, addr, dns.RcodeToString[r.Rcode], r.Answer)
+	}
+	return nil
+}
+
+func nxdomain(addr, name string) error {
+	r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeNameError {
+		return fmt.Errorf("%s from %s: %s, want NXDOMAIN", name, addr, dns.RcodeToString[r.Rcode])
+	}
+	return nil
+}
+
+func (l *load) finish(t *testing.T, what string) {
+	t.Helper()
+	l.stop.Store(true)
+	l.wg.Wait()
+	if l.failed.Load() > 0 {
+		t.Fatalf("%s: %d of %d queries failed after a retry; e.g. %s", what, l.failed.Load(), l.asked.Load(), l.example)
+	}
+	t.Logf("%s: %d queries, none failed", what, l.asked.Load())
+}
+
+// Three replica processes on one real apiserver, replicationFactor 2:
+// a kill -9 under load fails no query (after one client retry), the ring
+// recovers within 10 s, and a fourth replica joins under load without a
+// wrong answer.
+func TestClusterProcessesKillAndJoin(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	names := map[string]string{}
+	for i := range 6 {
+		ns := fmt.Sprintf("proc%d", i)
+		mkNamespace(t, cp.Client, ns, nil)
+		svc := mkService(t, cp.Client, clusterIPService(ns, "web"))
+		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
+	}
+	_ = corev1.ServiceTypeClusterIP
+	a := startReplicaProcess(t, cp, "r0", nil)
+	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
+	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
+	settled(t, []*replicaProcess{a, b, c}, 3)
+	for _, r := range []*replicaProcess{a, b, c} {
+		for name, ip := range names {
+			if err := answerIs(r.addr, name, ip); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	var targets atomic.Value
+	targets.Store([]string{a.addr, b.addr})
+	l := startLoad(func() []string { return targets.Load().([]string) }, names)
+	c.cmd.Process.Kill()
+	start := time.Now()
+	settled(t, []*replicaProcess{a, b}, 2)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("ownership restored after %v, want within 10s", took)
+	}
+	l.finish(t, "kill -9 of one replica")
+
+	l = startLoad(func() []string { return targets.Load().([]string) }, names)
+	d := startReplicaProcess(t, cp, "r3", []string{a.gossip})
+	settled(t, []*replicaProcess{a, b, d}, 3)
+	targets.Store([]string{a.addr, b.addr, d.addr})
+	l.finish(t, "a fourth replica joining")
+}
