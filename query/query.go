@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -43,6 +44,10 @@ type Handler struct {
 	// Cluster asks other replicas for zones held there; nil when this
 	// replica holds every zone.
 	Cluster *Cluster
+
+	answers answerCache   // the fast path's packed answers
+	metered meterCache    // the fast path's metric children
+	timed   atomic.Uint64 // fast-path answers, for sampling their duration
 }
 
 // Transport is how a request arrived.
@@ -80,6 +85,9 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 			h.Metrics.DNS.Dropped.WithLabelValues(h.Server, "malformed").Inc()
 		}
 		return nil
+	}
+	if b, ok := h.serveFast(req, t, out); ok {
+		return b
 	}
 	x := &exchange{req: new(dns.Msg), reqSize: len(req), t: t, zone: ".", start: time.Now()}
 	if err := x.req.Unpack(req); err != nil {
@@ -149,6 +157,21 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 // pack sizes, truncates and packs r. The record slices of r are shared
 // with snapshots: they are resliced or copied, never written.
 func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
+	b, err := h.packMsg(x, r, out)
+	if err != nil {
+		h.logError(x, "packing the response", err)
+		fail := new(dns.Msg)
+		fail.SetRcode(x.req, dns.RcodeServerFailure)
+		b, _ = fail.PackBuffer(out[:0])
+		h.observe(x, dns.RcodeServerFailure, len(b))
+		return b
+	}
+	h.observe(x, r.Rcode, len(b))
+	return b
+}
+
+// packMsg sizes, truncates and packs r for the client of x.
+func (h *Handler) packMsg(x *exchange, r *dns.Msg, out []byte) ([]byte, error) {
 	size := dns.MinMsgSize
 	switch {
 	case x.t.TCP:
@@ -165,17 +188,7 @@ func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
 	}
 	r.Truncate(size)
 	r.Compress = true
-	b, err := r.PackBuffer(out[:0])
-	if err != nil {
-		h.logError(x, "packing the response", err)
-		fail := new(dns.Msg)
-		fail.SetRcode(x.req, dns.RcodeServerFailure)
-		b, _ = fail.PackBuffer(out[:0])
-		h.observe(x, dns.RcodeServerFailure, len(b))
-		return b
-	}
-	h.observe(x, r.Rcode, len(b))
-	return b
+	return r.PackBuffer(out[:0])
 }
 
 // drops reports requests that get no answer at all: shorter than a
