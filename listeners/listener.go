@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -115,12 +116,15 @@ func (l *listener) stop() {
 }
 
 // serveUDP reads and answers datagrams until the socket closes. Each
-// reader reuses its buffers: no allocation per packet beyond the answer.
+// reader reuses its buffers, and addresses travel as netip.AddrPort: no
+// allocation per packet beyond the answer.
 func (l *listener) serveUDP() {
+	conn := l.sockets.UDP.(*net.UDPConn)
+	late := udpLate{conn}
 	buf := make([]byte, 65535)
 	out := make([]byte, 0, query.MaxUDPSize)
 	for {
-		n, from, err := l.sockets.UDP.ReadFrom(buf)
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if isClosed(err) {
 				return
@@ -128,12 +132,12 @@ func (l *listener) serveUDP() {
 			l.cfg.Logger.Warn("udp read", "err", err)
 			continue
 		}
-		t := query.Transport{IPv6: isIPv6(from), Late: udpLate{l.sockets.UDP}, Client: from}
+		t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: late, Client: from}
 		resp := l.serve(buf[:n], t, out)
 		if resp == nil {
 			continue
 		}
-		if _, err := l.sockets.UDP.WriteTo(resp, from); err != nil && !isClosed(err) {
+		if _, err := conn.WriteToUDPAddrPort(resp, from); err != nil && !isClosed(err) {
 			l.cfg.Logger.Debug("udp write", "to", from, "err", err)
 		}
 		out = resp[:0]
@@ -141,9 +145,9 @@ func (l *listener) serveUDP() {
 }
 
 // udpLate sends forwarded answers from the listener's socket.
-type udpLate struct{ conn net.PacketConn }
+type udpLate struct{ conn *net.UDPConn }
 
-func (u udpLate) WriteLate(resp []byte, to net.Addr) { u.conn.WriteTo(resp, to) }
+func (u udpLate) WriteLate(resp []byte, to netip.AddrPort) { u.conn.WriteToUDPAddrPort(resp, to) }
 
 // serve answers one request. A panic is recovered, counted and logged: one
 // poisonous packet must not take the server down.

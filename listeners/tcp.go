@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -79,6 +80,9 @@ func (l *listener) serveTCP() {
 func (l *listener) serveConn(c net.Conn) {
 	w := &tcpWriter{conn: c, timeout: l.cfg.IdleTimeout}
 	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		t.Client = a.AddrPort()
+	}
 	var lenBuf [2]byte
 	buf := make([]byte, 0, 512)
 	out := make([]byte, 0, 512)
@@ -130,4 +134,4 @@ func (w *tcpWriter) write(resp []byte) error {
 }
 
 // WriteLate implements query.LateWriter.
-func (w *tcpWriter) WriteLate(resp []byte, _ net.Addr) { w.write(resp) }
+func (w *tcpWriter) WriteLate(resp []byte, _ netip.AddrPort) { w.write(resp) }

@@ -1,8 +1,6 @@
 package query
 
 import (
-	"net"
-	"net/netip"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -18,10 +16,10 @@ import (
 // CoreDNS's autopath does. The client is spared the NXDOMAIN chain.
 // It reports false when the request is not one for autopath.
 func (h *Handler) autopath(x *exchange, r *dns.Msg, name string, out []byte) ([]byte, bool) {
-	client, ok := clientIP(x.t.Client)
-	if !ok {
+	if !x.t.Client.IsValid() {
 		return nil, false
 	}
+	client := x.t.Client.Addr().Unmap()
 	ns, ok := h.Autopath.Namespace(client)
 	if !ok {
 		return nil, false
@@ -76,18 +74,6 @@ func cnamed(answer []dns.RR, asked string) []dns.RR {
 	out = append(out, &dns.CNAME{Hdr: dns.RR_Header{Name: asked, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: first.Ttl},
 		Target: first.Name})
 	return append(out, answer...)
-}
-
-func clientIP(a net.Addr) (netip.Addr, bool) {
-	switch a := a.(type) {
-	case *net.UDPAddr:
-		ip, ok := netip.AddrFromSlice(a.IP)
-		return ip.Unmap(), ok
-	case *net.TCPAddr:
-		ip, ok := netip.AddrFromSlice(a.IP)
-		return ip.Unmap(), ok
-	}
-	return netip.Addr{}, false
 }
 
 func (h *Handler) countAutopath() {

@@ -14,8 +14,8 @@ func TestAutopath(t *testing.T) {
 	h := testHandler(t)
 	h.Autopath = &zone.PodIndex{}
 	h.Autopath.Set(netip.MustParseAddr("10.9.0.7"), "ns")
-	pod := Transport{Client: &net.UDPAddr{IP: net.ParseIP("10.9.0.7"), Port: 5000}}
-	stranger := Transport{Client: &net.UDPAddr{IP: net.ParseIP("10.9.0.8"), Port: 5000}}
+	pod := Transport{Client: netip.MustParseAddrPort("10.9.0.7:5000")}
+	stranger := Transport{Client: netip.MustParseAddrPort("10.9.0.8:5000")}
 	cases := []struct {
 		name   string
 		qname  string

@@ -2,7 +2,7 @@ package query
 
 import (
 	"log/slog"
-	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -68,8 +68,8 @@ func proto(t Transport) string {
 	return "udp"
 }
 
-func addrString(a net.Addr) string {
-	if a == nil {
+func addrString(a netip.AddrPort) string {
+	if !a.IsValid() {
 		return ""
 	}
 	return a.String()

@@ -7,7 +7,7 @@ package query
 
 import (
 	"log/slog"
-	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -57,13 +57,13 @@ type Transport struct {
 	// Late writes responses that are ready only after Serve returned
 	// (forwarded answers) to Client. Nil answers them with SERVFAIL.
 	Late   LateWriter
-	Client net.Addr
+	Client netip.AddrPort
 }
 
 // LateWriter sends a response produced after Serve returned. It must be
 // safe to call from any goroutine.
 type LateWriter interface {
-	WriteLate(resp []byte, to net.Addr)
+	WriteLate(resp []byte, to netip.AddrPort)
 }
 
 // exchange is one request being answered.

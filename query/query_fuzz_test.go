@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -122,7 +121,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 }
 
 // podClient is the address of a pod of namespace ns, for autopath.
-var podClient = &net.UDPAddr{IP: net.ParseIP("10.9.0.7"), Port: 5000}
+var podClient = netip.MustParseAddrPort("10.9.0.7:5000")
 
 // fuzzHandlers are the handler of the query tests, and the same with
 // autopath (for podClient), metrics and logs on.
