@@ -48,6 +48,19 @@ type process struct {
 	done  chan error
 }
 
+// waitReady waits until /ready answers 200.
+func (p *process) waitReady(t *testing.T) {
+	t.Helper()
+	addr := p.httpAddr(t)
+	p.httpc <- addr // keep it for later callers
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if code := httpStatus(t, "http://"+addr+"/ready"); code != 200 {
+			return fmt.Errorf("/ready = %d", code)
+		}
+		return nil
+	})
+}
+
 // httpAddr is the HTTP address from the "shardns started" log line.
 func (p *process) httpAddr(t *testing.T) string {
 	t.Helper()
@@ -172,6 +185,7 @@ func digStatus(t *testing.T, addr string, args ...string) string {
 // The README's dig commands, answered by the demo cluster over UDP and TCP.
 func TestDigDemoCluster(t *testing.T) {
 	p := startShardns(t, demoConfig)
+	p.waitReady(t)
 	cases := []struct {
 		args []string
 		want []string

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -52,6 +53,11 @@ cache: {%s}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Stop(0) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 
