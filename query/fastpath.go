@@ -129,7 +129,7 @@ func parseWire(req []byte, lname []byte) (q wireQuestion, name []byte, ok bool) 
 		return q, nil, false
 	}
 	q.nameEnd, q.qtype = i, binary.BigEndian.Uint16(req[i:])
-	if q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR || q.qtype == dns.TypeOPT {
+	if q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR || q.qtype == dns.TypeOPT || q.qtype == dns.TypeANY {
 		return q, nil, false
 	}
 	i += 4

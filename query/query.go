@@ -134,6 +134,12 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		return h.remote(x, r, name, resp, out)
 	}
 	h.setAnswer(x, r, name, q.Name, resp)
+	if q.Qtype == dns.TypeANY && r.Rcode == dns.RcodeSuccess {
+		// RFC 8482: a minimal answer to ANY for a name that exists.
+		r.Answer = []dns.RR{&dns.HINFO{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeHINFO,
+			Class: dns.ClassINET, Ttl: h.Config.TTL}, Cpu: "RFC8482"}}
+		r.Ns, r.Extra = nil, nil
+	}
 	return h.pack(x, r, out)
 }
 

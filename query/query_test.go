@@ -144,6 +144,20 @@ func TestServeHostileInput(t *testing.T) {
 	}
 }
 
+// ANY gets RFC 8482's minimal answer for a name that exists, and the
+// usual NXDOMAIN for one that does not.
+func TestServeANY(t *testing.T) {
+	h := testHandler(t)
+	r := serve(t, h, pack(t, query("web.ns.svc.cluster.local.", dns.TypeANY)), Transport{})
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.HINFO).Cpu != "RFC8482" {
+		t.Fatalf("ANY of a service: %v", r)
+	}
+	r = serve(t, h, pack(t, query("nope.ns.svc.cluster.local.", dns.TypeANY)), Transport{})
+	if r.Rcode != dns.RcodeNameError {
+		t.Fatalf("ANY of a missing name: %s", dns.RcodeToString[r.Rcode])
+	}
+}
+
 func TestServeDrops(t *testing.T) {
 	h := testHandler(t)
 	good := pack(t, query("web.ns.svc.cluster.local.", dns.TypeA))
