@@ -221,6 +221,15 @@ func TestDigDemoCluster(t *testing.T) {
 	}
 }
 
+func TestRingCommand(t *testing.T) {
+	p := startShardns(t, demoConfig)
+	p.waitReady(t)
+	out, err := exec.Command(shardnsBin, "ring", "--http", p.httpAddr(t)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "shop.svc.cluster.local.") || !strings.Contains(string(out), "(this replica)") {
+		t.Fatalf("shardns ring: %v\n%s", err, out)
+	}
+}
+
 func TestSIGTERMStopsCleanly(t *testing.T) {
 	p := startShardns(t, demoConfig)
 	p.cmd.Process.Signal(syscall.SIGTERM)

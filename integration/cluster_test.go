@@ -3,12 +3,14 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +210,40 @@ func TestClusterShardsAndAnswersEverywhere(t *testing.T) {
 			}
 		}
 	}
+	// Records held: every replica holds some, none holds them all.
+	held := make([]float64, len(nodes))
+	total := 0.0
+	for i, n := range nodes {
+		held[i] = scrape(t, n.HTTPAddr(), "shardns_records_held")
+		total += held[i]
+	}
+	for i := range nodes {
+		if held[i] <= 0 || held[i] >= total {
+			t.Fatalf("records held per replica %v: want each a share of the whole", held)
+		}
+	}
+}
+
+// scrape reads one unlabelled metric from /metrics.
+func scrape(t testing.TB, addr, metric string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, metric+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in /metrics", metric)
+	return 0
 }
 
 // With replicationFactor 2, stopping a replica loses no answer: the

@@ -109,7 +109,37 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 		n.httpL = l
 	}
 	n.reg, n.metrics = metrics.New(Version)
+	n.registerStateMetrics()
 	return n, nil
+}
+
+// registerStateMetrics exports what this replica holds, read at scrape
+// time: ring members, zones served here and the records they hold.
+func (n *Node) registerStateMetrics() {
+	gauge := func(name, help string, f func() float64) {
+		n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shardns", Name: name, Help: help}, f))
+	}
+	gauge("cluster_members", "Live replicas in the ring (1 outside a cluster).", func() float64 {
+		if r := n.ring.Load(); r != nil {
+			return float64(len(r.Members))
+		}
+		return 1
+	})
+	gauge("zones_served", "Zones this replica answers from its own state.", func() float64 {
+		if c := n.core.Load(); c != nil {
+			return float64(len(c.table.Served()))
+		}
+		return 0
+	})
+	gauge("records_held", "Records in the zones this replica serves.", func() float64 {
+		total := 0
+		if c := n.core.Load(); c != nil {
+			for _, s := range c.table.Served() {
+				total += s.Records()
+			}
+		}
+		return float64(total)
+	})
 }
 
 func nodeName(cfg *config.Config) string {

@@ -6,17 +6,24 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"sort"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/deploy/local"
+	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/node"
 	"github.com/shardns/shardns/sources/manifest"
 )
@@ -31,6 +38,7 @@ func main() {
 const usage = `usage:
   shardns serve [--config FILE]   serve DNS (the embedded demo cluster without --config)
   shardns check --config FILE     validate a configuration and its manifests
+  shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
   shardns version                 print the version`
 
 func run(args []string, stderr io.Writer) error {
@@ -42,6 +50,8 @@ func run(args []string, stderr io.Writer) error {
 		return serve(args[1:], stderr)
 	case "check":
 		return check(args[1:])
+	case "ring":
+		return ring(args[1:])
 	case "version":
 		fmt.Println("shardns", node.Version)
 		return nil
@@ -122,6 +132,43 @@ func check(args []string) error {
 	}
 	fmt.Printf("configuration OK; manifests hold %d objects\n", snap.Len())
 	return nil
+}
+
+// ring prints a replica's /debug/ring as a table.
+func ring(args []string) error {
+	fl := flag.NewFlagSet("ring", flag.ContinueOnError)
+	addr := fl.String("http", "127.0.0.1:8080", "http.listen address of a replica")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	resp, err := http.Get("http://" + *addr + "/debug/ring")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var r httpapi.Ring
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return fmt.Errorf("%s/debug/ring: %w", *addr, err)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "MEMBER\tREMOTE\tOWNER\n")
+	for _, m := range r.Members {
+		me := ""
+		if m.Name == r.Self {
+			me = " (this replica)"
+		}
+		fmt.Fprintf(w, "%s%s\t%s\t%v\n", m.Name, me, m.Remote, m.Owner)
+	}
+	fmt.Fprintf(w, "\nZONE\tOWNERS\tSERVED HERE\n")
+	keys := make([]string, 0, len(r.Zones))
+	for k := range r.Zones {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s\t%s\t%v\n", k, strings.Join(r.Zones[k], ","), slices.Contains(r.Served, k))
+	}
+	return w.Flush()
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
