@@ -28,7 +28,7 @@ integration: build
 ## fuzz: each fuzz target for FUZZTIME (seed corpora are in testdata/fuzz).
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzServe:./query FuzzParse:./config FuzzParse:./sources/manifest \
-	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj
+	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/istio
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
@@ -50,7 +50,7 @@ deps:
 ## server CPU-second, latency, RSS), Go benchmarks with -benchmem, and the added
 ## latency of asking another replica.
 bench: deps build
-	SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run '^TestDNSPerf$$' ./integration | grep -E 'perf_test|^(ok|FAIL|---)'
+	SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run '^(TestDNSPerf|TestShardedMemory)$$' ./integration | grep -E 'perf_test|^(ok|FAIL|---)'
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache
 	$(GO) test -run '^$$' -bench BenchmarkClusterDispatch -benchtime 3000x ./integration

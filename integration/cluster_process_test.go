@@ -25,6 +25,10 @@ type replicaProcess struct {
 }
 
 func startReplicaProcess(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string) *replicaProcess {
+	return startReplicaProcessRF(t, cp, name, seeds, 2)
+}
+
+func startReplicaProcessRF(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int) *replicaProcess {
 	t.Helper()
 	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	join := "enabled: true"
@@ -41,10 +45,10 @@ cluster:
   %s
   bind: %q
   remote: "127.0.0.1:%d"
-  replicationFactor: 2
+  replicationFactor: %d
   gossip: fast
   handoffGrace: 5s
-`, cp.Kubeconfig, name, join, gossip, freeTCPPort(t))
+`, cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf)
 	p := startShardns(t, cfg)
 	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
 }

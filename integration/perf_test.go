@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,4 +196,67 @@ func rss(t *testing.T, pid int) string {
 		}
 	}
 	return "?"
+}
+
+// TestShardedMemory is part of `make bench`: 10k services and 100k
+// endpoints, replicationFactor 1, with 1, 2 and 3 replicas; it prints each
+// replica's RSS and records held.
+func TestShardedMemory(t *testing.T) {
+	if os.Getenv("SHARDNS_BENCH") == "" {
+		t.Skip("set SHARDNS_BENCH=1 (make bench)")
+	}
+	cp := kubeapi.Start(t)
+	client, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	generateCluster(t, client, 100, 10000, 10)
+	t.Logf("generated 10000 services and 100000 endpoints in %v", time.Since(start).Round(time.Second))
+	var rs []*replicaProcess
+	for i := range 3 {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{rs[0].gossip}
+		}
+		rs = append(rs, startReplicaProcessRF(t, cp, fmt.Sprintf("r%d", i), seeds, 1))
+		settled(t, rs, len(rs))
+		// Lost zones are held for the handoff grace (5 s here) before they go.
+		time.Sleep(7 * time.Second)
+		for _, r := range rs {
+			runtime := scrape(t, r.http, "shardns_records_held")
+			t.Logf("%d replicas: %s holds %.0f records, RSS %s", len(rs), r.http, runtime, rss(t, r.cmd.Process.Pid))
+		}
+	}
+}
+
+// TestPropagation is part of `make bench`: from a Service's creation
+// through the API to its first correct answer, over 200 services.
+func TestPropagation(t *testing.T) {
+	if os.Getenv("SHARDNS_BENCH") == "" {
+		t.Skip("set SHARDNS_BENCH=1 (make bench)")
+	}
+	cp := kubeapi.Start(t)
+	mkNamespace(t, cp.Client, "prop", nil)
+	n := startKubeNode(t, cp, "", true)
+	var took []time.Duration
+	for i := range 200 {
+		start := time.Now()
+		svc := mkService(t, cp.Client, clusterIPService("prop", fmt.Sprintf("s%d", i)))
+		name := fmt.Sprintf("s%d.prop.svc.cluster.local.", i)
+		for {
+			if answerIs(n.addr, name, svc.Spec.ClusterIP) == nil {
+				break
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("%s not answered after 10s", name)
+			}
+			time.Sleep(2 * time.Millisecond) // polling interval of the measurement
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("propagation over %d services (create → first correct answer): p50 %v, p99 %v, max %v",
+		len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)*99/100].Round(time.Millisecond),
+		took[len(took)-1].Round(time.Millisecond))
 }
