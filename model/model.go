@@ -1,7 +1,7 @@
 // Package model holds the slim domain objects that DNS needs from a cluster.
 //
-// Sources convert API objects (Services, EndpointSlices, Namespaces, Pods)
-// into these structs at the edge, so nothing past sources/ depends on
+// Sources convert API objects (Services, EndpointSlices, Namespaces, Pods,
+// Istio ServiceEntries) into these structs at the edge, so nothing past sources/ depends on
 // client-go and zone state keeps only the fields that make records. Values
 // are immutable once sent: an update replaces the pointer, never the fields.
 package model
@@ -17,6 +17,7 @@ const (
 	KindService
 	KindEndpointSlice
 	KindPod
+	KindServiceEntry
 )
 
 func (k Kind) String() string {
@@ -29,6 +30,8 @@ func (k Kind) String() string {
 		return "EndpointSlice"
 	case KindPod:
 		return "Pod"
+	case KindServiceEntry:
+		return "ServiceEntry"
 	}
 	return "Unknown"
 }
@@ -119,8 +122,33 @@ type Pod struct {
 // Key returns the object key of p.
 func (p *Pod) Key() Key { return Key{KindPod, p.Namespace, p.Name} }
 
+// ServiceEntry is the DNS view of an Istio networking.istio.io
+// ServiceEntry: the hosts it declares and the addresses they resolve to.
+type ServiceEntry struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	// Hosts are lower-case, without a trailing dot; a wildcard host starts
+	// with "*." and covers every name below the rest.
+	Hosts []string
+	// Addresses are the single addresses of spec.addresses (plain IPs and
+	// /32 or /128 CIDRs), shared by every host.
+	Addresses []netip.Addr
+	// ExportTo is spec.exportTo as written: empty or "*" is every
+	// namespace, "." the entry's own, otherwise namespace names.
+	ExportTo []string
+	// StatusAddresses are the addresses Istio allocated to each host
+	// (status.addresses, by lower-case host). They are set only when
+	// spec.addresses is empty, because Istio uses them only then.
+	StatusAddresses map[string][]netip.Addr
+}
+
+// Key returns the object key of e.
+func (e *ServiceEntry) Key() Key { return Key{KindServiceEntry, e.Namespace, e.Name} }
+
 // Change is an upsert (Object set) or a delete (Object nil) of Key.
-// Object is one of *Namespace, *Service, *EndpointSlice or *Pod.
+// Object is one of *Namespace, *Service, *EndpointSlice, *Pod or
+// *ServiceEntry.
 type Change struct {
 	Key    Key
 	Object any

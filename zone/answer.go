@@ -16,7 +16,7 @@ type Question struct {
 // Response is the outcome of Answer. Its record slices are shared with the
 // snapshot they came from and must not be modified.
 type Response struct {
-	External bool // not in any cluster or reverse zone: not ours to answer
+	External bool // not in any cluster or reverse zone, nor a mesh name: not ours to answer
 	// Remote lists the replicas to ask, in order, when the zone is held
 	// elsewhere; Zone is its key.
 	Remote []string
@@ -43,7 +43,10 @@ type View interface {
 const maxCNAMEDepth = 8
 
 // Answer answers q from v. It is a pure function of its arguments; for
-// names that resolve from prebuilt records it allocates nothing.
+// names that resolve from prebuilt records it allocates nothing (a mesh
+// wildcard copies its records under the name asked). A name outside the
+// cluster and reverse zones is answered from the mesh zone of the
+// ServiceEntry host it matches, else it is External.
 func Answer(cfg *Config, v View, q Question) Response {
 	return answer(cfg, v, q, 0)
 }
@@ -51,7 +54,7 @@ func Answer(cfg *Config, v View, q Question) Response {
 func answer(cfg *Config, v View, q Question, depth int) Response {
 	route := cfg.Domains.Route(q.Name)
 	if route.Kind == RouteExternal {
-		return Response{External: true}
+		return answerMesh(cfg, v, q)
 	}
 	dir := v.Directory()
 	if q.Type == dns.TypeAXFR || q.Type == dns.TypeIXFR {

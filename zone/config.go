@@ -34,6 +34,7 @@ type Config struct {
 	// ready endpoint, as CoreDNS's ignore empty_service.
 	IgnoreEmptyService bool
 	NSAddrs            []netip.Addr // addresses of ns.dns.<domain>, the server itself
+	MeshTTL            uint32       // TTL of mesh (Istio ServiceEntry) records
 
 	// Prebuilt per cluster domain, so answers need no allocation.
 	apex map[string]*apexRecords

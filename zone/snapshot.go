@@ -20,12 +20,15 @@ type Snapshot struct {
 	Serial uint32
 	nodes  map[string]*node
 	soa    []dns.RR
+	// wildcard holds the records of "*.<Key>" in a mesh zone.
+	wildcard *node
 
 	// Sources the snapshot was built from (read-only).
 	Services map[string]*model.Service       // service zones, by name
 	Slices   map[string]*model.EndpointSlice // service zones, by name
 	PTRs     map[model.Key][]PTR             // reverse zones, by source object
 	Pods     map[string]*model.Pod           // pod zones, by name
+	Mesh     map[model.Key][]MeshHost        // mesh zones, by ServiceEntry
 }
 
 // node holds the records of one owner name.
@@ -39,12 +42,14 @@ type node struct {
 }
 
 // Directory is what every node knows about every zone: which namespaces
-// exist, and whether the sources have synced. It is small and replicated.
+// exist, which mesh host names exist, and whether the sources have
+// synced. It is small and replicated.
 type Directory struct {
 	Namespaces map[string]struct{} // lower-case names
 	Synced     bool                // every source finished its initial list
 	Serial     uint32
 	soa        map[string][]dns.RR
+	mesh       mesh // ServiceEntry host names (see WithMesh)
 }
 
 // NewDirectory builds a directory and its SOA records.

@@ -25,6 +25,8 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	services := map[string]map[string]*model.Service{}
 	slices := map[string]map[string]*model.EndpointSlice{}
 	ptrs := map[string]map[model.Key][]PTR{}
+	meshZones := map[string]map[model.Key][]MeshHost{}
+	meshNames := map[string]struct{}{}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *model.Namespace:
@@ -40,9 +42,17 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 				addTo(slices, ServiceZoneKey(o.Namespace, origin), o.Name, o)
 			}
 			addPTRs(cfg, ptrs, o.Key(), PTRs(cfg, o))
+		case *model.ServiceEntry:
+			byZone, _ := MeshHosts(cfg, o)
+			for key, hosts := range byZone {
+				addTo(meshZones, key, o.Key(), hosts)
+				for _, h := range hosts {
+					meshNames[h.Name] = struct{}{}
+				}
+			}
 		}
 	}
-	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1), zones: map[string]*Snapshot{}}
+	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(meshNames), zones: map[string]*Snapshot{}}
 	for key := range services {
 		r := cfg.Domains.Route(key)
 		v.zones[key] = BuildServiceZone(cfg, key, r.Origin, 1, services[key], slices[key])
@@ -57,12 +67,15 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 		r := cfg.Domains.Route(key)
 		v.zones[key] = BuildReverseZone(cfg, key, r.Origin, 1, p)
 	}
+	for key, hosts := range meshZones {
+		v.zones[key] = BuildMeshZone(cfg, key, 1, hosts)
+	}
 	return v
 }
 
-func addTo[V any](m map[string]map[string]V, key, name string, v V) {
+func addTo[K comparable, V any](m map[string]map[K]V, key string, name K, v V) {
 	if m[key] == nil {
-		m[key] = map[string]V{}
+		m[key] = map[K]V{}
 	}
 	m[key][name] = v
 }

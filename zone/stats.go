@@ -4,6 +4,9 @@ package zone
 // records of every name), for the records-held metric.
 func (s *Snapshot) Records() int {
 	n := 0
+	if w := s.wildcard; w != nil {
+		n += len(w.a) + len(w.aaaa)
+	}
 	for _, nd := range s.nodes {
 		n += len(nd.a) + len(nd.aaaa) + len(nd.srv) + len(nd.srvExtra) + len(nd.ptr) + len(nd.cnameRecords)
 	}

@@ -1,0 +1,255 @@
+package zone
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/model"
+)
+
+// Mesh names are the hosts of Istio ServiceEntries, answered as Istio's
+// DNS proxy answers them: A/AAAA of the entry's addresses, a wildcard
+// host "*.x.y" for every name below x.y. The zone key of a host is its
+// parent domain, so "*.x.y" and "a.x.y" both live in zone "x.y.".
+//
+// Every replica knows every mesh host name (the Directory carries them):
+// it must decide alone whether a name outside the cluster zones is a mesh
+// name (answered here or by an owner of its zone) or goes to the
+// forwarder, because an owner has no way to answer "not mine, forward it".
+// The addresses live only in the mesh zones, on their owners.
+
+// MeshHost is one host a ServiceEntry contributes to a mesh zone.
+type MeshHost struct {
+	Name  string       // lower-case and fully qualified; "*.x.y." for a wildcard
+	Addrs []netip.Addr // what it resolves to
+}
+
+// SkippedHost is a host of a ServiceEntry that is not answered, and why.
+type SkippedHost struct {
+	Host   string
+	Reason string
+}
+
+// MeshHosts returns the hosts of e that are answered, grouped by zone key,
+// and the hosts left out on purpose:
+//
+//   - An entry not exported to every namespace is not answered at all: an
+//     answer depends on the question alone (the query path does not know
+//     which namespace asks, and other replicas' answers are cached by
+//     name), so answering it would expose it to every namespace.
+//   - A host inside a cluster or reverse zone is not answered: the
+//     Kubernetes records own those names.
+//   - A host without an address (none in spec.addresses, none allocated
+//     in status.addresses) is not a mesh name; it is not reported, since
+//     Istio's DNS proxy leaves such hosts to the upstream resolver too.
+func MeshHosts(cfg *Config, e *model.ServiceEntry) (map[string][]MeshHost, []SkippedHost) {
+	var skipped []SkippedHost
+	if !ExportedToAll(e.ExportTo) {
+		for _, h := range e.Hosts {
+			skipped = append(skipped, SkippedHost{h, fmt.Sprintf(
+				"exportTo %v does not include every namespace; only entries visible to all are answered", e.ExportTo)})
+		}
+		return nil, skipped
+	}
+	out := map[string][]MeshHost{}
+	for _, h := range e.Hosts {
+		name := Fqdn(h)
+		base := name
+		if strings.HasPrefix(name, "*.") {
+			base = name[2:]
+		}
+		if base == "" || base == "." || strings.Contains(base, "*") {
+			skipped = append(skipped, SkippedHost{h, "a wildcard must be the first label of a domain"})
+			continue
+		}
+		if cfg.Domains.Route(base).Kind != RouteExternal {
+			skipped = append(skipped, SkippedHost{h, "inside a cluster or reverse zone, whose names the Kubernetes records own"})
+			continue
+		}
+		addrs := e.Addresses
+		if len(addrs) == 0 {
+			addrs = e.StatusAddresses[strings.TrimSuffix(strings.ToLower(h), ".")]
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		key := MeshZoneKey(name)
+		out[key] = append(out[key], MeshHost{Name: name, Addrs: addrs})
+	}
+	return out, skipped
+}
+
+// ExportedToAll reports whether an exportTo list makes an entry visible in
+// every namespace: empty (Istio's default) or containing "*".
+func ExportedToAll(exportTo []string) bool {
+	return len(exportTo) == 0 || slices.Contains(exportTo, "*")
+}
+
+// MeshZoneKey is the zone key of a mesh host: its parent domain ("x.y."
+// for "a.x.y." and for "*.x.y."; "." for a single label).
+func MeshZoneKey(host string) string { return parent(host) }
+
+// parent drops the first label of a fully qualified name: "a.b." → "b.",
+// "b." → ".", "." → "".
+func parent(name string) string {
+	if name == "." || name == "" {
+		return ""
+	}
+	i := strings.IndexByte(name, '.')
+	if i == len(name)-1 {
+		return "."
+	}
+	return name[i+1:]
+}
+
+// mesh is the directory's index of mesh host names.
+type mesh struct {
+	exact    map[string]struct{} // "a.x.y."
+	wildcard map[string]struct{} // "x.y." for "*.x.y."
+}
+
+// match finds the host pattern name is answered from: the exact host, else
+// the wildcard of the nearest enclosing domain. It allocates nothing.
+func (m *mesh) match(name string) (key string, wildcard, ok bool) {
+	if len(m.exact) == 0 && len(m.wildcard) == 0 {
+		return "", false, false
+	}
+	if _, ok := m.exact[name]; ok {
+		return parent(name), false, true
+	}
+	for s := parent(name); s != "" && s != "."; s = parent(s) {
+		if _, ok := m.wildcard[s]; ok {
+			return s, true, true
+		}
+	}
+	return "", false, false
+}
+
+// WithMesh sets the mesh host names ("a.x.y.", "*.x.y.") of a directory
+// that is not published yet, and returns it.
+func (d *Directory) WithMesh(hosts map[string]struct{}) *Directory {
+	d.mesh = mesh{exact: map[string]struct{}{}, wildcard: map[string]struct{}{}}
+	for h := range hosts {
+		if base, ok := strings.CutPrefix(h, "*."); ok {
+			d.mesh.wildcard[base] = struct{}{}
+		} else {
+			d.mesh.exact[h] = struct{}{}
+		}
+	}
+	return d
+}
+
+// KeyOf returns the zone key that name is answered from in v: its cluster
+// or reverse zone, or the mesh zone of the ServiceEntry host it matches;
+// "" when it has none.
+func KeyOf(cfg *Config, v View, name string) string {
+	if r := cfg.Domains.Route(name); r.Kind != RouteExternal {
+		return r.Key
+	}
+	key, _, _ := v.Directory().mesh.match(name)
+	return key
+}
+
+// answerMesh answers a name outside the cluster and reverse zones: from
+// the mesh zone of the host it matches, else it is external.
+func answerMesh(cfg *Config, v View, q Question) Response {
+	key, wildcard, ok := v.Directory().mesh.match(q.Name)
+	if !ok {
+		return Response{External: true}
+	}
+	if q.Type == dns.TypeAXFR || q.Type == dns.TypeIXFR {
+		return Response{Rcode: dns.RcodeRefused}
+	}
+	s := v.Zone(key)
+	if s == nil {
+		if order := v.Remote(key); order != nil {
+			if len(order) == 0 {
+				return Response{Rcode: dns.RcodeServerFailure}
+			}
+			return Response{Remote: order, Zone: key}
+		}
+		// The directory is published before the zone it names; for that
+		// moment the name is what it was before: not ours.
+		return Response{External: true}
+	}
+	return s.answerMesh(q, wildcard)
+}
+
+// answerMesh answers a mesh name from this zone. A known host asked for a
+// type it has no record of gets NOERROR with an empty answer and no SOA,
+// as from Istio's DNS proxy: the zone is not really ours.
+func (s *Snapshot) answerMesh(q Question, wildcard bool) Response {
+	n := s.wildcard
+	if !wildcard {
+		n = s.nodes[q.Name]
+	}
+	if n == nil {
+		return Response{External: true} // the zone is behind the directory
+	}
+	var ans []dns.RR
+	switch q.Type {
+	case dns.TypeA:
+		ans = n.a
+	case dns.TypeAAAA:
+		ans = n.aaaa
+	}
+	if wildcard && len(ans) > 0 {
+		ans = withOwner(ans, q.Name)
+	}
+	return Response{Answer: ans}
+}
+
+// withOwner copies address records under the name that was asked, for
+// answers synthesised from a wildcard.
+func withOwner(rrs []dns.RR, name string) []dns.RR {
+	out := make([]dns.RR, len(rrs))
+	for i, rr := range rrs {
+		c := dns.Copy(rr)
+		c.Header().Name = name
+		out[i] = c
+	}
+	return out
+}
+
+// BuildMeshZone builds the snapshot of mesh zone key from the hosts each
+// ServiceEntry contributes. Entries declaring the same host add up, as
+// Istio merges them.
+func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost) *Snapshot {
+	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]*node{}, Mesh: hosts}
+	seen := map[string]map[netip.Addr]bool{}
+	for _, src := range sortedObjectKeys(hosts) {
+		for _, h := range hosts[src] {
+			n := s.nodes[h.Name]
+			if strings.HasPrefix(h.Name, "*.") {
+				n = s.wildcard
+			}
+			if n == nil {
+				n = &node{}
+				seen[h.Name] = map[netip.Addr]bool{}
+				if strings.HasPrefix(h.Name, "*.") {
+					s.wildcard = n
+				} else {
+					s.nodes[h.Name] = n
+				}
+			}
+			for _, a := range h.Addrs {
+				a = a.Unmap()
+				if seen[h.Name][a] {
+					continue
+				}
+				seen[h.Name][a] = true
+				rr := addrRR(h.Name, a, cfg.MeshTTL)
+				if a.Is4() {
+					n.a = append(n.a, rr)
+				} else {
+					n.aaaa = append(n.aaaa, rr)
+				}
+			}
+		}
+	}
+	return s
+}
