@@ -54,7 +54,7 @@ func Answer(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
 		return reply
 	}
 	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype)})
-	if resp.External || len(resp.Remote) > 0 || cfg.Domains.Route(q.Name).Key != q.Zone {
+	if resp.External || len(resp.Remote) > 0 || zone.KeyOf(cfg, view, q.Name) != q.Zone {
 		return reply // not a zone this replica serves now
 	}
 	m := new(dns.Msg)

@@ -46,6 +46,7 @@ type Config struct {
 }
 
 // Manager routes source changes to zone actors and owns the directory.
+// Mesh zones (Istio ServiceEntry hosts) are routed in mesh.go.
 type Manager struct {
 	cfg        Config
 	timedOut   bool // the startup timeout passed before every source synced
@@ -59,6 +60,8 @@ type Manager struct {
 	serial     uint32
 	podIPs     map[model.Key][]netip.Addr // for PodIndex
 	ipOwner    map[netip.Addr]model.Key   // the pod an address is indexed for
+	meshNames  map[string]int             // mesh host names → entries declaring them
+	meshOf     map[model.Key][]string     // mesh host names of each entry
 
 	// Sharding (see placement.go).
 	ring     *cluster.Ring         // nil: this replica owns every zone
@@ -82,6 +85,7 @@ func newManager(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
 		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
+		meshNames: map[string]int{}, meshOf: map[model.Key][]string{},
 		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
@@ -193,6 +197,8 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 			m.routeServiceChange(c, batch)
 		case model.KindPod:
 			m.routePodChange(c, batch)
+		case model.KindServiceEntry:
+			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
 		}
 	}
 	for key, b := range batches {
@@ -337,7 +343,8 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	slot := m.cfg.Table.NewSlot(key)
 	slot.SetLoading(loading)
 	za := func() actor.Actor {
-		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods, cfg: m.cfg.Answer,
+		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
+			mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
 			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger}
 	}
 	pid := ctx.Spawn(actor.PropsFromProducer(za))
@@ -367,7 +374,11 @@ func (m *Manager) publishDirectory() {
 	for n := range m.namespaces {
 		ns[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial))
+	mesh := make(map[string]struct{}, len(m.meshNames))
+	for n := range m.meshNames {
+		mesh[n] = struct{}{}
+	}
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial).WithMesh(mesh))
 	if m.cfg.Synced != nil {
 		m.cfg.Synced.Store(m.synced)
 	}

@@ -70,11 +70,19 @@ type ptrChange struct {
 	ptrs   []zone.PTR
 }
 
+// meshChange replaces the hosts that one ServiceEntry contributes to a
+// mesh zone; empty hosts removes them.
+type meshChange struct {
+	source model.Key
+	hosts  []zone.MeshHost
+}
+
 // zoneApply is the part of a batch that concerns one zone.
 type zoneApply struct {
 	services []serviceChange
 	ptrs     []ptrChange
 	pods     []model.Change
+	mesh     []meshChange
 }
 
 // barrier asks a zone actor to publish everything it has applied, then

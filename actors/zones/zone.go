@@ -16,6 +16,7 @@ type zoneActor struct {
 	key, origin string
 	reverse     bool
 	pods        bool // a pod zone (pods: verified)
+	mesh        bool // a mesh zone (Istio ServiceEntry hosts)
 	cfg         *zone.Config
 	slot        *zone.Slot
 	table       *zone.Table
@@ -26,6 +27,7 @@ type zoneActor struct {
 	slices   map[string]*model.EndpointSlice
 	ptrs     map[model.Key][]zone.PTR
 	podObjs  map[string]*model.Pod
+	hosts    map[model.Key][]zone.MeshHost
 	serial   uint32
 	pending  bool // a flush is in the mailbox
 }
@@ -57,12 +59,14 @@ func (z *zoneActor) onStarted() {
 	z.slices = map[string]*model.EndpointSlice{}
 	z.ptrs = map[model.Key][]zone.PTR{}
 	z.podObjs = map[string]*model.Pod{}
+	z.hosts = map[model.Key][]zone.MeshHost{}
 	z.pending = false
 	if s := z.slot.Load(); s != nil {
 		maps.Copy(z.services, s.Services)
 		maps.Copy(z.slices, s.Slices)
 		maps.Copy(z.ptrs, s.PTRs)
 		maps.Copy(z.podObjs, s.Pods)
+		maps.Copy(z.hosts, s.Mesh)
 		z.serial = s.Serial
 		z.log.Warn("zone actor restarted; resuming from its last snapshot", "zone", z.key)
 	}
@@ -98,6 +102,13 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 			z.ptrs[p.source] = p.ptrs
 		}
 	}
+	for _, m := range msg.mesh {
+		if len(m.hosts) == 0 {
+			delete(z.hosts, m.source)
+		} else {
+			z.hosts[m.source] = m.hosts
+		}
+	}
 	if !z.pending {
 		z.pending = true
 		ctx.Send(ctx.Self(), &flush{})
@@ -110,6 +121,8 @@ func (z *zoneActor) onFlush() {
 	z.serial = nextSerial(z.serial, z.now())
 	var s *zone.Snapshot
 	switch {
+	case z.mesh:
+		s = zone.BuildMeshZone(z.cfg, z.key, z.serial, maps.Clone(z.hosts))
 	case z.pods:
 		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.podObjs))
 	case z.reverse:
