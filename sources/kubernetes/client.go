@@ -19,10 +19,11 @@ import (
 
 const protobuf = "application/vnd.kubernetes.protobuf"
 
-// restConfig connects with kubeconfig, or with the pod's service account
+// RESTConfig connects with kubeconfig, or with the pod's service account
 // when kubeconfig is empty. Built-in kinds travel as protobuf, which is
-// smaller and cheaper to decode than JSON.
-func restConfig(kubeconfig, userAgent string) (*rest.Config, error) {
+// smaller and cheaper to decode than JSON; the Istio source, whose
+// custom resources have no protobuf form, switches its copy to JSON.
+func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
@@ -45,7 +46,7 @@ func restConfig(kubeconfig, userAgent string) (*rest.Config, error) {
 
 // NewClient returns a clientset for kubeconfig (in-cluster when empty).
 func NewClient(kubeconfig, userAgent string) (kubernetes.Interface, error) {
-	cfg, err := restConfig(kubeconfig, userAgent)
+	cfg, err := RESTConfig(kubeconfig, userAgent)
 	if err != nil {
 		return nil, err
 	}
