@@ -91,10 +91,14 @@ type KubernetesConfig struct {
 	StartupTimeout Duration `json:"startupTimeout"`
 }
 
-// IstioConfig is the Istio ServiceEntry source.
+// IstioConfig is the Istio ServiceEntry source. It connects with
+// kubernetes.kubeconfig, like the Kubernetes source.
 type IstioConfig struct {
+	// Enabled watches networking.istio.io ServiceEntries and answers their
+	// hosts.
 	Enabled bool `json:"enabled"`
-	TTL     int  `json:"ttl"`
+	// TTL of every ServiceEntry record, 0–3600 seconds.
+	TTL int `json:"ttl"`
 }
 
 // ManifestsConfig is the YAML file source.
@@ -305,8 +309,8 @@ func (c *Config) validate() error {
 		bad("http.lameduck", "must not be negative")
 	}
 	c.validateKubernetes(bad)
-	if c.Istio.Enabled {
-		bad("istio.enabled", "the Istio source is not available yet")
+	if c.Istio.TTL < 0 || c.Istio.TTL > 3600 {
+		bad("istio.ttl", "must be between 0 and 3600, got %d", c.Istio.TTL)
 	}
 	if c.Manifests.Interval <= 0 {
 		bad("manifests.interval", "must be positive")

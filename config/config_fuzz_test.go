@@ -80,7 +80,7 @@ kubernetes:
   fallthrough: [in-addr.arpa, ip6.arpa]
   startupTimeout: 5s
 istio:
-  enabled: false                   # not available yet
+  enabled: false                   # answer Istio ServiceEntry hosts
   ttl: 30
 manifests:
   files: []                        # Kubernetes YAML served as a cluster

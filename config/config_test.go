@@ -16,6 +16,16 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+func TestParseIstio(t *testing.T) {
+	cfg, err := Parse([]byte("kubernetes: {enabled: false}\nistio: {enabled: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Istio.Enabled || cfg.Istio.TTL != 30 {
+		t.Fatalf("istio = %+v, want enabled with TTL 30", cfg.Istio)
+	}
+}
+
 // Every error names the key a user has to fix.
 func TestParseRejects(t *testing.T) {
 	cases := []struct {
@@ -35,6 +45,7 @@ func TestParseRejects(t *testing.T) {
 		{"wrong type", "kubernetes: {enabled: false, ttl: five}\n", "ttl"},
 		{"not yaml", "kubernetes: [\n", "yaml"},
 		{"verified without the API", "kubernetes: {enabled: false, pods: verified}\n", "kubernetes.pods"},
+		{"istio ttl", "kubernetes: {enabled: false}\nistio: {enabled: true, ttl: 3601}\n", "istio.ttl"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

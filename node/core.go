@@ -19,6 +19,7 @@ import (
 	"github.com/shardns/shardns/forward"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
+	"github.com/shardns/shardns/sources/istio"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
 	"github.com/shardns/shardns/zone"
@@ -75,8 +76,19 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		if err := kube.Validate(); err != nil {
 			return nil, err
 		}
-		klog.SetSlogLogger(log.With("component", "client-go"))
 		sources = append(sources, kubesource.SourceName)
+	}
+	var mesh *istio.Config
+	if cfg.Istio.Enabled {
+		client, disc, err := istio.NewClients(cfg.Kubernetes.Kubeconfig, "shardns/"+Version)
+		if err != nil {
+			return nil, err
+		}
+		mesh = &istio.Config{Client: client, Discovery: disc, Logger: log.With("source", istio.SourceName)}
+		sources = append(sources, istio.SourceName)
+	}
+	if kube != nil || mesh != nil {
+		klog.SetSlogLogger(log.With("component", "client-go"))
 	}
 	if len(sources) == 0 {
 		log.Warn("no source configured: only the zone apexes are served")
@@ -102,6 +114,10 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if kube != nil {
 		kube.Manager = manager
 		c.spawn(kubesource.NewProps(*kube))
+	}
+	if mesh != nil {
+		mesh.Manager = manager
+		c.spawn(istio.NewProps(*mesh))
 	}
 	return c, nil
 }
@@ -155,7 +171,8 @@ func (c *core) stop() {
 // answerConfig derives the answer options from the configuration.
 func answerConfig(cfg *config.Config) *zone.Config {
 	k := cfg.Kubernetes
-	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames, IgnoreEmptyService: k.IgnoreEmptyService}
+	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames, IgnoreEmptyService: k.IgnoreEmptyService,
+		MeshTTL: uint32(cfg.Istio.TTL)}
 	for _, z := range k.Zones {
 		a.Domains.Cluster = append(a.Domains.Cluster, zone.Fqdn(z))
 	}
