@@ -68,6 +68,7 @@ func TestContainerReplicas(t *testing.T) {
 	all := []string{rs[0].name, rs[1].name, rs[2].name}
 	converge(t, rs, all, 60*time.Second)
 	askAll(t, rs)
+	ringCommand(t, rs[0], all)
 
 	// docker stop: SIGTERM, the replica leaves the ring during its
 	// lameduck, the others take its zones over while being asked.
@@ -209,6 +210,22 @@ func converge(t *testing.T, rs []replicaContainer, want []string, timeout time.D
 		return nil
 	})
 	t.Logf("%d replicas see %d members after %v", len(rs), len(want), time.Since(start).Round(time.Millisecond))
+}
+
+// ringCommand runs `shardns ring` inside the container, as `kubectl exec
+// shardns-0 -- /shardns ring` does in a pod (the image has no shell).
+func ringCommand(t *testing.T, r replicaContainer, members []string) {
+	t.Helper()
+	out := mustDocker(t, "exec", r.name, "/shardns", "ring")
+	for _, m := range members {
+		if !strings.Contains(out, m) {
+			t.Errorf("shardns ring in %s does not list %s:\n%s", r.name, m, out)
+		}
+	}
+	if !strings.Contains(out, r.name+" (this replica)") {
+		t.Errorf("shardns ring in %s does not mark itself:\n%s", r.name, out)
+	}
+	t.Logf("shardns ring in %s:\n%s", r.name, out)
 }
 
 // askAll asks every question of every replica: all answer as expected,
