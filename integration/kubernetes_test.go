@@ -38,13 +38,19 @@ func startKubeNode(t *testing.T, cp *kubeapi.ControlPlane, kubeKeys string, wait
 	if kubeKeys != "" {
 		kubeKeys = ", " + kubeKeys
 	}
-	text := fmt.Sprintf(`
+	return startNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q%s}
 cluster: {replicationFactor: 0}
 forward: {upstreams: []}
-`, cp.Kubeconfig, kubeKeys)
+`, cp.Kubeconfig, kubeKeys), wait)
+}
+
+// startNodeYAML starts shardns in-process with the configuration text,
+// and waits until it is ready unless wait is false.
+func startNodeYAML(t *testing.T, text string, wait bool) *kubeNode {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "shardns.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
