@@ -1,10 +1,7 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,10 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
-	"github.com/shardns/shardns/node"
 )
 
 // Autopath, as a pod sees it: the test client's address (127.0.0.1) is
@@ -39,32 +34,14 @@ func TestAutopathForAPod(t *testing.T) {
 	}
 	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
 
-	path := filepath.Join(t.TempDir(), "shardns.yaml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
+	n := startNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: true, kubeconfig: %q, pods: verified}
 autopath: {enabled: true}
 forward: {upstreams: [%q]}
-`, cp.Kubeconfig, u.addr)), 0o644)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.New(cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(0) })
-	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := n.WaitReady(cctx); err != nil {
-		t.Fatal(err)
-	}
-	addr := n.DNSAddrs()[0]
+`, cp.Kubeconfig, u.addr), true)
+	addr := n.addr
 	cases := []struct {
 		qname string
 		want  []string

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -21,44 +20,24 @@ import (
 // to upstreams, with extra keys for the forward and cache blocks.
 func startForwardingNode(t *testing.T, upstreams []string, forwardKeys, cacheKeys string) *node.Node {
 	t.Helper()
-	dir := t.TempDir()
 	demo, err := os.ReadFile("../deploy/local/demo-cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
+	manifest := filepath.Join(t.TempDir(), "demo-cluster.yaml")
+	os.WriteFile(manifest, demo, 0o644)
 	quoted := make([]string, len(upstreams))
 	for i, u := range upstreams {
 		quoted[i] = fmt.Sprintf("%q", u)
 	}
-	text := fmt.Sprintf(`
+	return startNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: false}
-manifests: {files: [demo-cluster.yaml]}
+manifests: {files: [%q]}
 forward: {upstreams: [%s]%s}
 cache: {%s}
-`, strings.Join(quoted, ", "), prefixComma(forwardKeys), cacheKeys)
-	path := filepath.Join(dir, "shardns.yaml")
-	os.WriteFile(path, []byte(text), 0o644)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.New(cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(0) })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return n
+`, manifest, strings.Join(quoted, ", "), prefixComma(forwardKeys), cacheKeys), true).Node
 }
 
 func prefixComma(s string) string {
