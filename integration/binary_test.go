@@ -201,6 +201,7 @@ func TestDigDemoCluster(t *testing.T) {
 		{[]string{"_grpc._tcp.cart.shop.svc.cluster.local", "SRV"}, []string{"0 100 9090 cart.shop.svc.cluster.local."}},
 		{[]string{"-x", "10.96.10.10"}, []string{"frontend.shop.svc.cluster.local."}},
 		{[]string{"dns-version.cluster.local", "TXT"}, []string{`"1.1.0"`}},
+		{[]string{"service1.test.global"}, []string{"127.255.0.2"}},
 	}
 	for _, tcp := range []bool{false, true} {
 		for _, c := range cases {

@@ -171,6 +171,8 @@ func TestDemoClusterOverUDPAndTCP(t *testing.T) {
 		{qname: "dns-version.cluster.local.", qtype: dns.TypeTXT,
 			answer: []string{`dns-version.cluster.local. 28800 IN TXT "1.1.0"`}},
 		{qname: "shop.svc.cluster.local.", qtype: dns.TypeA},
+		{qname: "service1.test.global.", qtype: dns.TypeA,
+			answer: []string{"service1.test.global. 30 IN A 127.255.0.2"}},
 		{qname: "nope.shop.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
 		{qname: "frontend.nons.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
 	}

@@ -1,7 +1,8 @@
 // Package manifest is the YAML file source: it serves Kubernetes manifests
-// (Namespace, Service, EndpointSlice, Pod) as if they were a cluster, and
-// re-reads them when they change. Conversion goes through sources/kubeobj,
-// the same code the Kubernetes API source uses.
+// (Namespace, Service, EndpointSlice, Pod, and Istio ServiceEntry) as if
+// they were a cluster, and re-reads them when they change. Conversion goes
+// through sources/kubeobj and sources/istio, the same code the API sources
+// use.
 package manifest
 
 import (
@@ -11,13 +12,16 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/istio"
 	"github.com/shardns/shardns/sources/kubeobj"
 )
 
@@ -123,6 +127,17 @@ func decodeObject(tm typeMeta, raw []byte) (any, error) {
 		}
 		defaultNamespace(&p.ObjectMeta.Namespace)
 		return kubeobj.Pod(&p)
+	case strings.HasPrefix(tm.APIVersion, "networking.istio.io/") && tm.Kind == "ServiceEntry":
+		var obj map[string]any
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetNamespace() == "" {
+			u.SetNamespace("default")
+		}
+		e, _, err := istio.ServiceEntry(u)
+		return e, err
 	case tm.Kind == "":
 		return nil, fmt.Errorf("kind is missing")
 	case tm.APIVersion == "":
@@ -147,6 +162,8 @@ func keyOf(obj any) model.Key {
 	case *model.EndpointSlice:
 		return o.Key()
 	case *model.Pod:
+		return o.Key()
+	case *model.ServiceEntry:
 		return o.Key()
 	}
 	panic(fmt.Sprintf("manifest: unexpected object %T", obj))

@@ -112,3 +112,26 @@ func TestDiffSendsOnlyChanges(t *testing.T) {
 		t.Fatalf("diff = %+v, want upsert c and delete b", changes)
 	}
 }
+
+func TestParseServiceEntry(t *testing.T) {
+	data := `
+apiVersion: networking.istio.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: ext}
+spec:
+  hosts: ["*.test.global", "db.example.com"]
+  addresses: [127.255.0.2]
+`
+	objs, err := Parse("se.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := objs[model.Key{Kind: model.KindServiceEntry, Namespace: "default", Name: "ext"}].(*model.ServiceEntry)
+	if !ok || len(e.Hosts) != 2 || len(e.Addresses) != 1 {
+		t.Fatalf("got %+v", objs)
+	}
+	if _, err := Parse("bad.yaml", []byte("apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: x}\nspec: {hosts: [\"a.b\"], addresses: [not-an-ip]}\n")); err == nil ||
+		!strings.Contains(err.Error(), "bad.yaml") {
+		t.Fatalf("broken ServiceEntry: %v", err)
+	}
+}
