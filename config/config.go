@@ -47,6 +47,9 @@ type DNSConfig struct {
 	TCPIdleTimeout Duration `json:"tcpIdleTimeout"`
 	// TCPMaxConnections bounds concurrent TCP connections per listener.
 	TCPMaxConnections int `json:"tcpMaxConnections"`
+	// TCPMaxQueries closes a TCP connection after this many queries, so
+	// one client cannot hold a connection for ever; 0: no bound.
+	TCPMaxQueries int `json:"tcpMaxQueries"`
 }
 
 // HTTPConfig is the health, readiness and metrics endpoint.
@@ -215,7 +218,7 @@ func Default() *Config {
 	return &Config{
 		Mode: "replica",
 		DNS: DNSConfig{Listen: []string{"127.0.0.1:5353"}, TCPIdleTimeout: Duration(10e9),
-			TCPMaxConnections: 1024},
+			TCPMaxConnections: 1024, TCPMaxQueries: 10000},
 		HTTP: HTTPConfig{Listen: "127.0.0.1:8080", Lameduck: Duration(5e9)},
 		Kubernetes: KubernetesConfig{
 			Enabled:        true,
@@ -296,6 +299,9 @@ func (c *Config) validate() error {
 	}
 	if c.DNS.TCPIdleTimeout <= 0 {
 		bad("dns.tcpIdleTimeout", "must be positive")
+	}
+	if c.DNS.TCPMaxQueries < 0 {
+		bad("dns.tcpMaxQueries", "must not be negative")
 	}
 	if c.DNS.TCPMaxConnections <= 0 {
 		bad("dns.tcpMaxConnections", "must be positive")

@@ -31,6 +31,7 @@ type Config struct {
 	Panics         prometheus.Counter // counts recovered panics; may be nil
 	IdleTimeout    time.Duration      // TCP: close after this long without a query
 	MaxConnections int                // TCP: concurrent connections; more are closed at once
+	MaxQueries     int                // TCP: queries per connection before it is closed; 0: no bound
 	UDPReaders     int                // goroutines reading the UDP socket; 0 means GOMAXPROCS
 	Logger         *slog.Logger
 }

@@ -21,10 +21,15 @@ import (
 // startListener serves a one-service zone on a loopback port through a
 // listener actor, and stops the actor when the test ends.
 func startListener(t testing.TB, maxConns int, idle time.Duration) string {
+	return startListenerWith(t, Config{MaxConnections: maxConns, IdleTimeout: idle})
+}
+
+// startListenerWith is startListener with any TCP bounds set in cfg.
+func startListenerWith(t testing.TB, cfg Config) string {
 	t.Helper()
-	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
-	cfg.Prepare()
-	view := zone.NewStaticView(cfg, []any{
+	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	zcfg.Prepare()
+	view := zone.NewStaticView(zcfg, []any{
 		&model.Namespace{Name: "ns"},
 		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
@@ -37,12 +42,10 @@ func startListener(t testing.TB, maxConns int, idle time.Duration) string {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
 	var handler atomic.Pointer[query.Handler]
-	handler.Store(&query.Handler{Config: cfg, View: view})
-	pid := system.Root.Spawn(NewProps(Config{
-		Handler:     &handler,
-		IdleTimeout: idle, MaxConnections: maxConns,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, s))
+	handler.Store(&query.Handler{Config: zcfg, View: view})
+	cfg.Handler = &handler
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	pid := system.Root.Spawn(NewProps(cfg, s))
 	t.Cleanup(func() {
 		system.Root.StopFuture(pid).Wait()
 		system.Shutdown()
@@ -138,6 +141,32 @@ func TestTCPConnectionLimit(t *testing.T) {
 		t.Fatalf("connection over the limit: read %v, want EOF", err)
 	}
 	expectWeb(t, addr, "udp")
+}
+
+// A connection is closed after its quota of queries; the client reconnects.
+func TestTCPMaxQueries(t *testing.T) {
+	addr := startListenerWith(t, Config{MaxConnections: 4, IdleTimeout: 5 * time.Second, MaxQueries: 2})
+	conn, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	for i := range 2 {
+		if err := conn.WriteMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ReadMsg(); err != nil {
+			t.Fatalf("query %d within the quota: %v", i+1, err)
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	conn.WriteMsg(m)
+	if _, err := conn.ReadMsg(); err == nil {
+		t.Fatal("a third query was answered on a connection with a quota of 2")
+	}
+	expectWeb(t, addr, "tcp")
 }
 
 // BenchmarkServeUDP is a loopback round trip through a listener actor.

@@ -86,7 +86,7 @@ func (l *listener) serveConn(c net.Conn) {
 	var lenBuf [2]byte
 	buf := make([]byte, 0, 512)
 	out := make([]byte, 0, 512)
-	for {
+	for served := 0; l.cfg.MaxQueries <= 0 || served < l.cfg.MaxQueries; served++ {
 		c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
 		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
 			return

@@ -194,7 +194,8 @@ func (n *Node) startListener(addr string, e *listenerEntry, c *core) {
 	e.handler.Store(c.handler(e.sockets.Addr(), n.metrics))
 	e.pid = n.system.Root.Spawn(listeners.NewProps(listeners.Config{Handler: &e.handler,
 		IdleTimeout: n.cfg.DNS.TCPIdleTimeout.D(), MaxConnections: n.cfg.DNS.TCPMaxConnections,
-		Logger: n.log, Panics: n.metrics.DNS.Panics}, e.sockets))
+		MaxQueries: n.cfg.DNS.TCPMaxQueries,
+		Logger:     n.log, Panics: n.metrics.DNS.Panics}, e.sockets))
 }
 
 func (n *Node) startHTTP(l net.Listener) {

@@ -28,6 +28,11 @@ const (
 	repliesName = "dispatch-replies"
 )
 
+// mailboxSize bounds the mailboxes other replicas can fill. A full one
+// drops its oldest message (never blocks, never grows): that question
+// times out on the asking replica, which tries the next owner.
+const mailboxSize = 8192
+
 // ErrNotServed is returned when the asked replica does not hold the zone.
 var ErrNotServed = errors.New("dispatch: zone not served by that replica")
 
@@ -84,10 +89,11 @@ func Start(system *actor.ActorSystem, source Source) (*Client, error) {
 	c := &Client{system: system}
 	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &server{source: source}
-	}), ServerName); err != nil {
+	}, actor.WithMailbox(actor.BoundedDropping(mailboxSize))), ServerName); err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
-	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(c.receiveReply), repliesName)
+	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(c.receiveReply,
+		actor.WithMailbox(actor.BoundedDropping(mailboxSize))), repliesName)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
