@@ -45,9 +45,28 @@ type testNode struct {
 	logs *syncBuffer
 }
 
+const demoConfig = `
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0"}
+kubernetes: {enabled: false}
+manifests: {files: [demo-cluster.yaml], interval: 50ms}
+cluster: {replicationFactor: 0}
+forward: {upstreams: []}
+`
+
 // startDemo starts a node on loopback port 0 serving a copy of the demo
 // cluster, and stops it when the test ends.
 func startDemo(t *testing.T) *testNode {
+	t.Helper()
+	n, path, logs := startDemoNode(t, demoConfig, false)
+	return &testNode{Node: n, dir: filepath.Dir(path), logs: logs}
+}
+
+// startDemoNode writes cfgText next to a copy of the demo cluster, starts
+// a node from it (watching the file when watch is set), waits until it is
+// ready and stops it when the test ends. It returns the config file's path
+// and the node's log.
+func startDemoNode(t *testing.T, cfgText string, watch bool) (*Node, string, *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	demo, err := local.Files.ReadFile("demo-cluster.yaml")
@@ -57,24 +76,20 @@ func startDemo(t *testing.T) *testNode {
 	if err := os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfgText := `
-dns: {listen: ["127.0.0.1:0"]}
-http: {listen: "127.0.0.1:0"}
-kubernetes: {enabled: false}
-manifests: {files: [demo-cluster.yaml], interval: 50ms}
-cluster: {replicationFactor: 0}
-forward: {upstreams: []}
-`
-	cfgPath := filepath.Join(dir, "shardns.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
+	path := filepath.Join(dir, "shardns.yaml")
+	if err := os.WriteFile(path, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(cfgPath)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var opts []Option
+	if watch {
+		opts = append(opts, WithConfigFile(path))
+	}
 	logs := &syncBuffer{}
-	n, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	n, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +102,7 @@ forward: {upstreams: []}
 	if err := n.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &testNode{Node: n, dir: dir, logs: logs}
+	return n, path, logs
 }
 
 type answerCase struct {

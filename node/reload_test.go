@@ -2,9 +2,7 @@ package node
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,41 +11,13 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/shardns/shardns/config"
-	"github.com/shardns/shardns/deploy/local"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
 // startWatched starts a demo node whose config file is watched.
 func startWatched(t *testing.T, cfgText string) (*Node, string, *syncBuffer) {
 	t.Helper()
-	dir := t.TempDir()
-	demo, _ := local.Files.ReadFile("demo-cluster.yaml")
-	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
-	path := filepath.Join(dir, "shardns.yaml")
-	if err := os.WriteFile(path, []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	n, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), WithConfigFile(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(0) })
-	testutil.Eventually(t, 5*time.Second, func() error {
-		if !n.Ready() {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
-	return n, path, logs
+	return startDemoNode(t, cfgText, true)
 }
 
 const watchedConfig = `

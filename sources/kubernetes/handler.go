@@ -129,21 +129,9 @@ func withoutVersion(a, b any) bool {
 	}
 	switch x := a.(type) {
 	case *model.Service:
-		y, ok := b.(*model.Service)
-		if !ok {
-			return false
-		}
-		xc, yc := *x, *y
-		xc.ResourceVersion, yc.ResourceVersion = "", ""
-		return reflect.DeepEqual(xc, yc)
+		return equalButVersion(x, b, func(s *model.Service) *string { return &s.ResourceVersion })
 	case *model.EndpointSlice:
-		y, ok := b.(*model.EndpointSlice)
-		if !ok {
-			return false
-		}
-		xc, yc := *x, *y
-		xc.ResourceVersion, yc.ResourceVersion = "", ""
-		return reflect.DeepEqual(xc, yc)
+		return equalButVersion(x, b, func(e *model.EndpointSlice) *string { return &e.ResourceVersion })
 	case *model.Namespace:
 		return true // a namespace serves nothing but its existence
 	case *model.Pod:
@@ -151,4 +139,16 @@ func withoutVersion(a, b any) bool {
 		return ok && reflect.DeepEqual(x.IPs, y.IPs)
 	}
 	return false
+}
+
+// equalButVersion compares copies of x and b with the resourceVersion
+// that version points at cleared.
+func equalButVersion[T any](x *T, b any, version func(*T) *string) bool {
+	y, ok := b.(*T)
+	if !ok {
+		return false
+	}
+	xc, yc := *x, *y
+	*version(&xc), *version(&yc) = "", ""
+	return reflect.DeepEqual(xc, yc)
 }
