@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/internal/ticker"
 	"github.com/shardns/shardns/model"
 )
 
@@ -105,7 +105,7 @@ func readFile(fsys fs.FS, name string) ([]byte, error) {
 type Source struct {
 	cfg     Config
 	served  *Snapshot
-	cancel  scheduler.CancelFunc
+	cancel  func()
 	lastErr string // the last reload error, logged once until it changes
 }
 
@@ -137,7 +137,7 @@ func (s *Source) Receive(ctx actor.Context) {
 func (s *Source) onStarted(ctx actor.Context) {
 	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: s.served.Diff(nil)})
 	ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
-	s.cancel = scheduler.NewTimerScheduler(ctx).SendRepeatedly(s.cfg.Interval, s.cfg.Interval, ctx.Self(), &tick{})
+	s.cancel = ticker.Every(ctx.ActorSystem(), ctx.Self(), s.cfg.Interval, &tick{})
 }
 
 // onTick reloads when a file changed. A file that no longer parses keeps
