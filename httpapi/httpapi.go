@@ -1,12 +1,14 @@
 // Package httpapi serves the operational HTTP endpoints on one address:
-// /health (liveness), /ready (readiness), /metrics (Prometheus) and
-// /debug/ring (zones and owners as JSON).
+// /health (liveness), /ready (readiness), /metrics (Prometheus),
+// /debug/ring (zones and owners as JSON) and, when enabled, Go's runtime
+// profiles under /debug/pprof/.
 package httpapi
 
 import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +35,10 @@ type Config struct {
 	Registry *prometheus.Registry
 	Ready    func() bool // every source synced and the node joined
 	Ring     func() Ring
+	// Pprof reports whether /debug/pprof/ is served (http.pprof). It is
+	// asked on every request, so a reload turns profiles on and off
+	// without restarting the server; nil serves none.
+	Pprof func() bool
 }
 
 // Server is the HTTP endpoint set.
@@ -50,8 +56,28 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /ready", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
 	mux.HandleFunc("GET /debug/ring", s.ring)
+	// The handlers are registered on this server's mux only: importing
+	// net/http/pprof also registers them on http.DefaultServeMux, which
+	// nothing here serves.
+	mux.Handle("/debug/pprof/", s.profiles(http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", s.profiles(http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", s.profiles(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", s.profiles(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", s.profiles(http.HandlerFunc(pprof.Trace)))
 	s.srv = &http.Server{Handler: mux}
 	return s
+}
+
+// profiles serves h only while http.pprof is on; otherwise the path does
+// not exist.
+func (s *Server) profiles(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Pprof == nil || !s.cfg.Pprof() {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Serve serves on l until Close; it returns http.ErrServerClosed then.

@@ -176,11 +176,23 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 		return nil, false
 	}
 	name := unsafe.String(unsafe.SliceData(lname), len(lname))
+	if (h.Rewrite != nil || h.Hosts != nil) && h.planeClaims(name, q.qtype) {
+		return nil, false
+	}
 	route := h.Config.Domains.Route(name)
 	var snap *zone.Snapshot
 	switch route.Kind {
 	case zone.RouteExternal:
-		return nil, false
+		// A file zone held here is answered like a cluster zone; mesh
+		// names and names to forward take the full path.
+		key := h.View.Directory().FileOrigin(name)
+		if key == "" {
+			return nil, false
+		}
+		if snap = h.View.Zone(key); snap == nil {
+			return nil, false
+		}
+		route.Origin = key // the metrics label
 	case zone.RouteZone:
 		if snap = h.View.Zone(route.Key); snap == nil {
 			return nil, false // held elsewhere, or empty: the full path decides
@@ -229,7 +241,7 @@ func (h *Handler) buildPacked(name string, q wireQuestion, limit uint16, snap *z
 	name = string([]byte(name)) // the entry outlives the request's buffer
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.qtype})
 	if resp.External || len(resp.Remote) > 0 || resp.Rcode == dns.RcodeServerFailure ||
-		(resp.Rcode == dns.RcodeNameError && h.Upstream.fallsThrough(name)) {
+		(resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) {
 		return nil
 	}
 	req := new(dns.Msg)

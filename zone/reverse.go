@@ -84,20 +84,43 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 			}
 		}
 	}
+	b := newBuilder()
+	var namespaces blocks[string]
+	// Most zones are small: one block of each kind, sized to fit.
+	records := 0
+	for _, t := range byAddr {
+		if len(t.service) > 0 {
+			records++
+		} else {
+			records += len(t.endpoints)
+		}
+	}
+	b.node.reserve(len(byAddr))
+	b.rr.reserve(records)
+	b.ptr.reserve(records)
+	namespaces.reserve(records)
+	var unique []PTR
+	seen := map[string]bool{}
 	for a, t := range byAddr {
-		name := ReverseName(a)
+		name := b.reverseName(a)
 		list := t.endpoints
 		if len(t.service) > 0 {
 			list = t.service[:1]
 		}
-		n := &node{}
-		seen := map[string]bool{}
+		unique = unique[:0]
+		clear(seen)
 		for _, p := range list {
 			if !seen[p.Target] {
 				seen[p.Target] = true
-				n.ptr = append(n.ptr, &dns.PTR{Hdr: hdr(name, dns.TypePTR, cfg.TTL), Ptr: p.Target})
-				n.ptrNamespaces = append(n.ptrNamespaces, p.Namespace)
+				unique = append(unique, p)
 			}
+		}
+		n := b.node.one()
+		n.kind, n.rrs, n.ptrNamespaces = ptrNode, b.rr.take(len(unique)), namespaces.take(len(unique))
+		ptrs := b.ptr.take(len(unique))
+		for i, p := range unique {
+			ptrs[i] = dns.PTR{Hdr: hdr(name, dns.TypePTR, cfg.TTL), Ptr: p.Target}
+			n.rrs[i], n.ptrNamespaces[i] = &ptrs[i], p.Namespace
 		}
 		s.nodes[name] = n
 	}

@@ -3,7 +3,6 @@ package zone
 import (
 	"net/netip"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -29,16 +28,74 @@ type Snapshot struct {
 	PTRs     map[model.Key][]PTR             // reverse zones, by source object
 	Pods     map[string]*model.Pod           // pod zones, by name
 	Mesh     map[model.Key][]MeshHost        // mesh zones, by ServiceEntry
+	File     *FileZone                       // file zones
+
+	file *fileIndex // the lookup structure of a file zone
 }
 
-// node holds the records of one owner name.
+// node holds the records of one owner name side by side in rrs, which is
+// all a node costs beyond its name: its A, AAAA and SRV records and the
+// SRV answers' additional records, in that order; or its PTR records; or
+// its CNAME alone. A zone holds hundreds of thousands of nodes.
 type node struct {
-	a, aaaa       []dns.RR
-	srv, srvExtra []dns.RR
-	ptr           []dns.RR
-	ptrNamespaces []string   // namespace of each ptr target: answered while it exists
-	cname         *dns.CNAME // ExternalName services
-	cnameRecords  []dns.RR   // the CNAME alone, for CNAME questions
+	rrs  []dns.RR
+	ends [3]uint32 // where the A, AAAA and SRV records end in rrs
+	kind nodeKind
+	// ptrNamespaces is the namespace of each PTR target: a record is
+	// answered while its namespace exists.
+	ptrNamespaces []string
+}
+
+// nodeKind tells what a node's records are.
+type nodeKind uint8
+
+const (
+	addressNode nodeKind = iota // A, AAAA, SRV and additional records
+	ptrNode                     // PTR records
+	cnameNode                   // an ExternalName service's CNAME
+)
+
+func (n *node) a() []dns.RR    { return n.rrs[:n.ends[0]:n.ends[0]] }
+func (n *node) aaaa() []dns.RR { return n.rrs[n.ends[0]:n.ends[1]:n.ends[1]] }
+func (n *node) srv() []dns.RR  { return n.rrs[n.ends[1]:n.ends[2]:n.ends[2]] }
+
+// srvExtra is the additional section of the node's SRV answer.
+func (n *node) srvExtra() []dns.RR {
+	if n.kind != addressNode {
+		return nil
+	}
+	return n.rrs[n.ends[2]:]
+}
+
+func (n *node) ptr() []dns.RR {
+	if n.kind != ptrNode {
+		return nil
+	}
+	return n.rrs
+}
+
+// cname is the CNAME of an ExternalName service, or nil.
+func (n *node) cname() *dns.CNAME {
+	if n.kind != cnameNode {
+		return nil
+	}
+	return n.rrs[0].(*dns.CNAME)
+}
+
+func (n *node) cnameRecords() []dns.RR {
+	if n.kind != cnameNode {
+		return nil
+	}
+	return n.rrs
+}
+
+// addressNode returns a node answering with the A and AAAA records v4 and
+// v6 alone.
+func newAddressNode(v4, v6 []dns.RR) *node {
+	rrs := make([]dns.RR, 0, len(v4)+len(v6))
+	rrs = append(append(rrs, v4...), v6...)
+	end := uint32(len(rrs))
+	return &node{rrs: rrs, ends: [3]uint32{uint32(len(v4)), end, end}}
 }
 
 // Directory is what every node knows about every zone: which namespaces
@@ -46,10 +103,14 @@ type node struct {
 // synced. It is small and replicated.
 type Directory struct {
 	Namespaces map[string]struct{} // lower-case names
-	Synced     bool                // every source finished its initial list
-	Serial     uint32
-	soa        map[string][]dns.RR
-	mesh       mesh // ServiceEntry host names (see WithMesh)
+	// AnyNamespace makes every namespace possible: a node-local cache
+	// knows no namespaces and leaves NXDOMAIN to the zone's owners.
+	AnyNamespace bool
+	Synced       bool // every source finished its initial list
+	Serial       uint32
+	soa          map[string][]dns.RR
+	mesh         mesh              // ServiceEntry host names (see WithMesh)
+	files        map[string]string // file zone origins, each its own key (see WithFiles)
 }
 
 // NewDirectory builds a directory and its SOA records.
@@ -67,7 +128,7 @@ func NewDirectory(cfg *Config, namespaces map[string]struct{}, synced bool, seri
 // HasNamespace reports whether namespace ns (lower-case) exists.
 func (d *Directory) HasNamespace(ns string) bool {
 	_, ok := d.Namespaces[ns]
-	return ok
+	return ok || d.AnyNamespace
 }
 
 // entry is one (address or alias, port, target) that a name resolves to,
@@ -84,6 +145,7 @@ func BuildServiceZone(cfg *Config, key, origin string, serial uint32,
 	services map[string]*model.Service, slices map[string]*model.EndpointSlice) *Snapshot {
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
 		soa: cfg.SOA(origin, serial), Services: services, Slices: slices}
+	b := newBuilder()
 	bySvc := map[string][]*model.EndpointSlice{}
 	for _, name := range sortedKeys(slices) {
 		sl := slices[name]
@@ -92,20 +154,20 @@ func BuildServiceZone(cfg *Config, key, origin string, serial uint32,
 	}
 	for _, name := range sortedKeys(services) {
 		svc := services[name]
-		s.addService(cfg, svc, bySvc[strings.ToLower(svc.Name)])
+		s.addService(cfg, b, svc, bySvc[strings.ToLower(svc.Name)])
 	}
 	return s
 }
 
-func (s *Snapshot) addService(cfg *Config, svc *model.Service, slices []*model.EndpointSlice) {
-	base := strings.ToLower(svc.Name) + "." + s.Key
+func (s *Snapshot) addService(cfg *Config, b *builder, svc *model.Service, slices []*model.EndpointSlice) {
+	base := b.name(strings.ToLower(svc.Name), ".", s.Key)
 	if svc.Type == model.ServiceExternalName {
 		target := Fqdn(svc.ExternalName)
 		if _, err := netip.ParseAddr(strings.TrimSuffix(target, ".")); err == nil || target == base {
 			return // CoreDNS serves no record for an IP or a self-loop
 		}
 		c := &dns.CNAME{Hdr: hdr(base, dns.TypeCNAME, cfg.TTL), Target: target}
-		s.nodes[base] = &node{cname: c, cnameRecords: []dns.RR{c}}
+		s.nodes[base] = &node{rrs: []dns.RR{c}, kind: cnameNode}
 		return
 	}
 	if svc.Type == model.ServiceClusterIP && cfg.IgnoreEmptyService && !hasReadyEndpoint(slices) {
@@ -126,7 +188,7 @@ func (s *Snapshot) addService(cfg *Config, svc *model.Service, slices []*model.E
 		}
 	}
 	byHost := map[string][]entry{}
-	var hosts []string
+	var hosts []string // full names, in order
 	for _, sl := range slices {
 		ports := sl.Ports
 		if len(ports) == 0 {
@@ -137,14 +199,13 @@ func (s *Snapshot) addService(cfg *Config, svc *model.Service, slices []*model.E
 				continue
 			}
 			for _, addr := range ep.Addresses {
-				host := strings.ToLower(EndpointHostname(ep, addr, cfg.EndpointPodNames))
-				target := host + "." + base
-				if _, seen := byHost[host]; !seen {
-					hosts = append(hosts, host)
+				target := b.name(strings.ToLower(EndpointHostname(ep, addr, cfg.EndpointPodNames)), ".", base)
+				if _, seen := byHost[target]; !seen {
+					hosts = append(hosts, target)
 				}
 				for _, p := range ports {
 					e := entry{addr: addr, port: p.Port, target: target}
-					byHost[host] = append(byHost[host], e)
+					byHost[target] = append(byHost[target], e)
 					if svc.Type != model.ServiceHeadless {
 						continue
 					}
@@ -157,12 +218,12 @@ func (s *Snapshot) addService(cfg *Config, svc *model.Service, slices []*model.E
 			}
 		}
 	}
-	s.addNode(cfg, base, all)
+	s.addNode(cfg, b, base, all)
 	for k, es := range byPort {
-		s.addPortNodes(cfg, k, base, es)
+		s.addPortNodes(cfg, b, k, base, es)
 	}
 	for _, h := range hosts {
-		s.addNode(cfg, h+"."+base, byHost[h])
+		s.addNode(cfg, b, h, byHost[h])
 	}
 }
 
@@ -182,19 +243,18 @@ func hasReadyEndpoint(slices []*model.EndpointSlice) bool {
 func BuildPodZone(cfg *Config, key, origin string, serial uint32, pods map[string]*model.Pod) *Snapshot {
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
 		soa: cfg.SOA(origin, serial), Pods: pods}
+	// A pod name is its address: it answers with that one record.
 	for _, name := range sortedKeys(pods) {
 		for _, ip := range pods[name].IPs {
 			owner := PodLabel(ip) + "." + key
-			n := s.nodes[owner]
-			if n == nil {
-				n = &node{}
-				s.nodes[owner] = n
+			if s.nodes[owner] != nil {
+				continue
 			}
-			rr := addrRR(owner, ip, cfg.TTL)
-			if ip.Is4() && len(n.a) == 0 {
-				n.a = append(n.a, rr)
-			} else if ip.Is6() && len(n.aaaa) == 0 {
-				n.aaaa = append(n.aaaa, rr)
+			rr := []dns.RR{addrRR(owner, ip, cfg.TTL)}
+			if ip.Is4() {
+				s.nodes[owner] = newAddressNode(rr, nil)
+			} else {
+				s.nodes[owner] = newAddressNode(nil, rr)
 			}
 		}
 	}
@@ -211,11 +271,11 @@ func PodLabel(ip netip.Addr) string {
 
 // addPortNodes adds _port._proto.base. CoreDNS strips one leading
 // underscore from each label, so the bare forms answer too.
-func (s *Snapshot) addPortNodes(cfg *Config, key, base string, es []entry) {
+func (s *Snapshot) addPortNodes(cfg *Config, b *builder, key, base string, es []entry) {
 	port, proto, _ := strings.Cut(key, ".")
 	for _, p := range []string{port, port[1:]} {
 		for _, q := range []string{proto, proto[1:]} {
-			s.addNode(cfg, p+"."+q+"."+base, es)
+			s.addNode(cfg, b, b.name(p, ".", q, ".", base), es)
 		}
 	}
 }
@@ -225,46 +285,69 @@ func portKey(p model.Port) string {
 }
 
 // addNode turns entries into prebuilt A, AAAA and SRV answers for name.
-// A name with no entries does not exist (NXDOMAIN), as in CoreDNS.
-func (s *Snapshot) addNode(cfg *Config, name string, es []entry) {
+// A name with no entries does not exist (NXDOMAIN), as in CoreDNS. The
+// node's records sit side by side in one block: its A, AAAA, SRV and
+// the SRV answers' additional records.
+func (s *Snapshot) addNode(cfg *Config, b *builder, name string, es []entry) {
 	if len(es) == 0 {
 		return
 	}
-	n := &node{}
-	seenAddr := map[netip.Addr]bool{}
-	seenSRV := map[string]bool{}
-	seenExtra := map[string]bool{}
+	sc := &b.scratch
+	sc.addrs, sc.srvs, sc.extras = sc.addrs[:0], sc.srvs[:0], sc.extras[:0]
+	clear(sc.seenAddr)
+	clear(sc.seenSRV)
+	clear(sc.seenExtra)
+	v4 := 0
+	for _, e := range es {
+		if !sc.seenAddr[e.addr] {
+			sc.seenAddr[e.addr] = true
+			sc.addrs = append(sc.addrs, e.addr)
+			if e.addr.Is4() {
+				v4++
+			}
+		}
+		if e.port < 0 {
+			continue
+		}
+		if k := (entry{port: e.port, target: e.target}); !sc.seenSRV[k] {
+			sc.seenSRV[k] = true
+			sc.srvs = append(sc.srvs, e)
+		}
+		if k := (entry{addr: e.addr, target: e.target}); !sc.seenExtra[k] {
+			sc.seenExtra[k] = true
+			sc.extras = append(sc.extras, e)
+		}
+	}
 	// CoreDNS weighs each SRV as 100 divided among all entries of the
 	// name, counted before duplicates are removed.
 	weight := uint16(10000 / (100 * len(es)))
 	if weight == 0 {
 		weight = 1
 	}
-	for _, e := range es {
-		if !seenAddr[e.addr] {
-			seenAddr[e.addr] = true
-			rr := addrRR(name, e.addr, cfg.TTL)
-			if e.addr.Is4() {
-				n.a = append(n.a, rr)
-			} else {
-				n.aaaa = append(n.aaaa, rr)
-			}
-		}
-		if e.port < 0 {
-			continue
-		}
-		srvKey := e.target + "|" + strconv.Itoa(int(e.port))
-		if !seenSRV[srvKey] {
-			seenSRV[srvKey] = true
-			n.srv = append(n.srv, &dns.SRV{Hdr: hdr(name, dns.TypeSRV, cfg.TTL),
-				Priority: 0, Weight: weight, Port: uint16(e.port), Target: e.target})
-		}
-		extraKey := e.target + "|" + e.addr.String()
-		if !seenExtra[extraKey] {
-			seenExtra[extraKey] = true
-			n.srvExtra = append(n.srvExtra, addrRR(e.target, e.addr, cfg.TTL))
+	rrs := b.rr.take(len(sc.addrs) + len(sc.srvs) + len(sc.extras))
+	n := b.node.one()
+	a, aaaa := 0, v4
+	for _, addr := range sc.addrs {
+		if addr.Is4() {
+			rrs[a] = b.addr(name, addr, cfg.TTL)
+			a++
+		} else {
+			rrs[aaaa] = b.addr(name, addr, cfg.TTL)
+			aaaa++
 		}
 	}
+	srvs := b.srv.take(len(sc.srvs))
+	for i, e := range sc.srvs {
+		srvs[i] = dns.SRV{Hdr: hdr(name, dns.TypeSRV, cfg.TTL), Priority: 0, Weight: weight,
+			Port: uint16(e.port), Target: e.target}
+		rrs[aaaa+i] = &srvs[i]
+	}
+	extra := aaaa + len(srvs)
+	for i, e := range sc.extras {
+		rrs[extra+i] = b.addr(e.target, e.addr, cfg.TTL)
+	}
+	n.rrs = rrs
+	n.ends = [3]uint32{uint32(v4), uint32(aaaa), uint32(extra)}
 	s.nodes[name] = n
 }
 

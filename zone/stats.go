@@ -4,11 +4,14 @@ package zone
 // records of every name), for the records-held metric.
 func (s *Snapshot) Records() int {
 	n := 0
+	if s.File != nil {
+		return len(s.File.Records)
+	}
 	if w := s.wildcard; w != nil {
-		n += len(w.a) + len(w.aaaa)
+		n += len(w.rrs)
 	}
 	for _, nd := range s.nodes {
-		n += len(nd.a) + len(nd.aaaa) + len(nd.srv) + len(nd.srvExtra) + len(nd.ptr) + len(nd.cnameRecords)
+		n += len(nd.rrs)
 	}
 	return n
 }

@@ -77,7 +77,9 @@ func EndpointSlice(e *discoveryv1.EndpointSlice) (*model.EndpointSlice, error) {
 	if e.Name == "" {
 		return nil, fmt.Errorf("EndpointSlice: metadata.name is empty")
 	}
-	out := &model.EndpointSlice{Namespace: e.Namespace, Name: e.Name, ResourceVersion: e.ResourceVersion, ServiceName: svc}
+	// Sized up front: sources keep these for as long as the object lives.
+	out := &model.EndpointSlice{Namespace: e.Namespace, Name: e.Name, ResourceVersion: e.ResourceVersion, ServiceName: svc,
+		Ports: make([]model.Port, 0, len(e.Ports)), Endpoints: make([]model.Endpoint, 0, len(e.Endpoints))}
 	for i, p := range e.Ports {
 		if p.Port == nil {
 			continue // "all ports": nothing to put in an SRV record
@@ -102,6 +104,7 @@ func EndpointSlice(e *discoveryv1.EndpointSlice) (*model.EndpointSlice, error) {
 		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 			m.TargetPodName = ep.TargetRef.Name
 		}
+		m.Addresses = make([]netip.Addr, 0, len(ep.Addresses))
 		for _, a := range ep.Addresses {
 			ip, err := parseIP(a)
 			if err != nil {

@@ -4,9 +4,10 @@
 // and sends the changes to the zone manager, the same path the manifest
 // source takes.
 //
-// Informer caches hold stripped objects (see strip.go): only the fields
-// DNS reads, so a large cluster costs little memory. Updates that change
-// nothing DNS serves are dropped before they reach an actor.
+// Informer caches hold model objects, not API objects (see cached.go):
+// the zones share them, so a large cluster costs little memory beyond its
+// records. Updates that change nothing DNS serves are dropped before they
+// reach an actor.
 package kubernetes
 
 import (

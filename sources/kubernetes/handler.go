@@ -4,13 +4,10 @@ import (
 	"log/slog"
 	"reflect"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/model"
-	"github.com/shardns/shardns/sources/kubeobj"
 )
 
 // handler turns informer events of one kind into model changes. It runs on
@@ -24,34 +21,21 @@ type handler struct {
 
 var _ cache.ResourceEventHandler = (*handler)(nil)
 
-// convert returns the model object of an API object; nil with no error
+// convert returns the model object of a cache entry; nil with no error
 // means DNS does not serve it (an FQDN slice, a finished pod).
 func (h *handler) convert(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *corev1.Service:
-		return nilIfEmpty(kubeobj.Service(o))
-	case *discoveryv1.EndpointSlice:
-		return nilIfEmpty(kubeobj.EndpointSlice(o))
-	case *corev1.Namespace:
-		return nilIfEmpty(kubeobj.Namespace(o))
-	case *corev1.Pod:
-		if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
-			return nil, nil // its IPs are free for other pods
-		}
-		return nilIfEmpty(kubeobj.Pod(o))
+	if c, ok := obj.(*cached); ok {
+		return c.object, c.err
 	}
 	return nil, nil
 }
 
-// nilIfEmpty turns a typed nil pointer into an untyped nil.
-func nilIfEmpty[T any](v *T, err error) (any, error) {
-	if v == nil || err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
+// key identifies a cache entry, or the API object inside a tombstone of
+// one that was never converted.
 func (h *handler) key(obj any) (model.Key, bool) {
+	if c, ok := obj.(*cached); ok {
+		return model.Key{Kind: h.kind, Namespace: c.namespace, Name: c.name}, true
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return model.Key{}, false
@@ -91,9 +75,7 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 	if !ok || !h.visible(k) {
 		return
 	}
-	om, _ := meta.Accessor(oldObj)
-	nm, _ := meta.Accessor(newObj)
-	if om != nil && nm != nil && om.GetResourceVersion() == nm.GetResourceVersion() {
+	if o, n := version(oldObj), version(newObj); o != "" && o == n {
 		return
 	}
 	m, err := h.convert(newObj)
@@ -119,6 +101,14 @@ func (h *handler) OnDelete(obj any) {
 		return
 	}
 	h.send(model.Change{Key: k})
+}
+
+// version is the resourceVersion of a cache entry.
+func version(obj any) string {
+	if c, ok := obj.(*cached); ok {
+		return c.resourceVersion
+	}
+	return ""
 }
 
 // withoutVersion reports whether a and b serve the same records: equal but

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,33 +38,75 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sent = nil
-			h.OnUpdate(c.old, c.new)
+			h.OnUpdate(cachedOf(t, c.old), cachedOf(t, c.new))
 			if (len(sent) > 0) != c.sends {
 				t.Fatalf("sent %v, want a change: %v", sent, c.sends)
 			}
 		})
 	}
 	sent = nil
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: service("3", "10.0.0.1", nil)})
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: cachedOf(t, service("3", "10.0.0.1", nil))})
 	if len(sent) != 1 || sent[0].Object != nil || sent[0].Key.Name != "web" {
 		t.Fatalf("tombstone: sent %v, want a delete of ns/web", sent)
 	}
+	sent = nil
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: service("3", "10.0.0.1", nil)})
+	if len(sent) != 1 || sent[0].Object != nil || sent[0].Key.Name != "web" {
+		t.Fatalf("tombstone of an API object: sent %v, want a delete of ns/web", sent)
+	}
 }
 
-// The informers keep only what DNS reads.
-func TestStripKeepsOnlyDNSFields(t *testing.T) {
-	s := service("7", "10.0.0.1", map[string]string{"big": "annotation"})
-	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	s.Spec.Selector = map[string]string{"app": "web"}
-	out, err := strip(s)
+// cachedOf is obj as the informers store it.
+func cachedOf(t *testing.T, obj any) any {
+	t.Helper()
+	out, err := transformFor(func(string) bool { return true })(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.(*corev1.Service)
-	if got.Annotations != nil || got.ManagedFields != nil || got.Spec.Selector != nil {
-		t.Fatalf("strip kept %+v", got)
+	return out
+}
+
+// The informers keep the model object and the identity, never the API
+// object; the informer's key function reads the identity.
+func TestCacheHoldsModelObjects(t *testing.T) {
+	transform := transformFor(func(ns string) bool { return ns != "hidden" })
+	s := service("7", "10.0.0.1", map[string]string{"big": "annotation"})
+	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	out, err := transform(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got.ResourceVersion != "7" || got.Spec.ClusterIP != "10.0.0.1" || got.Spec.Ports[0].Port != 80 {
-		t.Fatalf("strip lost DNS fields: %+v", got)
+	c, ok := out.(*cached)
+	if !ok {
+		t.Fatalf("transform returned %T", out)
+	}
+	svc, ok := c.object.(*model.Service)
+	if !ok || c.err != nil || svc.ClusterIPs[0].String() != "10.0.0.1" || svc.Ports[0].Port != 80 {
+		t.Fatalf("cached %+v, want the model Service", c)
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "ns/web" {
+		t.Fatalf("key %q %v, want ns/web", key, err)
+	}
+	if again, _ := transform(c); again != c {
+		t.Fatal("the transform is not idempotent")
+	}
+
+	broken, _ := transform(service("8", "not-an-ip", nil))
+	if b := broken.(*cached); b.object != nil || b.err == nil || !strings.Contains(b.err.Error(), "not-an-ip") {
+		t.Fatalf("broken service cached as %+v, want its error", b)
+	}
+	finished, _ := transform(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job"},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.1.0.1"}})
+	if f := finished.(*cached); f.object != nil || f.name != "job" {
+		t.Fatalf("finished pod cached as %+v, want no model object", f)
+	}
+	hidden := service("9", "10.0.0.2", nil)
+	hidden.Namespace = "hidden"
+	if h, _ := transform(hidden); h.(*cached).object != nil {
+		t.Fatal("an object outside kubernetes.namespaces keeps its model object")
+	}
+	ns, _ := transform(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hidden"}})
+	if n := ns.(*cached); n.object != nil {
+		t.Fatal("a namespace outside kubernetes.namespaces keeps its model object")
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -46,12 +47,11 @@ func (c *Config) Validate() error {
 // Source is the actor owning the informers. Their goroutines stop, and are
 // waited for, when the actor stops.
 type Source struct {
-	cfg       Config
-	stop      chan struct{}
-	factories []informers.SharedInformerFactory
-	watched   []watched
-	exposed   func(string) bool
-	wg        sync.WaitGroup
+	cfg     Config
+	stop    chan struct{}
+	watched []watched
+	exposed func(string) bool
+	wg      sync.WaitGroup
 }
 
 // watched is one informer and the kind it delivers.
@@ -87,26 +87,24 @@ func (s *Source) start(ctx actor.Context) {
 	exposed := s.exposedFunc()
 	s.exposed = exposed
 	self := ctx.Self()
-	objects := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
-		informers.WithTransform(strip),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }))
-	namespaces := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
-		informers.WithTransform(strip),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }))
-	s.factories = []informers.SharedInformerFactory{objects, namespaces}
-
+	client := s.cfg.Client
+	objects := func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }
+	namespaces := func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }
+	// No namespace index: nothing here looks objects up by namespace, and
+	// the index would hold a second copy of every key.
+	none := cache.Indexers{}
 	list := []watched{
-		{model.KindNamespace, namespaces.Core().V1().Namespaces().Informer()},
-		{model.KindService, objects.Core().V1().Services().Informer()},
+		{model.KindNamespace, coreinformers.NewFilteredNamespaceInformer(client, 0, none, namespaces)},
+		{model.KindService, coreinformers.NewFilteredServiceInformer(client, metav1.NamespaceAll, 0, none, objects)},
 	}
 	if !s.cfg.NoEndpoints {
-		list = append(list, watched{model.KindEndpointSlice, objects.Discovery().V1().EndpointSlices().Informer()})
+		list = append(list, watched{model.KindEndpointSlice,
+			discoveryinformers.NewFilteredEndpointSliceInformer(client, metav1.NamespaceAll, 0, none, objects)})
 	}
 	if s.cfg.Pods {
-		pods := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0, informers.WithTransform(strip))
-		s.factories = append(s.factories, pods)
-		list = append(list, watched{model.KindPod, pods.Core().V1().Pods().Informer()})
+		list = append(list, watched{model.KindPod, coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, none, nil)})
 	}
+	transform := transformFor(exposed)
 	var synced []cache.InformerSynced
 	for _, w := range list {
 		kind := w.kind
@@ -114,6 +112,9 @@ func (s *Source) start(ctx actor.Context) {
 			s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
 				"kind", kind.String(), "err", err)
 		})
+		if err := w.informer.SetTransform(transform); err != nil {
+			panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
+		}
 		reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: exposed, send: send, log: s.cfg.Logger})
 		if err != nil {
 			panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
@@ -121,8 +122,8 @@ func (s *Source) start(ctx actor.Context) {
 		synced = append(synced, reg.HasSynced)
 	}
 	s.watched = list
-	for _, f := range s.factories {
-		f.Start(s.stop)
+	for _, w := range list {
+		s.wg.Go(func() { w.informer.Run(s.stop) })
 	}
 	s.wg.Go(func() {
 		start := time.Now()
@@ -167,8 +168,5 @@ func (s *Source) shutdown() {
 		return
 	}
 	close(s.stop)
-	for _, f := range s.factories {
-		f.Shutdown()
-	}
 	s.wg.Wait()
 }

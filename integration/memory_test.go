@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// TestShardedMemory is part of `make bench`: 10k services and 100k
+// endpoints, replicationFactor 1, with 1, 2 and 3 replicas. For each
+// replica it prints the records it holds, its RSS and what the Go heap
+// holds live; the target is RSS ≤ 1.5/N of the one replica holding
+// everything. With SHARDNS_PROFILE_DIR set, it writes each replica's heap
+// profile there (go tool pprof -top FILE).
+func TestShardedMemory(t *testing.T) {
+	if os.Getenv("SHARDNS_BENCH") == "" {
+		t.Skip("set SHARDNS_BENCH=1 (make bench)")
+	}
+	cp := kubeapi.Start(t)
+	client, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	generateCluster(t, client, 100, 10000, 10)
+	t.Logf("generated 10000 services and 100000 endpoints in %v", time.Since(start).Round(time.Second))
+	var rs []*replicaProcess
+	var total float64        // records held by the one replica
+	var single replicaMemory // its memory
+	for i := range 3 {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{rs[0].gossip}
+		}
+		rs = append(rs, startReplicaProcessRF(t, cp, fmt.Sprintf("r%d", i), seeds, 1))
+		settled(t, rs, len(rs))
+		// Zones lost to the newcomer are held for the handoff grace (5 s
+		// here); once every record is held exactly once and each replica
+		// has returned the memory that loading and dropping zones freed,
+		// the replicas are in the state they serve in.
+		testutil.Eventually(t, 90*time.Second, func() error {
+			sum := 0.0
+			for _, r := range rs {
+				sum += scrape(t, r.http, "shardns_records_held")
+				if scrape(t, r.http, "shardns_memory_return_pending") != 0 {
+					return fmt.Errorf("%s has freed memory to return", r.http)
+				}
+			}
+			if i == 0 {
+				total = sum
+				if total == 0 {
+					return fmt.Errorf("the first replica holds no record")
+				}
+			}
+			if sum != total {
+				return fmt.Errorf("replicas hold %.0f records, want %.0f", sum, total)
+			}
+			return nil
+		})
+		var worst replicaMemory
+		for j, r := range rs {
+			m := measureMemory(t, r, fmt.Sprintf("heap-%d-of-%d.pb.gz", j+1, len(rs)))
+			worst.rss, worst.anon = max(worst.rss, m.rss), max(worst.anon, m.anon)
+			t.Logf("%d replicas: %s holds %.0f records, RSS %.0f MB (%.0f MB anonymous), Go heap %.0f MB in use, "+
+				"%.0f MB live, %.0f MB in use after a collection",
+				len(rs), r.http, m.records, m.rss, m.anon, m.heapInUse, m.live, m.spans)
+		}
+		if i == 0 {
+			single = worst
+			continue
+		}
+		for _, c := range []struct {
+			what        string
+			worst, base float64
+		}{{"RSS", worst.rss, single.rss}, {"anonymous RSS", worst.anon, single.anon}} {
+			limit := 1.5 * c.base / float64(len(rs))
+			verdict := "met"
+			if c.worst > limit {
+				verdict = "missed"
+			}
+			t.Logf("%d replicas: largest %s %.0f MB, target ≤ 1.5/%d × %.0f MB = %.0f MB: %s",
+				len(rs), c.what, c.worst, len(rs), c.base, limit, verdict)
+		}
+	}
+}
+
+// replicaMemory is one replica's memory, in MB.
+type replicaMemory struct {
+	records   float64
+	rss       float64 // resident set, as the kernel counts it
+	anon      float64 // its anonymous part: the process's own memory, without the mapped binary
+	heapInUse float64 // heap spans in use, garbage not yet collected included
+	live      float64 // heap objects reachable after a forced collection
+	spans     float64 // heap spans in use after it: live objects and the holes between them
+}
+
+// measureMemory reads RSS first, undisturbed; then it fetches a heap
+// profile with a forced collection, which leaves the live heap in the
+// metrics, and keeps the profile in SHARDNS_PROFILE_DIR when set.
+func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaMemory {
+	t.Helper()
+	m := replicaMemory{records: scrape(t, r.http, "shardns_records_held")}
+	m.rss, m.anon = procMemory(t, r.cmd.Process.Pid)
+	m.heapInUse = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("heap profile of %s: %d %v", r.http, resp.StatusCode, err)
+	}
+	m.live = scrape(t, r.http, "go_memstats_heap_alloc_bytes") / (1 << 20)
+	m.spans = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	if dir := os.Getenv("SHARDNS_PROFILE_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, profileName), profile, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// procMemory reads VmRSS and RssAnon of pid, in MB.
+func procMemory(t *testing.T, pid int) (rss, anon float64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		switch {
+		case name == "VmRSS" && err == nil:
+			rss = kb / 1024
+		case name == "RssAnon" && err == nil:
+			anon = kb / 1024
+		}
+	}
+	if rss == 0 || anon == 0 {
+		t.Fatalf("no VmRSS or RssAnon in /proc/%d/status", pid)
+	}
+	return rss, anon
+}

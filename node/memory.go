@@ -1,0 +1,125 @@
+package node
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
+	"github.com/shardns/shardns/config"
+)
+
+// autoMemoryShare is the share of the container's memory limit that
+// memory.limit: auto gives the Go heap; the rest covers what the heap
+// does not count (stacks, the runtime's own structures, the binary).
+const autoMemoryShare = 0.9
+
+// applyMemoryLimit sets the Go heap's soft limit from memory.limit, unless
+// GOMEMLIMIT is set in the environment. The limit is process-wide; a
+// reload applies a changed value.
+func applyMemoryLimit(m config.MemoryConfig, log *slog.Logger) {
+	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		log.Debug("memory.limit: GOMEMLIMIT from the environment wins", "GOMEMLIMIT", v)
+		return
+	}
+	before := debug.SetMemoryLimit(-1)
+	bytes, auto, err := m.LimitBytes()
+	switch {
+	case err != nil:
+		return // validated with the configuration
+	case auto:
+		_, err := memlimit.Set(memlimit.WithProvider(memlimit.FromCgroup), memlimit.WithRatio(autoMemoryShare))
+		if err != nil && !errors.Is(err, memlimit.ErrNoLimit) {
+			debug.SetMemoryLimit(math.MaxInt64)
+			log.Debug("memory.limit: auto found no container memory limit; no heap limit", "err", err)
+		}
+	case bytes == 0:
+		debug.SetMemoryLimit(math.MaxInt64)
+	default:
+		debug.SetMemoryLimit(bytes)
+	}
+	if after := debug.SetMemoryLimit(-1); after != before {
+		if after == math.MaxInt64 {
+			log.Info("memory.limit: no soft limit on the Go heap")
+		} else {
+			log.Info("memory.limit: soft limit of the Go heap", "bytes", after, "auto", auto)
+		}
+	}
+}
+
+// releaseQuiet is how long a burst of loads and releases must have been
+// over before freed memory goes back to the OS.
+const releaseQuiet = time.Second
+
+// memoryReleaser returns freed memory to the OS after the moments that
+// leave much of it behind: the first sync (the initial lists decode every
+// object), a ring change (gained zones built, lost ones dropped), a
+// reload (the old core stopped). The Go runtime would keep that memory
+// mapped for minutes, counted in the process's RSS, and a heap that
+// grew during the burst would only be collected once it grew as much
+// again. A forced collection costs tens of milliseconds of CPU here, at
+// moments that are rare.
+type memoryReleaser struct {
+	asked, returned atomic.Int64 // releases asked for; the count when memory was last returned
+	kick            chan struct{}
+	stop            chan struct{}
+	done            chan struct{}
+	log             *slog.Logger
+}
+
+func startMemoryReleaser(log *slog.Logger) *memoryReleaser {
+	r := &memoryReleaser{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), log: log}
+	go r.run()
+	return r
+}
+
+// release asks for freed memory to be returned once the burst is over.
+// It never blocks: an actor calls it.
+func (r *memoryReleaser) release() {
+	r.asked.Add(1)
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pending reports whether memory freed by a load has yet to be returned.
+func (r *memoryReleaser) pending() bool { return r.asked.Load() != r.returned.Load() }
+
+// close stops the releaser and waits for it.
+func (r *memoryReleaser) close() {
+	close(r.stop)
+	<-r.done
+}
+
+func (r *memoryReleaser) run() {
+	defer close(r.done)
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.kick:
+		}
+		quiet := time.NewTimer(releaseQuiet)
+		for waiting := true; waiting; {
+			select {
+			case <-r.stop:
+				quiet.Stop()
+				return
+			case <-r.kick:
+				quiet.Reset(releaseQuiet)
+			case <-quiet.C:
+				waiting = false
+			}
+		}
+		start, asked := time.Now(), r.asked.Load()
+		debug.FreeOSMemory()
+		r.returned.Store(asked)
+		r.log.Debug("freed memory returned to the OS", "took", time.Since(start).Round(time.Millisecond))
+	}
+}

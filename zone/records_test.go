@@ -1,0 +1,84 @@
+package zone
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/model"
+)
+
+// benchNamespace is one namespace of the memory bench's cluster: 100
+// services of 10 endpoints, 30 of them headless.
+func benchNamespace() (map[string]*model.Service, map[string]*model.EndpointSlice) {
+	services, slices := map[string]*model.Service{}, map[string]*model.EndpointSlice{}
+	http := model.Port{Name: "http", Protocol: "TCP", Port: 80}
+	for i := range 100 {
+		name := fmt.Sprintf("svc%d", i)
+		svc := &model.Service{Namespace: "bench", Name: name, Ports: []model.Port{http},
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i), 1})}}
+		if i%10 >= 7 {
+			svc.Type, svc.ClusterIPs = model.ServiceHeadless, nil
+		}
+		services[name] = svc
+		sl := &model.EndpointSlice{Namespace: "bench", Name: name + "-1", ServiceName: name, Ports: []model.Port{http}}
+		for e := range 10 {
+			sl.Endpoints = append(sl.Endpoints, model.Endpoint{Hostname: fmt.Sprintf("host-%d", e), Ready: true,
+				Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 200, byte(i), byte(e + 1)})}})
+		}
+		slices[sl.Name] = sl
+	}
+	return services, slices
+}
+
+// The additional records of an SRV answer are the A records of the names
+// it points at, built once.
+func TestAddressRecordsAreShared(t *testing.T) {
+	cfg := testConfig()
+	services, slices := benchNamespace()
+	key := ServiceZoneKey("bench", cl)
+	s := BuildServiceZone(cfg, key, cl, 1, services, slices)
+	srv := s.nodes["_http._tcp.svc7."+key]
+	host := s.nodes["host-3.svc7."+key]
+	if srv == nil || host == nil || len(host.a()) != 1 {
+		t.Fatal("the headless service svc7 has no SRV or host names")
+	}
+	for _, rr := range srv.srvExtra() {
+		if rr.Header().Name == "host-3.svc7."+key {
+			if rr != host.a()[0] {
+				t.Fatal("the SRV answer's additional A record of host-3 is a copy of host-3's")
+			}
+			if got := rr.(*dns.A).A.String(); got != "10.200.7.4" {
+				t.Fatalf("host-3 of svc7 is %s, want 10.200.7.4", got)
+			}
+			return
+		}
+	}
+	t.Fatal("no additional record for host-3")
+}
+
+func TestReverseNameWithoutGarbage(t *testing.T) {
+	b := newBuilder()
+	for _, a := range []string{"10.200.7.4", "0.0.0.0", "255.255.255.255", "::ffff:10.1.2.3", "fd00::1", "2001:db8:abcd::ff01"} {
+		addr := netip.MustParseAddr(a)
+		if got, want := b.reverseName(addr), ReverseName(addr); got != want {
+			t.Errorf("reverseName(%s) = %q, want %q", a, got, want)
+		}
+	}
+}
+
+// BenchmarkBuildServiceZone builds one namespace of the memory bench:
+// B/op is what a rebuild allocates, heap-B/record what the snapshot keeps.
+func BenchmarkBuildServiceZone(b *testing.B) {
+	cfg := testConfig()
+	services, slices := benchNamespace()
+	key := ServiceZoneKey("bench", cl)
+	b.ReportAllocs()
+	var s *Snapshot
+	for b.Loop() {
+		s = BuildServiceZone(cfg, key, cl, 1, services, slices)
+	}
+	b.ReportMetric(float64(s.Records()), "records")
+}
