@@ -17,6 +17,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/zone"
@@ -29,8 +30,8 @@ const (
 )
 
 // mailboxSize bounds the mailboxes other replicas can fill. A full one
-// drops its oldest message (never blocks, never grows): that question
-// times out on the asking replica, which tries the next owner.
+// drops its oldest message (never blocks, never grows), counted: that
+// question times out on the asking replica, which tries the next owner.
 const mailboxSize = 8192
 
 // ErrNotServed is returned when the asked replica does not hold the zone.
@@ -64,7 +65,7 @@ func Answer(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
 	}
 	m := new(dns.Msg)
 	m.SetQuestion(q.Name, uint16(q.Qtype))
-	m.Response, m.Authoritative, m.Rcode = true, true, resp.Rcode
+	m.Response, m.Authoritative, m.Rcode = true, !resp.Referral, resp.Rcode // a referral has no AA
 	m.Answer, m.Ns, m.Extra = resp.Answer, resp.Ns, resp.Extra
 	m.Compress = true
 	b, err := m.Pack()
@@ -84,16 +85,17 @@ type Client struct {
 }
 
 // Start spawns the server and the reply actor on system, which must have
-// remote started, and returns the client.
-func Start(system *actor.ActorSystem, source Source) (*Client, error) {
+// remote started, and returns the client. dropped counts, by mailbox
+// (actor name), the messages their full mailboxes dropped.
+func Start(system *actor.ActorSystem, source Source, dropped *prometheus.CounterVec) (*Client, error) {
 	c := &Client{system: system}
 	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &server{source: source}
-	}, actor.WithMailbox(actor.BoundedDropping(mailboxSize))), ServerName); err != nil {
+	}, actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(ServerName)))), ServerName); err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(c.receiveReply,
-		actor.WithMailbox(actor.BoundedDropping(mailboxSize))), repliesName)
+		actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(repliesName)))), repliesName)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
