@@ -105,6 +105,10 @@ func (r *Ring) Owns(member, zoneKey string) bool {
 	return false
 }
 
+// HasOwners reports whether any member owns zones, so there is someone
+// to ask.
+func (r *Ring) HasOwners() bool { return len(r.owners) > 0 }
+
 // Member returns the member called name.
 func (r *Ring) Member(name string) (Member, bool) {
 	m, ok := r.byName[name]

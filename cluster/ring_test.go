@@ -125,3 +125,13 @@ func TestRingLoserIsNextCandidate(t *testing.T) {
 		t.Fatal("no zone moved to the new member")
 	}
 }
+
+// A ring of node-local members only has no one to ask.
+func TestRingHasOwners(t *testing.T) {
+	if NewRing("nl", []Member{{Name: "nl"}}, 2).HasOwners() {
+		t.Error("a ring without owners says it has one")
+	}
+	if !NewRing("nl", []Member{{Name: "nl"}, {Name: "r0", Owner: true}}, 2).HasOwners() {
+		t.Error("a ring with an owner says it has none")
+	}
+}

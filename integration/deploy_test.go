@@ -81,7 +81,9 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, in
 	var found []*unstructured.Unstructured
 	for _, o := range objs {
 		n := o.GetName()
-		if o.GetKind() == kind && (n == name || strings.HasSuffix(name, "-") && strings.HasPrefix(n, name)) {
+		// kustomize's hash suffix has no dash: shardns- is not shardns-nodelocal-.
+		generated := strings.HasSuffix(name, "-") && strings.HasPrefix(n, name) && !strings.Contains(n[len(name):], "-")
+		if o.GetKind() == kind && (n == name || generated) {
 			found = append(found, o)
 		}
 	}
@@ -626,4 +628,80 @@ func waitFor(timeout time.Duration, f func() error) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// The node-local overlay adds a DaemonSet whose configuration is a valid
+// nodelocal one, that listens where the pod's ports and probes say, and
+// that finds the replicas through the peers Service the base creates.
+func TestDeployNodeLocal(t *testing.T) {
+	objs := render(t, "../deploy/overlays/nodelocal")
+	checkStatefulSet(t, objs)
+	var ds appsv1.DaemonSet
+	find(t, objs, "DaemonSet", "shardns-nodelocal", &ds)
+	pod := ds.Spec.Template.Spec
+	if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSDefault {
+		t.Errorf("hostNetwork %v dnsPolicy %q, want the host network and the node's resolvers", pod.HostNetwork, pod.DNSPolicy)
+	}
+	c := pod.Containers[0]
+	if caps := c.SecurityContext.Capabilities; caps == nil || !slices.Equal(caps.Add, []corev1.Capability{"NET_BIND_SERVICE"}) ||
+		!slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("shardns container capabilities %+v, want ALL dropped and NET_BIND_SERVICE only", caps)
+	}
+	cm := find(t, objs, "ConfigMap", "shardns-nodelocal-", nil)
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "shardns.yaml")
+	cfg, err := config.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("the node-local shardns.yaml does not load: %v", err)
+	}
+	if cfg.Mode != config.ModeNodeLocal || !slices.Equal(cfg.DNS.Listen, []string{"169.254.20.10:53"}) {
+		t.Errorf("mode %q listen %v, want nodelocal on 169.254.20.10:53", cfg.Mode, cfg.DNS.Listen)
+	}
+	if v := pod.Volumes[0].ConfigMap; v == nil || v.Name != cm.GetName() {
+		t.Errorf("volume mounts %+v, want the generated %q", v, cm.GetName())
+	}
+	_, httpPort, _ := strings.Cut(cfg.HTTP.Listen, ":")
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != httpPort {
+			t.Errorf("probe %+v does not reach http.listen %s", p, cfg.HTTP.Listen)
+		}
+	}
+	var peers corev1.Service
+	find(t, objs, "Service", "shardns-peers", &peers)
+	if want := peers.Namespace + "/" + peers.Name; cfg.Cluster.JoinService != want {
+		t.Errorf("cluster.joinService %q, want the peers Service %q", cfg.Cluster.JoinService, want)
+	}
+	newApplier(t, kubeapi.Shared(t)).applyAll(t, objs)
+}
+
+// The autoscaling examples apply, and scale the StatefulSet the base
+// creates.
+func TestDeployAutoscalingExamples(t *testing.T) {
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"hpa.yaml", "cluster-proportional-autoscaler.yaml"} {
+		data, err := os.ReadFile(filepath.Join(deployDir, "examples", "autoscaling", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			j, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(j); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			objs = append(objs, u)
+		}
+	}
+	hpa := find(t, objs, "HorizontalPodAutoscaler", "shardns", nil)
+	if kind, _, _ := unstructured.NestedString(hpa.Object, "spec", "scaleTargetRef", "kind"); kind != "StatefulSet" {
+		t.Errorf("the HPA scales a %s, want the StatefulSet", kind)
+	}
+	var cpa appsv1.Deployment
+	find(t, objs, "Deployment", "shardns-autoscaler", &cpa)
+	if !slices.Contains(cpa.Spec.Template.Spec.Containers[0].Args, "--target=StatefulSet/shardns") {
+		t.Errorf("cluster-proportional-autoscaler args %v do not target the StatefulSet", cpa.Spec.Template.Spec.Containers[0].Args)
+	}
+	newApplier(t, kubeapi.Shared(t)).applyAll(t, objs)
 }

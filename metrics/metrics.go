@@ -43,6 +43,13 @@ type Cluster struct {
 	Dispatches       *prometheus.CounterVec // result: queries sent to other replicas
 	DispatchDuration prometheus.Histogram
 	Handoffs         *prometheus.CounterVec // direction: gained | lost
+	// Per owner, so a node-local cache shows where its misses go.
+	OwnerDispatches *prometheus.CounterVec   // owner, result
+	OwnerDuration   *prometheus.HistogramVec // owner
+	// The cache of owners' answers: hit ratio = hits / (hits + misses).
+	CacheHits, CacheMisses prometheus.Counter
+	// Messages between replicas a full mailbox dropped, by mailbox.
+	MailboxDropped *prometheus.CounterVec
 }
 
 // All is every metric of a node.
@@ -135,6 +142,19 @@ func New(version string) (*prometheus.Registry, *All) {
 		Handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 			Name: "handoffs_total", Help: "Zones gained or lost on ring changes."}, []string{"direction"}),
 	}
-	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs)
+	cl.OwnerDispatches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "owner_dispatches_total", Help: "Questions sent to each owning replica, by result."}, []string{"owner", "result"})
+	cl.OwnerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "owner_duration_seconds", Help: "Time to get each owning replica's answer.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}, []string{"owner"})
+	cl.CacheHits = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "cache_hits_total", Help: "Names of zones held elsewhere answered from the cache of owners' answers."})
+	cl.CacheMisses = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "cache_misses_total", Help: "Names of zones held elsewhere that had to be asked of an owner."})
+	cl.MailboxDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "mailbox_dropped_total", Help: "Messages between replicas dropped because the receiving mailbox was full."},
+		[]string{"mailbox"})
+	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.OwnerDispatches, cl.OwnerDuration,
+		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped)
 	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl}
 }

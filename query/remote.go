@@ -26,8 +26,12 @@ type Cluster struct {
 	// MaxInFlight bounds questions being asked; beyond it, SERVFAIL.
 	MaxInFlight int64
 	Now         func() time.Time
-	// Observe is told how each attempt went (for metrics); may be nil.
-	Observe func(took time.Duration, err error)
+	// Observe is told how each attempt at member went (for metrics); may
+	// be nil.
+	Observe func(member string, took time.Duration, err error)
+	// CacheResult is told whether the owners' cache answered ("hit") or
+	// not ("miss"); may be nil.
+	CacheResult func(result string)
 
 	inflight atomic.Int64
 }
@@ -38,8 +42,10 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	q := x.req.Question[0]
 	key := cache.Key{Name: name, Type: q.Qtype, Class: q.Qclass}
 	if m, st, _ := c.Cache.Get(key, c.Now()); st == cache.Fresh {
-		return h.packOwner(x, r, name, m, out)
+		c.count("hit")
+		return h.answerFromOwner(x, r, name, m, out)
 	}
+	c.count("miss")
 	if x.t.Late == nil || c.inflight.Add(1) > c.MaxInFlight {
 		if x.t.Late != nil {
 			c.inflight.Add(-1)
@@ -60,13 +66,15 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 			m, err := c.Ask(ctx, member, zoneKey, name, q.Qtype)
 			cancel()
 			if c.Observe != nil {
-				c.Observe(time.Since(start), err)
+				c.Observe(member, time.Since(start), err)
 			}
 			if err != nil {
 				continue
 			}
 			c.Cache.Put(key, m, c.Now())
-			x.t.Late.WriteLate(h.packOwner(x, resp, name, m, nil), x.t.Client)
+			if b := h.answerFromOwner(x, resp, name, m, nil); b != nil {
+				x.t.Late.WriteLate(b, x.t.Client)
+			} // else the forwarder answers late itself
 			return
 		}
 		h.logError(x, "no owner of the zone answered", context.DeadlineExceeded)
@@ -76,8 +84,27 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	return nil
 }
 
+func (c *Cluster) count(result string) {
+	if c.CacheResult != nil {
+		c.CacheResult(result)
+	}
+}
+
+// answerFromOwner answers x from an owner's (or cached) answer m. An
+// NXDOMAIN in a fallthrough zone goes to the forwarder, as it does when
+// answered locally: a reverse name no owner knows (a node-local cache
+// asks owners for every reverse zone) may be known upstream. It returns
+// nil when the forwarder will answer late.
+func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
+	if m.Rcode == dns.RcodeNameError && h.fallsThrough(name) {
+		return h.forward(x, r, name, "", out)
+	}
+	return h.packOwner(x, r, name, m, out)
+}
+
 // packOwner packs an owner's (or cached) answer for name as the answer to x.
 func (h *Handler) packOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
-	h.setAnswer(x, r, name, x.req.Question[0].Name, zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra})
+	h.setAnswer(x, r, name, x.req.Question[0].Name, zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra,
+		Referral: !m.Authoritative}) // an owner's referral comes without AA
 	return h.pack(x, r, out)
 }

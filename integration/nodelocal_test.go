@@ -1,0 +1,266 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
+	"github.com/shardns/shardns/node"
+)
+
+// startNodeLocalProcess starts the binary in mode nodelocal, joined to
+// the replicas through seed.
+func startNodeLocalProcess(t *testing.T, name, seed string) *replicaProcess {
+	t.Helper()
+	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	cfg := fmt.Sprintf(`
+mode: nodelocal
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0", lameduck: 0s}
+forward: {upstreams: []}
+cluster:
+  nodeName: %s
+  join: [%q]
+  bind: %q
+  remote: "127.0.0.1:%d"
+  gossip: fast
+`, name, seed, gossip, freeTCPPort(t))
+	p := startShardns(t, cfg)
+	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+}
+
+// ownerDispatches is how many questions the node-local process sent to
+// owner, answered or not.
+func ownerDispatches(t testing.TB, addr, owner string) float64 {
+	return scrapeLabelled(t, addr, "shardns_cluster_owner_dispatches_total", fmt.Sprintf("owner=%q", owner))
+}
+
+func totalDispatches(t testing.TB, addr string) float64 {
+	return scrapeLabelled(t, addr, "shardns_cluster_dispatches_total", "result=")
+}
+
+// A node-local process beside three replicas on the real apiserver: it
+// gives the replicas' answers, serves repeats from its cache without
+// asking anyone, survives the kill -9 of an owner without a failed query,
+// and follows the ring when a replica leaves or joins.
+func TestNodeLocalAsksOwners(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	names := map[string]string{}
+	for i := range 6 {
+		ns := fmt.Sprintf("nodelocal%d", i)
+		mkNamespace(t, cp.Client, ns, nil)
+		svc := mkService(t, cp.Client, clusterIPService(ns, "web"))
+		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
+	}
+	a := startReplicaProcess(t, cp, "r0", nil)
+	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
+	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
+	settled(t, []*replicaProcess{a, b, c}, 3)
+	nl := startNodeLocalProcess(t, "nl0", a.gossip)
+	settled(t, []*replicaProcess{a, b, c, nl}, 4)
+	ring, err := nl.ring(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ring.Members {
+		if m.Name == "nl0" && m.Owner {
+			t.Fatalf("the node-local process is an owner in its own ring: %+v", ring.Members)
+		}
+	}
+
+	t.Run("reference answers", func(t *testing.T) {
+		questions := []struct {
+			name  string
+			qtype uint16
+		}{
+			{"web.nodelocal0.svc.cluster.local.", dns.TypeA},
+			{"WEB.Nodelocal1.svc.cluster.local.", dns.TypeA},
+			{"_http._tcp.web.nodelocal2.svc.cluster.local.", dns.TypeSRV},
+			{"web.nodelocal3.svc.cluster.local.", dns.TypeAAAA},
+			{"absent.nodelocal4.svc.cluster.local.", dns.TypeA},
+			{"web.no-such-namespace.svc.cluster.local.", dns.TypeA},
+			{"nodelocal5.svc.cluster.local.", dns.TypeA},
+			{"cluster.local.", dns.TypeSOA},
+			{"dns-version.cluster.local.", dns.TypeTXT},
+			{"web.nodelocal0.svc.cluster.local.nodelocal0.svc.cluster.local.", dns.TypeA},
+		}
+		for _, q := range questions {
+			want, err := testutil.Exchange(a.addr, "udp", q.name, q.qtype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := testutil.Exchange(nl.addr, "udp", q.name, q.qtype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each server numbers its own SOA serial; the rest must agree.
+			for _, m := range []*dns.Msg{got, want} {
+				for _, rr := range append(m.Answer, m.Ns...) {
+					if soa, ok := rr.(*dns.SOA); ok {
+						soa.Serial = 0
+					}
+				}
+			}
+			if got.Rcode != want.Rcode || !slices.Equal(testutil.Records(got.Answer), testutil.Records(want.Answer)) ||
+				len(got.Ns) != len(want.Ns) {
+				t.Errorf("%s %s: node-local %s %v %v, replica %s %v %v", q.name, dns.TypeToString[q.qtype],
+					dns.RcodeToString[got.Rcode], got.Answer, got.Ns, dns.RcodeToString[want.Rcode], want.Answer, want.Ns)
+			}
+		}
+	})
+
+	t.Run("cache hits need no dispatch", func(t *testing.T) {
+		for _, name := range []string{"web.nodelocal0.svc.cluster.local.", "gone.nodelocal0.svc.cluster.local."} {
+			first, err := testutil.Exchange(nl.addr, "udp", name, dns.TypeA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := totalDispatches(t, nl.http)
+			hits := scrape(t, nl.http, "shardns_cluster_cache_hits_total")
+			for range 5 {
+				again, err := testutil.Exchange(nl.addr, "udp", name, dns.TypeA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again.Rcode != first.Rcode || !slices.Equal(testutil.Records(again.Answer), testutil.Records(first.Answer)) {
+					t.Fatalf("%s: cached %v, first %v", name, again, first)
+				}
+			}
+			if after := totalDispatches(t, nl.http); after != before {
+				t.Errorf("%s: %v dispatches for 5 repeats, want 0", name, after-before)
+			}
+			if got := scrape(t, nl.http, "shardns_cluster_cache_hits_total") - hits; got != 5 {
+				t.Errorf("%s: %v cache hits, want 5", name, got)
+			}
+			if name == "gone.nodelocal0.svc.cluster.local." && first.Rcode != dns.RcodeNameError {
+				t.Errorf("%s: %s, want a cached NXDOMAIN", name, dns.RcodeToString[first.Rcode])
+			}
+		}
+	})
+
+	t.Run("an owner killed, then a replica joining", func(t *testing.T) {
+		var targets atomic.Value
+		targets.Store([]string{nl.addr})
+		l := startLoad(func() []string { return targets.Load().([]string) }, names)
+		c.cmd.Process.Kill()
+		settled(t, []*replicaProcess{a, b, nl}, 3)
+		enough(t, l, 300)
+		l.finish(t, "kill -9 of an owner, asked through the node-local process")
+
+		// The ring no longer has r2: no question goes there any more.
+		before := ownerDispatches(t, nl.http, "r2")
+		for i := range 60 {
+			if err := nxdomain(nl.addr, fmt.Sprintf("after-kill%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if after := ownerDispatches(t, nl.http, "r2"); after != before {
+			t.Fatalf("%v questions went to the killed replica after the ring dropped it", after-before)
+		}
+
+		l = startLoad(func() []string { return targets.Load().([]string) }, names)
+		d := startReplicaProcess(t, cp, "r3", []string{a.gossip})
+		settled(t, []*replicaProcess{a, b, d, nl}, 4)
+		// New questions reach the new owner within seconds.
+		i := 0
+		testutil.Eventually(t, 10*time.Second, func() error {
+			for range 30 {
+				i++
+				if err := nxdomain(nl.addr, fmt.Sprintf("after-join%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+					return err
+				}
+			}
+			if n := ownerDispatches(t, nl.http, "r3"); n == 0 {
+				return fmt.Errorf("no question went to the new replica r3 yet")
+			}
+			return nil
+		})
+		l.finish(t, "a replica joining, asked through the node-local process")
+	})
+}
+
+// enough waits until l has asked n questions, so a load spans more than
+// the moment it was started in.
+func enough(t *testing.T, l *load, n int64) {
+	t.Helper()
+	testutil.Eventually(t, 60*time.Second, func() error {
+		if asked := l.asked.Load(); asked < n {
+			return fmt.Errorf("%d questions asked, waiting for %d", asked, n)
+		}
+		return nil
+	})
+}
+
+// startNodeLocal starts an in-process node-local node joined to seed.
+func startNodeLocal(t testing.TB, name, seed string) *node.Node {
+	t.Helper()
+	text := fmt.Sprintf(`
+mode: nodelocal
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0"}
+forward: {upstreams: []}
+cluster:
+  nodeName: %s
+  bind: "127.0.0.1:0"
+  remote: "127.0.0.1:%d"
+  join: [%q]
+  gossip: fast
+`, name, freeTCPPort(t), seed)
+	return startNodeIn(t, name, t.TempDir(), text)
+}
+
+// The latency of a cluster name asked through a node-local process,
+// cached and not, beside the same question asked of a replica that holds
+// the zone and of one that does not (make bench).
+func BenchmarkNodeLocal(b *testing.B) {
+	a := startReplica(b, "a", 1, nil)
+	c := startReplica(b, "b", 1, []string{a.GossipAddr()})
+	nl := startNodeLocal(b, "nl", a.GossipAddr())
+	testutil.Eventually(b, 15*time.Second, func() error {
+		if !a.Ready() || !c.Ready() || !nl.Ready() || len(debugRing(b, a).Members) != 3 || len(debugRing(b, nl).Members) != 3 {
+			return fmt.Errorf("not settled")
+		}
+		return nil
+	})
+	const zoneKey = "shop.svc.cluster.local."
+	owner, other := a, c
+	if !slices.Contains(debugRing(b, a).Served, zoneKey) {
+		owner, other = c, a
+	}
+	const cached = "cart.shop.svc.cluster.local."
+	for _, bc := range []struct {
+		name   string
+		n      *node.Node
+		unique bool
+	}{
+		{"replica-owner/uncached", owner, true},
+		{"replica-other/uncached", other, true},
+		{"nodelocal/uncached", nl, true},
+		{"replica-owner/repeated", owner, false},
+		{"replica-other/repeated", other, false},
+		{"nodelocal/cached", nl, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			addr := bc.n.DNSAddrs()[0]
+			i := 0
+			for b.Loop() {
+				i++
+				name, rcode := cached, dns.RcodeSuccess
+				if bc.unique {
+					name, rcode = fmt.Sprintf("miss%d-%s.shop.svc.cluster.local.", i, strings.ReplaceAll(bc.name, "/", "-")), dns.RcodeNameError
+				}
+				r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
+				if err != nil || r.Rcode != rcode {
+					b.Fatalf("%s: %v %v", name, r, err)
+				}
+			}
+		})
+	}
+}

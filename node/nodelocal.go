@@ -1,0 +1,86 @@
+package node
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/metrics"
+	"github.com/shardns/shardns/zone"
+)
+
+// ownersView is what a node-local process answers from: it holds no zone,
+// every cluster zone is held by its owners on the ring, and any namespace
+// may exist (the owners say NXDOMAIN). Names outside the cluster domains
+// are not cluster names here: they go to the forwarder.
+type ownersView struct {
+	dir  *zone.Directory
+	ring *atomic.Pointer[cluster.Ring]
+	memo atomic.Pointer[ownerMemo]
+}
+
+// ownerMemo remembers the owners of zone keys for one ring.
+type ownerMemo struct {
+	ring   *cluster.Ring
+	orders sync.Map // zone key → []string
+	size   atomic.Int32
+}
+
+// maxMemo bounds the remembered orders; zone keys come from query names,
+// which clients choose.
+const maxMemo = 4096
+
+func newOwnersView(cfg *zone.Config, ring *atomic.Pointer[cluster.Ring]) *ownersView {
+	dir := zone.NewDirectory(cfg, map[string]struct{}{}, true, 1)
+	dir.AnyNamespace = true
+	return &ownersView{dir: dir, ring: ring}
+}
+
+func (v *ownersView) Directory() *zone.Directory { return v.dir }
+
+func (v *ownersView) Zone(string) *zone.Snapshot { return nil }
+
+// Remote lists the owners of key, best first. The order is a pure
+// function of the ring and the key, so it is remembered per ring: the
+// rendezvous sort costs more than the cached answer it leads to.
+func (v *ownersView) Remote(key string) []string {
+	r := v.ring.Load()
+	if r == nil {
+		return []string{}
+	}
+	m := v.memo.Load()
+	if m == nil || m.ring != r || m.size.Load() >= maxMemo {
+		m = &ownerMemo{ring: r}
+		v.memo.Store(m)
+	}
+	if order, ok := m.orders.Load(key); ok {
+		return order.([]string)
+	}
+	order := r.Order(key)
+	if order == nil {
+		order = []string{} // no owner yet: SERVFAIL, never NXDOMAIN
+	}
+	if _, loaded := m.orders.LoadOrStore(key, order); !loaded {
+		m.size.Add(1)
+	}
+	return order
+}
+
+// startNodeLocal finishes a node-local core: no sources and no zone
+// actors, only the owners view, the owners' answer cache (in the cluster
+// handler) and the forwarder for other names.
+func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreSharding) (*core, error) {
+	if sharding.cluster == nil || sharding.live == nil {
+		return nil, fmt.Errorf("mode: nodelocal needs cluster.join or cluster.joinService")
+	}
+	c.view = newOwnersView(c.answer, sharding.live)
+	c.synced.Store(true)
+	c.loaded.Store(true)
+	var err error
+	if c.upstream, err = c.newUpstream(listen, m.Forward); err != nil {
+		return nil, err
+	}
+	c.log.Info("node-local mode: cluster names are asked of their owners", "zones", c.cfg.Kubernetes.Zones)
+	return c, nil
+}
