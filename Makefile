@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/shardns/shardns/node.Version=$(VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean image proto
+.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean image proto soak
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/shardns ./cmd/shardns
@@ -28,7 +28,8 @@ integration: build
 ## fuzz: each fuzz target for FUZZTIME (seed corpora are in testdata/fuzz).
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzServe:./query FuzzParse:./config FuzzParse:./sources/manifest \
-	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/istio
+	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/istio \
+	FuzzScope:./listeners FuzzParse:./corefile FuzzParse:./sources/zonefile
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
@@ -46,14 +47,24 @@ vet:
 deps:
 	scripts/deps.sh
 
-## bench: dnsperf against shardns on a real apiserver with 1k services (queries per
-## server CPU-second, latency, RSS), Go benchmarks with -benchmem, and the added
-## latency of asking another replica.
+## bench: dnsperf against shardns and CoreDNS side by side on a real apiserver with
+## 1k services (queries per server CPU-second and their ratio, CPU at 20k qps,
+## latency, RSS; CoreDNS is built once by integration/scripts/build-coredns.sh),
+## Go benchmarks with -benchmem, and the added latency of asking another replica.
 bench: deps build
-	SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run '^(TestDNSPerf|TestShardedMemory)$$' ./integration | grep -E 'perf_test|^(ok|FAIL|---)'
+	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 30m -run '^(TestDNSPerf|TestShardedMemory)\$$' ./integration | grep -E '(perf|memory)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache
-	$(GO) test -run '^$$' -bench BenchmarkClusterDispatch -benchtime 3000x ./integration
+	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration
+
+## soak: SOAK_DURATION (10m) of mixed queries and 10 Service changes per second
+## against 3 replica processes on a real apiserver, printing each replica's RSS and
+## goroutines every minute; fails on a wrong answer or growth past the bounds in
+## integration/soak_test.go. Not part of `make test`.
+SOAK_DURATION ?= 10m
+soak: build
+	bash -o pipefail -c "SHARDNS_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 3h \
+		-run '^TestSoak\$$' ./integration | grep -E 'soak_test|^(ok|FAIL|---|panic)'"
 
 ## image: container image shardns:$(VERSION) and shardns:latest, FROM scratch (see deploy/README.md).
 image:

@@ -16,6 +16,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// The modes a process runs in.
+const (
+	// ModeReplica owns zones and feeds them from the sources.
+	ModeReplica = "replica"
+	// ModeNodeLocal owns nothing: it caches, asks zone owners directly and
+	// forwards other names (a DaemonSet on every node).
+	ModeNodeLocal = "nodelocal"
+)
+
 // Config is the whole configuration file.
 type Config struct {
 	Mode        string            `json:"mode"` // replica | nodelocal
@@ -30,6 +39,18 @@ type Config struct {
 	Cluster     ClusterConfig     `json:"cluster"`
 	LoadBalance LoadBalanceConfig `json:"loadbalance"`
 	Log         LogConfig         `json:"log"`
+	Memory      MemoryConfig      `json:"memory"`
+	// Servers are extra listeners (plain, TLS, HTTPS), each optionally
+	// limited to some zones.
+	Servers []ServerConfig `json:"servers"`
+	// Files are authoritative zone files, sharded like cluster zones.
+	Files FilesConfig `json:"files"`
+	// Hosts answers names from /etc/hosts-format entries.
+	Hosts HostsConfig `json:"hosts"`
+	// Rewrite changes queries before they are answered.
+	Rewrite []RewriteRule `json:"rewrite"`
+	// Chaos answers version.bind and friends.
+	Chaos ChaosConfig `json:"chaos"`
 }
 
 // LoadBalanceConfig is the order of addresses in answers.
@@ -50,6 +71,8 @@ type DNSConfig struct {
 	// TCPMaxQueries closes a TCP connection after this many queries, so
 	// one client cannot hold a connection for ever; 0: no bound.
 	TCPMaxQueries int `json:"tcpMaxQueries"`
+	// RateLimit bounds the UDP queries of each client; off by default.
+	RateLimit RateLimitConfig `json:"rateLimit"`
 }
 
 // HTTPConfig is the health, readiness and metrics endpoint.
@@ -59,6 +82,10 @@ type HTTPConfig struct {
 	// Lameduck is how long /ready fails before shutdown stops serving, so
 	// clients move to other replicas first.
 	Lameduck Duration `json:"lameduck"`
+	// Pprof serves Go's runtime profiles under /debug/pprof/ on Listen
+	// (heap, CPU, goroutines). Off by default: profiles reveal internals
+	// and a CPU profile costs CPU while it runs.
+	Pprof bool `json:"pprof"`
 }
 
 // KubernetesConfig is the Kubernetes records and the API source.
@@ -130,6 +157,9 @@ type ForwardConfig struct {
 	HealthCheck Duration `json:"healthCheck"`
 	// MaxFails consecutive failures mark an upstream down.
 	MaxFails int `json:"maxFails"`
+	// Stubs forward some zones to other upstreams (stub domains), each
+	// with its own health checks and cache.
+	Stubs []StubConfig `json:"stubs"`
 }
 
 // CacheConfig is the response cache in front of the forwarder.
@@ -241,6 +271,9 @@ func Default() *Config {
 			DispatchTimeout: Duration(5e8), Gossip: "lan"},
 		LoadBalance: LoadBalanceConfig{Enabled: true},
 		Log:         LogConfig{Level: "info", Format: "text", Errors: true},
+		Memory:      MemoryConfig{Limit: MemoryLimitAuto},
+		Files:       FilesConfig{Interval: Duration(2e9)},
+		Hosts:       HostsConfig{TTL: 3600, Interval: Duration(5e9)},
 	}
 }
 
@@ -256,10 +289,23 @@ func Load(path string) (*Config, error) {
 	}
 	// Relative paths are read from the configuration file's folder, so a
 	// config and its manifests can move together.
-	for i, f := range cfg.Manifests.Files {
-		if !filepath.IsAbs(f) {
-			cfg.Manifests.Files[i] = filepath.Join(filepath.Dir(path), f)
+	rel := func(f *string) {
+		if *f != "" && !filepath.IsAbs(*f) {
+			*f = filepath.Join(filepath.Dir(path), *f)
 		}
+	}
+	for i := range cfg.Manifests.Files {
+		rel(&cfg.Manifests.Files[i])
+	}
+	for i := range cfg.Files.Zones {
+		rel(&cfg.Files.Zones[i].File)
+	}
+	for i := range cfg.Hosts.Files {
+		rel(&cfg.Hosts.Files[i])
+	}
+	for i := range cfg.Servers {
+		rel(&cfg.Servers[i].TLS.CertFile)
+		rel(&cfg.Servers[i].TLS.KeyFile)
 	}
 	return cfg, nil
 }
@@ -283,9 +329,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	switch c.Mode {
-	case "replica":
-	case "nodelocal":
-		bad("mode", "nodelocal is not available yet")
+	case ModeReplica:
+	case ModeNodeLocal:
+		c.validateNodeLocal(bad)
 	default:
 		bad("mode", "must be replica or nodelocal, got %q", c.Mode)
 	}
@@ -331,6 +377,8 @@ func (c *Config) validate() error {
 	}
 	c.validateResolver(bad)
 	c.validateCluster(bad)
+	c.validateBeyond(bad)
+	c.validateMemory(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -350,7 +398,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		bad("kubernetes.zones", "needs at least one cluster domain")
 	}
 	for i, z := range k.Zones {
-		if !validDomain(z) {
+		if !ValidDomain(z) {
 			bad(fmt.Sprintf("kubernetes.zones[%d]", i), "%q is not a domain name", z)
 		}
 	}
@@ -358,7 +406,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		n := strings.ToLower(strings.TrimSuffix(z, "."))
 		underReverse := n == "in-addr.arpa" || n == "ip6.arpa" ||
 			strings.HasSuffix(n, ".in-addr.arpa") || strings.HasSuffix(n, ".ip6.arpa")
-		if !validDomain(z) || !underReverse {
+		if !ValidDomain(z) || !underReverse {
 			bad(fmt.Sprintf("kubernetes.reverseZones[%d]", i), "%q is not under in-addr.arpa or ip6.arpa", z)
 		}
 	}
@@ -372,7 +420,8 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	switch k.Pods {
 	case "disabled", "insecure":
 	case "verified":
-		if !k.Enabled {
+		// A node-local process asks the replicas for pod zones.
+		if !k.Enabled && c.Mode != ModeNodeLocal {
 			bad("kubernetes.pods", "verified needs the Kubernetes API source (kubernetes.enabled: true)")
 		}
 	default:
@@ -382,9 +431,29 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		bad("kubernetes.startupTimeout", "must not be negative")
 	}
 	for i, z := range k.Fallthrough {
-		if !validDomain(z) {
+		if !ValidDomain(z) {
 			bad(fmt.Sprintf("kubernetes.fallthrough[%d]", i), "%q is not a domain name", z)
 		}
+	}
+}
+
+// validateNodeLocal rejects what a node-local process cannot do: it
+// watches no source and holds no zone, so it needs replicas to ask.
+func (c *Config) validateNodeLocal(bad func(key, format string, args ...any)) {
+	if len(c.Cluster.Join) == 0 && c.Cluster.JoinService == "" {
+		bad("mode", "nodelocal needs the replicas to ask: set cluster.join or cluster.joinService")
+	}
+	if c.Istio.Enabled {
+		bad("istio.enabled", "a nodelocal process watches no source; the replicas answer mesh names (reach them through forward.upstreams)")
+	}
+	if len(c.Manifests.Files) > 0 {
+		bad("manifests.files", "a nodelocal process serves no manifests; give them to the replicas")
+	}
+	if len(c.Files.Zones) > 0 {
+		bad("files.zones", "a nodelocal process serves no zone files; give them to the replicas")
+	}
+	if c.Autopath.Enabled {
+		bad("autopath.enabled", "needs the pods of the cluster, which a nodelocal process does not watch")
 	}
 }
 
@@ -468,10 +537,10 @@ func checkHostPort(a string) error {
 	return nil
 }
 
-// validDomain accepts host-style domain names (letters, digits, hyphens
+// ValidDomain accepts host-style domain names (letters, digits, hyphens
 // and underscores in labels of 1–63), not the root: records are built by
 // joining names under it.
-func validDomain(z string) bool {
+func ValidDomain(z string) bool {
 	z = strings.TrimSuffix(z, ".")
 	if z == "" || len(z) > 253 {
 		return false

@@ -210,7 +210,7 @@ func checkConfig(t *testing.T, cfg *Config) {
 		}
 	}
 	for _, z := range append(append([]string(nil), k.Zones...), k.ReverseZones...) {
-		if !validDomain(z) {
+		if !ValidDomain(z) {
 			t.Fatalf("zone %q accepted", z)
 		}
 	}

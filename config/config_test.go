@@ -26,6 +26,18 @@ func TestParseIstio(t *testing.T) {
 	}
 }
 
+// A node-local process may say pods: verified without watching the API:
+// it routes pod names to the replicas that do.
+func TestParseNodeLocal(t *testing.T) {
+	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nkubernetes: {enabled: false, pods: verified}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mode != ModeNodeLocal {
+		t.Fatalf("mode = %q", cfg.Mode)
+	}
+}
+
 // Every error names the key a user has to fix.
 func TestParseRejects(t *testing.T) {
 	cases := []struct {
@@ -46,6 +58,10 @@ func TestParseRejects(t *testing.T) {
 		{"not yaml", "kubernetes: [\n", "yaml"},
 		{"verified without the API", "kubernetes: {enabled: false, pods: verified}\n", "kubernetes.pods"},
 		{"istio ttl", "kubernetes: {enabled: false}\nistio: {enabled: true, ttl: 3601}\n", "istio.ttl"},
+		{"nodelocal without replicas", "mode: nodelocal\n", "cluster.join"},
+		{"nodelocal with manifests", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nmanifests: {files: [a.yaml]}\n", "manifests.files"},
+		{"nodelocal with istio", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nistio: {enabled: true}\n", "istio.enabled"},
+		{"nodelocal with autopath", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nautopath: {enabled: true}\nkubernetes: {pods: verified}\n", "autopath.enabled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func startReplicaProcessRF(t *testing.T, cp *kubeapi.ControlPlane, name string, 
 	}
 	cfg := fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
-http: {listen: "127.0.0.1:0", lameduck: 0s}
+http: {listen: "127.0.0.1:0", lameduck: 0s, pprof: true}
 kubernetes: {enabled: true, kubeconfig: %q}
 forward: {upstreams: []}
 cluster:

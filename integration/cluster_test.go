@@ -41,6 +41,13 @@ func freeTCPPort(t testing.TB) int {
 // startReplica starts one replica of a cluster serving the demo cluster.
 func startReplica(t testing.TB, name string, rf int, seeds []string) *node.Node {
 	t.Helper()
+	return startReplicaWith(t, name, rf, seeds, "")
+}
+
+// startReplicaWith starts a replica whose configuration ends with extra
+// (top-level YAML keys).
+func startReplicaWith(t testing.TB, name string, rf int, seeds []string, extra string) *node.Node {
+	t.Helper()
 	dir := t.TempDir()
 	demo, _ := local.Files.ReadFile("demo-cluster.yaml")
 	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
@@ -63,7 +70,14 @@ cluster:
   replicationFactor: %d
   gossip: fast
   handoffGrace: 3s
-`, name, freeTCPPort(t), strings.Join(quoted, ", "), rf)
+%s`, name, freeTCPPort(t), strings.Join(quoted, ", "), rf, extra)
+	return startNodeIn(t, name, dir, text)
+}
+
+// startNodeIn writes text as dir/shardns.yaml, starts an in-process node
+// from it (logging warnings under name) and stops it when the test ends.
+func startNodeIn(t testing.TB, name, dir, text string) *node.Node {
+	t.Helper()
 	path := filepath.Join(dir, "shardns.yaml")
 	os.WriteFile(path, []byte(text), 0o644)
 	cfg, err := config.Load(path)
@@ -224,8 +238,9 @@ func TestClusterShardsAndAnswersEverywhere(t *testing.T) {
 	}
 }
 
-// scrape reads one unlabelled metric from /metrics.
-func scrape(t testing.TB, addr, metric string) float64 {
+// samples reads /metrics: every sample, keyed by its name and labels as
+// Prometheus prints them (`name{a="b"}`).
+func samples(t testing.TB, addr string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -233,17 +248,42 @@ func scrape(t testing.TB, addr, metric string) float64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, metric+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		f, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		out[line[:i]] = f
+	}
+	return out
+}
+
+// scrape reads one sample from /metrics, which must be there.
+func scrape(t testing.TB, addr, sample string) float64 {
+	t.Helper()
+	v, ok := samples(t, addr)[sample]
+	if !ok {
+		t.Fatalf("no %s in /metrics", sample)
+	}
+	return v
+}
+
+// scrapeLabelled sums the series of metric whose labels contain label; 0
+// when there is none yet.
+func scrapeLabelled(t testing.TB, addr, metric, label string) float64 {
+	t.Helper()
+	sum := 0.0
+	for k, v := range samples(t, addr) {
+		if strings.HasPrefix(k, metric+"{") && strings.Contains(k, label) {
+			sum += v
 		}
 	}
-	t.Fatalf("no %s in /metrics", metric)
-	return 0
+	return sum
 }
 
 // With replicationFactor 2, stopping a replica loses no answer: the

@@ -32,7 +32,25 @@ func startUnbound(t *testing.T, data ...string) *unbound {
 		t.Fatal("unbound is not installed (scripts/deps.sh installs it)")
 	}
 	dir := t.TempDir()
-	port := freeUDPPort(t)
+	// A port free for UDP when picked may be taken for TCP, or by the
+	// time Unbound binds it: an Unbound that exits at once is started
+	// again on another port.
+	for attempt := 1; ; attempt++ {
+		u, err := tryUnbound(t, dir, freeUDPPort(t), data)
+		if err == nil || attempt == 3 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+		t.Logf("unbound did not start, trying another port: %v", err)
+	}
+}
+
+// tryUnbound starts Unbound on port and waits until it answers, or
+// reports that it exited.
+func tryUnbound(t *testing.T, dir string, port int, data []string) (*unbound, error) {
+	t.Helper()
 	var local strings.Builder
 	for _, d := range data {
 		fmt.Fprintf(&local, "  local-data: %q\n", d)
@@ -75,11 +93,18 @@ remote-control:
 	}
 	go func() { u.cmd.Wait(); close(u.done) }()
 	t.Cleanup(u.stop)
+	var exited error
 	testutil.Eventually(t, 10*time.Second, func() error {
+		select {
+		case <-u.done:
+			exited = fmt.Errorf("unbound on port %d exited", port)
+			return nil
+		default:
+		}
 		_, err := testutil.Exchange(u.addr, "udp", "example.test.", dns.TypeSOA)
 		return err
 	})
-	return u
+	return u, exited
 }
 
 func (u *unbound) stop() {

@@ -1,13 +1,17 @@
 // Package listeners holds the listener actors that own the DNS sockets.
 //
-// A listener actor owns one UDP socket and one TCP socket on one address.
-// When it starts it runs their serving goroutines, which answer each
-// request in place through query.Handler (no mailbox on the query path);
-// when it stops it closes the sockets and waits for every goroutine, so
-// nothing it started outlives it.
+// A listener actor owns one UDP socket and one TCP socket on one address
+// (plain DNS), one TCP socket speaking TLS (DNS over TLS), or one TCP
+// socket serving HTTPS (DNS over HTTPS). When it starts it runs their
+// serving goroutines, which answer each request in place through
+// query.Handler (no mailbox on the query path); when it stops it closes
+// the sockets and waits for every goroutine, so nothing it started
+// outlives it. A Scope in front of the handler limits a listener to some
+// zones, as a Corefile server block does, or answers them as whoami.
 package listeners
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,19 +31,41 @@ import (
 type Config struct {
 	// Handler is loaded for every request, so a reload can swap it while
 	// the sockets stay open.
-	Handler        *atomic.Pointer[query.Handler]
+	Handler *atomic.Pointer[query.Handler]
+	// Scope is what the listener answers (its server blocks, the DNS over
+	// HTTPS path), swapped on reload like Handler; nil, or a nil Scope,
+	// answers every name through Handler.
+	Scope *atomic.Pointer[Scope]
+	// TLS makes the TCP socket speak DNS over TLS (NewProps) or HTTPS
+	// (NewHTTPSProps).
+	TLS *tls.Config
+	// LateTimeout bounds how long a DNS over HTTPS request waits for a
+	// forwarded answer before it gets SERVFAIL.
+	LateTimeout    time.Duration
 	Panics         prometheus.Counter // counts recovered panics; may be nil
 	IdleTimeout    time.Duration      // TCP: close after this long without a query
 	MaxConnections int                // TCP: concurrent connections; more are closed at once
 	MaxQueries     int                // TCP: queries per connection before it is closed; 0: no bound
 	UDPReaders     int                // goroutines reading the UDP socket; 0 means GOMAXPROCS
+	RateLimit      *RateLimiter       // UDP queries per client address; nil: no limit
+	RateLimited    prometheus.Counter // counts datagrams RateLimit dropped; may be nil
 	Logger         *slog.Logger
 }
 
-// Sockets are the bound sockets of one address.
+// Sockets are the bound sockets of one address. UDP is nil for DNS over
+// TLS and HTTPS.
 type Sockets struct {
 	UDP net.PacketConn
 	TCP net.Listener
+}
+
+// BindTCP opens only TCP on addr, for DNS over TLS and HTTPS.
+func BindTCP(addr string) (*Sockets, error) {
+	tcp, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Sockets{TCP: tcp}, nil
 }
 
 // Bind opens UDP and TCP on addr. It runs before any actor starts, so a
@@ -65,11 +91,18 @@ func Bind(addr string) (*Sockets, error) {
 }
 
 // Addr is the address served.
-func (s *Sockets) Addr() string { return s.UDP.LocalAddr().String() }
+func (s *Sockets) Addr() string {
+	if s.UDP == nil {
+		return s.TCP.Addr().String()
+	}
+	return s.UDP.LocalAddr().String()
+}
 
-// Close closes both sockets.
+// Close closes the sockets.
 func (s *Sockets) Close() {
-	s.UDP.Close()
+	if s.UDP != nil {
+		s.UDP.Close()
+	}
 	s.TCP.Close()
 }
 
@@ -81,8 +114,12 @@ type listener struct {
 	conns   *connSet
 }
 
-// NewProps returns the props of a listener serving sockets.
+// NewProps returns the props of a listener serving sockets: plain DNS,
+// or DNS over TLS when cfg.TLS is set.
 func NewProps(cfg Config, sockets *Sockets) *actor.Props {
+	if cfg.TLS != nil {
+		sockets = &Sockets{TCP: &dotListener{Listener: sockets.TCP, config: dotConfig(cfg.TLS)}}
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &listener{cfg: cfg, sockets: sockets}
 	})
@@ -103,11 +140,15 @@ func (l *listener) start() {
 		readers = runtime.GOMAXPROCS(0)
 	}
 	l.conns = newConnSet()
-	for range readers {
-		l.wg.Go(func() { l.serveUDP() })
+	proto := "tls"
+	if l.sockets.UDP != nil {
+		proto = "udp+tcp"
+		for range readers {
+			l.wg.Go(func() { l.serveUDP() })
+		}
 	}
 	l.wg.Go(func() { l.serveTCP() })
-	l.cfg.Logger.Info("listening", "addr", l.sockets.Addr(), "proto", "udp+tcp")
+	l.cfg.Logger.Info("listening", "addr", l.sockets.Addr(), "proto", proto)
 }
 
 func (l *listener) stop() {
@@ -133,6 +174,9 @@ func (l *listener) serveUDP() {
 			l.cfg.Logger.Warn("udp read", "err", err)
 			continue
 		}
+		if l.rateLimited(from) {
+			continue
+		}
 		t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: late, Client: from}
 		resp := l.serve(buf[:n], t, out)
 		if resp == nil {
@@ -150,19 +194,35 @@ type udpLate struct{ conn *net.UDPConn }
 
 func (u udpLate) WriteLate(resp []byte, to netip.AddrPort) { u.conn.WriteToUDPAddrPort(resp, to) }
 
-// serve answers one request. A panic is recovered, counted and logged: one
-// poisonous packet must not take the server down.
-func (l *listener) serve(req []byte, t query.Transport, out []byte) (resp []byte) {
+// serve answers one request.
+func (l *listener) serve(req []byte, t query.Transport, out []byte) []byte {
+	return l.cfg.serve(req, t, out)
+}
+
+// serve answers one request through the scope and the handler. A panic
+// is recovered, counted and logged, and answered SERVFAIL as CoreDNS
+// does: one poisonous packet must not take the server down, nor leave a
+// TCP client waiting for an answer that will never come.
+func (c *Config) serve(req []byte, t query.Transport, out []byte) (resp []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			if l.cfg.Panics != nil {
-				l.cfg.Panics.Inc()
+			if c.Panics != nil {
+				c.Panics.Inc()
 			}
-			l.cfg.Logger.Error("panic answering a query", "panic", r, "request", fmt.Sprintf("%x", req))
+			c.Logger.Error("panic answering a query", "panic", r, "request", fmt.Sprintf("%x", req))
 			resp = nil
+			if query.Pending(req) { // a query, not a runt or a response
+				resp = serverFailure(req)
+			}
 		}
 	}()
-	return l.cfg.Handler.Load().Serve(req, t, out)
+	h := c.Handler.Load()
+	if c.Scope != nil {
+		if b, done := c.Scope.Load().intercept(h, req, t, out); done {
+			return b
+		}
+	}
+	return h.Serve(req, t, out)
 }
 
 func isIPv6(a net.Addr) bool {

@@ -27,6 +27,17 @@ func startListener(t testing.TB, maxConns int, idle time.Duration) string {
 // startListenerWith is startListener with any TCP bounds set in cfg.
 func startListenerWith(t testing.TB, cfg Config) string {
 	t.Helper()
+	s, err := Bind("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spawnListener(t, cfg, s, NewProps)
+}
+
+// spawnListener serves the one-service zone on s through the listener
+// actor props makes, and stops the actor when the test ends.
+func spawnListener(t testing.TB, cfg Config, s *Sockets, props func(Config, *Sockets) *actor.Props) string {
+	t.Helper()
 	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	zcfg.Prepare()
 	view := zone.NewStaticView(zcfg, []any{
@@ -34,10 +45,6 @@ func startListenerWith(t testing.TB, cfg Config) string {
 		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
 	}, true)
-	s, err := Bind("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
@@ -45,7 +52,7 @@ func startListenerWith(t testing.TB, cfg Config) string {
 	handler.Store(&query.Handler{Config: zcfg, View: view})
 	cfg.Handler = &handler
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	pid := system.Root.Spawn(NewProps(cfg, s))
+	pid := system.Root.Spawn(props(cfg, s))
 	t.Cleanup(func() {
 		system.Root.StopFuture(pid).Wait()
 		system.Shutdown()
@@ -189,5 +196,57 @@ func BenchmarkServeUDP(b *testing.B) {
 		if _, err := conn.Read(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// panicView panics for one zone, as a bug reached by one name would.
+type panicView struct{ zone.View }
+
+func (v panicView) Zone(key string) *zone.Snapshot {
+	if key == "boom.svc.cluster.local." {
+		panic("a bug reached by one name")
+	}
+	return v.View.Zone(key)
+}
+
+func (v panicView) Remote(key string) []string {
+	if key == "boom.svc.cluster.local." {
+		return nil
+	}
+	return v.View.Remote(key)
+}
+
+// A query that panics gets SERVFAIL over UDP and TCP, at once, and the
+// listener goes on answering.
+func TestPanicAnswersServerFailure(t *testing.T) {
+	s, err := Bind("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	zcfg.Prepare()
+	view := zone.NewStaticView(zcfg, []any{&model.Namespace{Name: "ns"}, &model.Namespace{Name: "boom"},
+		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
+			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}}, true)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	var handler atomic.Pointer[query.Handler]
+	handler.Store(&query.Handler{Config: zcfg, View: panicView{view}})
+	pid := system.Root.Spawn(NewProps(Config{Handler: &handler, MaxConnections: 4, IdleTimeout: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, s))
+	t.Cleanup(func() {
+		system.Root.StopFuture(pid).Wait()
+		system.Shutdown()
+	})
+	for _, proto := range []string{"udp", "tcp"} {
+		r, err := testutil.Exchange(s.Addr(), proto, "web.boom.svc.cluster.local.", dns.TypeA)
+		if err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		if r.Rcode != dns.RcodeServerFailure || len(r.Question) != 1 || r.Question[0].Name != "web.boom.svc.cluster.local." {
+			t.Fatalf("%s: got %v, want SERVFAIL for the question asked", proto, r)
+		}
+		expectWeb(t, s.Addr(), proto)
 	}
 }

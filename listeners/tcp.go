@@ -79,7 +79,7 @@ func (l *listener) serveTCP() {
 // client that sends one byte and stalls holds only its own goroutine.
 func (l *listener) serveConn(c net.Conn) {
 	w := &tcpWriter{conn: c, timeout: l.cfg.IdleTimeout}
-	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w}
+	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w, Stream: w}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		t.Client = a.AddrPort()
 	}
@@ -135,3 +135,7 @@ func (w *tcpWriter) write(resp []byte) error {
 
 // WriteLate implements query.LateWriter.
 func (w *tcpWriter) WriteLate(resp []byte, _ netip.AddrPort) { w.write(resp) }
+
+// WriteStream implements query.StreamWriter: the messages of a zone
+// transfer but the last, written in order before it.
+func (w *tcpWriter) WriteStream(msg []byte) error { return w.write(msg) }

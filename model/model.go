@@ -18,6 +18,9 @@ const (
 	KindEndpointSlice
 	KindPod
 	KindServiceEntry
+	// KindZoneFile is an authoritative zone read from a zone file; its
+	// Name is the zone's origin and its Object a *zone.FileZone.
+	KindZoneFile
 )
 
 func (k Kind) String() string {
@@ -32,6 +35,8 @@ func (k Kind) String() string {
 		return "Pod"
 	case KindServiceEntry:
 		return "ServiceEntry"
+	case KindZoneFile:
+		return "ZoneFile"
 	}
 	return "Unknown"
 }
@@ -147,8 +152,8 @@ type ServiceEntry struct {
 func (e *ServiceEntry) Key() Key { return Key{KindServiceEntry, e.Namespace, e.Name} }
 
 // Change is an upsert (Object set) or a delete (Object nil) of Key.
-// Object is one of *Namespace, *Service, *EndpointSlice, *Pod or
-// *ServiceEntry.
+// Object is one of *Namespace, *Service, *EndpointSlice, *Pod,
+// *ServiceEntry or, for KindZoneFile, a *zone.FileZone.
 type Change struct {
 	Key    Key
 	Object any

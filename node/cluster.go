@@ -68,11 +68,11 @@ func (n *Node) startCluster() error {
 	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr)))
 	c.remote.Start()
 	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.View) {
-		if core := n.core.Load(); core != nil {
+		if core := n.core.Load(); core != nil && core.manager != nil {
 			return core.answer, core.table
 		}
-		return nil, nil
-	})
+		return nil, nil // starting, or node-local: no zone is served here
+	}, n.metrics.Cluster.MailboxDropped)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (n *Node) buildRing() *cluster.Ring {
 		owner, addr := parseMeta(m.Meta)
 		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: owner})
 	}
-	return cluster.NewRing(n.name, ms, *n.cfg.Cluster.ReplicationFactor)
+	return cluster.NewRing(n.name, ms, *n.cluster.cfg.ReplicationFactor)
 }
 
 // watchRing rebuilds the ring on every membership change and tells the
@@ -142,7 +142,7 @@ func (n *Node) watchRing() {
 func (n *Node) publishRing() {
 	r := n.buildRing()
 	n.ring.Store(r)
-	if c := n.core.Load(); c != nil {
+	if c := n.core.Load(); c != nil && c.manager != nil {
 		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
 	}
 }
@@ -155,10 +155,19 @@ func (n *Node) maybeAnnounce() {
 		return
 	default:
 	}
+	if n.nodeLocal {
+		return // owns nothing, ever
+	}
 	if c == nil || !c.synced.Load() {
 		return
 	}
+	// The zones the announcement gains load after the zone manager sees
+	// the new ring; until then the replica must not look ready, or it
+	// would be sent queries for zones it does not hold yet. The manager
+	// sets loaded again once they have loaded.
+	c.loaded.Store(false)
 	if err := n.cluster.members.SetMeta(meta(true, n.cluster.remoteAddr), 5*time.Second); err != nil {
+		c.loaded.Store(true)
 		n.log.Warn("announcing ownership", "err", err)
 		return
 	}
@@ -200,13 +209,24 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 			DenialMaxTTL: sec(c.Cache.DenialMaxTTL)}),
 		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, MaxInFlight: int64(c.Forward.MaxConcurrent),
 		Now: time.Now,
-		Observe: func(took time.Duration, err error) {
+		Observe: func(member string, took time.Duration, err error) {
 			result := "ok"
 			if err != nil {
 				result = "error"
 			}
 			m.Dispatches.WithLabelValues(result).Inc()
 			m.DispatchDuration.Observe(took.Seconds())
+			m.OwnerDispatches.WithLabelValues(member, result).Inc()
+			if err == nil {
+				m.OwnerDuration.WithLabelValues(member).Observe(took.Seconds())
+			}
+		},
+		CacheResult: func(result string) {
+			if result == "hit" {
+				m.CacheHits.Inc()
+			} else {
+				m.CacheMisses.Inc()
+			}
 		},
 	}
 }
@@ -256,7 +276,10 @@ func advertiseHost(cc config.ClusterConfig) string {
 	}
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil && !p.Addr().IsLoopback() && p.Addr().Is4() {
+		// Not link-local either: a node-local process on the host network
+		// listens on 169.254.20.10, which no other node can reach.
+		if p, err := netip.ParsePrefix(a.String()); err == nil && !p.Addr().IsLoopback() && p.Addr().Is4() &&
+			!p.Addr().IsLinkLocalUnicast() {
 			return p.Addr().String()
 		}
 	}

@@ -9,19 +9,20 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/miekg/dns"
 	"k8s.io/klog/v2"
 
 	"github.com/shardns/shardns/actors/zones"
-	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/forward"
+	"github.com/shardns/shardns/hosts"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
+	"github.com/shardns/shardns/rewrite"
 	"github.com/shardns/shardns/sources/istio"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
+	"github.com/shardns/shardns/sources/zonefile"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -35,23 +36,38 @@ type core struct {
 	system    *actor.ActorSystem
 	answer    *zone.Config
 	table     *zone.Table
+	view      zone.View      // what queries are answered from: the table, or the ring's owners
 	pods      *zone.PodIndex // autopath's client index; nil without autopath
 	synced    atomic.Bool
 	loaded    atomic.Bool // no zone gained from another replica is still loading
 	manager   *actor.PID
 	actors    []*actor.PID // in start order
 	cluster   *query.Cluster
-	forwarder *forward.Forwarder
+	forwarder *forward.Forwarder // the default upstreams'
 	upstream  *query.Upstream
+
+	// The resolver plane in front of the zones, and the forwarders of the
+	// stub domains.
+	rewrite *rewrite.Rules
+	hosts   *hosts.Hosts
+	chaos   *query.Chaos
+	stubs   []*forward.Forwarder
 }
 
 // newCore starts the actors of cfg. A manifest that does not parse, or an
 // API source that cannot be configured, is an error and nothing is left
 // running.
 func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, files fs.FS,
-	listen []string, m *metrics.All, sharding coreSharding) (*core, error) {
+	listen []string, m *metrics.All, sharding coreSharding, settled func()) (*core, error) {
 	c := &core{cfg: cfg, log: log, system: system, answer: answerConfig(cfg), cluster: sharding.cluster}
 	c.table = zone.NewTable(zone.NewDirectory(c.answer, map[string]struct{}{}, false, 0))
+	c.view = c.table
+	if err := c.buildPlane(sharding.self); err != nil {
+		return nil, err
+	}
+	if cfg.Mode == config.ModeNodeLocal {
+		return c.startPlane(c.startNodeLocal(listen, m, sharding))
+	}
 	if cfg.Autopath.Enabled {
 		c.pods = &zone.PodIndex{}
 	}
@@ -63,6 +79,15 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			return nil, fmt.Errorf("manifests.files: %w", err)
 		}
 		sources = append(sources, manifest.SourceName)
+	}
+	var zoneFiles *zonefile.Snapshot
+	if len(cfg.Files.Zones) > 0 {
+		var err error
+		zs, reserved := zonefile.FromConfig(cfg)
+		if zoneFiles, err = zonefile.Load(files, zs, reserved); err != nil {
+			return nil, err
+		}
+		sources = append(sources, zonefile.SourceName)
 	}
 	var kube *kubesource.Config
 	if k := cfg.Kubernetes; k.Enabled {
@@ -105,11 +130,16 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
 			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
 		},
+		OnSettled: settled,
 	}))
 	c.manager = manager
 	if initial != nil {
 		c.spawn(manifest.NewProps(manifest.Config{Files: cfg.Manifests.Files, FS: files,
 			Interval: cfg.Manifests.Interval.D(), Manager: manager, Logger: log}, initial))
+	}
+	if zoneFiles != nil {
+		c.spawn(zonefile.NewProps(zonefile.Config{FS: files, Interval: cfg.Files.Interval.D(), Manager: manager,
+			Logger: log.With("source", zonefile.SourceName)}, zoneFiles))
 	}
 	if kube != nil {
 		kube.Manager = manager
@@ -119,7 +149,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		mesh.Manager = manager
 		c.spawn(istio.NewProps(*mesh))
 	}
-	return c, nil
+	return c.startPlane(c, nil)
 }
 
 func (c *core) spawn(p *actor.Props) *actor.PID {
@@ -134,12 +164,14 @@ type coreSharding struct {
 	self    string
 	ring    *cluster.Ring
 	cluster *query.Cluster
+	live    *atomic.Pointer[cluster.Ring] // the ring as it changes
 }
 
 // handler is the query handler of this core for one listener.
 func (c *core) handler(addr string, m *metrics.All) *query.Handler {
-	h := &query.Handler{Config: c.answer, View: c.table, Metrics: m, Server: "dns://" + addr,
-		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster}
+	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: "dns://" + addr,
+		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
+		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}
@@ -149,23 +181,28 @@ func (c *core) handler(addr string, m *metrics.All) *query.Handler {
 	if c.cfg.Log.Errors {
 		h.ErrorLog = c.log.With("component", "errors")
 	}
+	if len(c.cfg.Files.Zones) > 0 {
+		h.TransferLog = c.log.With("component", "transfer")
+	}
 	return h
 }
 
 // stop stops the sources and zones, after letting forwarded queries in
 // flight finish (at most the forward deadline).
 func (c *core) stop() {
-	if c.forwarder != nil {
-		c.forwarder.Drain(c.cfg.Forward.Deadline.D())
+	forwarders := c.allForwarders()
+	for _, f := range forwarders {
+		f.Drain(c.cfg.Forward.Deadline.D())
 	}
 	for i := len(c.actors) - 1; i >= 0; i-- {
 		if err := c.system.Root.StopFuture(c.actors[i]).Wait(); err != nil {
 			c.log.Warn("actor did not stop in time", "actor", c.actors[i].Id, "err", err)
 		}
 	}
-	if c.forwarder != nil {
-		c.forwarder.Close()
+	for _, f := range forwarders {
+		f.Close()
 	}
+	c.stopPlane()
 }
 
 // answerConfig derives the answer options from the configuration.
@@ -193,46 +230,4 @@ func answerConfig(cfg *config.Config) *zone.Config {
 	}
 	a.Prepare()
 	return a
-}
-
-// newUpstream builds the forwarder and its cache, or nil when no upstream
-// is configured. An upstream that is this server itself is an error.
-func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream, error) {
-	f := c.cfg.Forward
-	addrs, err := forward.ParseUpstreams(f.Upstreams, nil)
-	if err != nil {
-		return nil, err
-	}
-	if len(addrs) == 0 {
-		c.log.Info("no forward.upstreams: names outside the cluster zones get REFUSED")
-		return nil, nil
-	}
-	if err := forward.CheckLoop(addrs, listen, forward.LocalAddrs()); err != nil {
-		return nil, err
-	}
-	c.forwarder = forward.New(forward.Config{Upstreams: addrs, Policy: f.Policy, Timeout: f.Timeout.D(),
-		MaxConcurrent: f.MaxConcurrent, HealthCheck: f.HealthCheck.D(), MaxFails: f.MaxFails,
-		Logger: c.log.With("component", "forward"),
-		OnResult: func(to string, rcode int, err error, took time.Duration) {
-			m.Requests.WithLabelValues(to).Inc()
-			if err != nil {
-				m.HealthcheckFails.WithLabelValues(to).Inc()
-				return
-			}
-			rc := dns.RcodeToString[rcode]
-			m.Responses.WithLabelValues(to, rc).Inc()
-			m.Duration.WithLabelValues(to, rc).Observe(took.Seconds())
-		}})
-	u := &query.Upstream{Forwarder: c.forwarder, Deadline: f.Deadline.D(), Now: time.Now}
-	for _, z := range c.cfg.Kubernetes.Fallthrough {
-		u.Fallthrough = append(u.Fallthrough, zone.Fqdn(z))
-	}
-	if cc := c.cfg.Cache; cc.Enabled {
-		sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
-		u.Cache = cache.New(cache.Config{Size: cc.Size, SuccessMaxTTL: sec(cc.MaxTTL), DenialMaxTTL: sec(cc.DenialMaxTTL),
-			MinTTL: sec(cc.MinTTL), PrefetchHits: cc.PrefetchHits, PrefetchPercent: cc.PrefetchPercent,
-			ServeStale: cc.ServeStale.D()})
-	}
-	c.log.Info("forwarding names outside the cluster", "upstreams", addrs, "policy", f.Policy, "cache", c.cfg.Cache.Enabled)
-	return u, nil
 }

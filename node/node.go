@@ -39,6 +39,9 @@ type Node struct {
 	name    string
 	files   fs.FS  // where manifests are read; nil is the OS file system
 	cfgPath string // watched for changes when set
+	// nodeLocal: this process owns no zone (mode: nodelocal); the mode
+	// cannot change on reload.
+	nodeLocal bool
 
 	reg     *prometheus.Registry
 	metrics *metrics.All
@@ -47,13 +50,16 @@ type Node struct {
 	mu        sync.Mutex // serialises Start, Reload and Stop
 	cfg       *config.Config
 	core      atomic.Pointer[core]
-	listeners map[string]*listenerEntry // by configured dns.listen address
+	listeners map[string]*listenerEntry // by listenerSpec.key
 	httpL     net.Listener
 	http      *httpapi.Server
 	started   bool
 	stopped   bool
 
-	httpConfigured string // http.listen the running server was bound for
+	httpConfigured string      // http.listen the running server was bound for
+	pprof          atomic.Bool // http.pprof of the running configuration
+
+	memory *memoryReleaser // returns freed memory to the OS after loads
 
 	cluster *clusterState // nil outside a cluster
 	ring    atomic.Pointer[cluster.Ring]
@@ -63,12 +69,16 @@ type Node struct {
 	wg        sync.WaitGroup // HTTP server and the config watcher
 }
 
-// listenerEntry is one dns.listen address: its sockets, its listener
-// actor and the handler the actor reads on every query.
+// listenerEntry is one listener (servers.go): its sockets, its listener
+// actor, and the handler and scope the actor reads on every query.
 type listenerEntry struct {
+	spec    *listenerSpec
 	sockets *listeners.Sockets
+	cert    *listeners.Certificate // tls and https
 	pid     *actor.PID
 	handler atomic.Pointer[query.Handler]
+	scope   atomic.Pointer[listeners.Scope]
+	limiter *listeners.RateLimiter // dns.rateLimit, reconfigured on reload
 }
 
 // Option adjusts a node before it starts.
@@ -85,20 +95,19 @@ func WithConfigFile(path string) Option { return func(n *Node) { n.cfgPath = pat
 // error that names the key, and nothing serves until Start.
 func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 	n := &Node{cfg: cfg, log: log, name: nodeName(cfg), listeners: map[string]*listenerEntry{},
-		stopWatch: make(chan struct{}), reloadNow: make(chan struct{}, 1), httpConfigured: cfg.HTTP.Listen}
+		stopWatch: make(chan struct{}), reloadNow: make(chan struct{}, 1), httpConfigured: cfg.HTTP.Listen,
+		nodeLocal: cfg.Mode == config.ModeNodeLocal}
 	for _, o := range opts {
 		o(n)
 	}
-	for _, addr := range cfg.DNS.Listen {
-		if _, dup := n.listeners[addr]; dup {
-			continue
-		}
-		s, err := listeners.Bind(addr)
+	n.pprof.Store(cfg.HTTP.Pprof)
+	for _, sp := range listenerSpecs(cfg) {
+		e, err := bindListener(sp, log)
 		if err != nil {
 			n.closeSockets()
-			return nil, fmt.Errorf("dns.listen: %w", err)
+			return nil, err
 		}
-		n.listeners[addr] = &listenerEntry{sockets: s}
+		n.listeners[sp.key] = e
 	}
 	if cfg.HTTP.Listen != "" {
 		l, err := net.Listen("tcp", cfg.HTTP.Listen)
@@ -128,6 +137,12 @@ func (n *Node) registerStateMetrics() {
 	gauge("zones_served", "Zones this replica answers from its own state.", func() float64 {
 		if c := n.core.Load(); c != nil {
 			return float64(len(c.table.Served()))
+		}
+		return 0
+	})
+	gauge("memory_return_pending", "1 while memory freed by loading or dropping zones waits to be returned to the OS.", func() float64 {
+		if n.memory != nil && n.memory.pending() {
+			return 1
 		}
 		return 0
 	})
@@ -166,7 +181,9 @@ func (n *Node) Start() error {
 			return err
 		}
 	}
-	c, err := newCore(n.system, n.cfg, n.log, n.files, n.dnsAddrs(), n.metrics, n.sharding(n.cfg))
+	applyMemoryLimit(n.cfg.Memory, n.log)
+	n.memory = startMemoryReleaser(n.log)
+	c, err := newCore(n.system, n.cfg, n.log, n.files, n.dnsAddrs(), n.metrics, n.sharding(n.cfg), n.memory.release)
 	if err != nil {
 		return err
 	}
@@ -174,8 +191,8 @@ func (n *Node) Start() error {
 	if n.cluster != nil {
 		n.wg.Go(n.watchRing)
 	}
-	for addr, e := range n.listeners {
-		n.startListener(addr, e, c)
+	for _, e := range n.listeners {
+		n.startListener(e, c)
 	}
 	if n.httpL != nil {
 		n.startHTTP(n.httpL)
@@ -190,16 +207,29 @@ func (n *Node) Start() error {
 	return nil
 }
 
-func (n *Node) startListener(addr string, e *listenerEntry, c *core) {
-	e.handler.Store(c.handler(e.sockets.Addr(), n.metrics))
-	e.pid = n.system.Root.Spawn(listeners.NewProps(listeners.Config{Handler: &e.handler,
+func (n *Node) startListener(e *listenerEntry, c *core) {
+	e.handler.Store(n.listenerHandler(e, c))
+	e.scope.Store(e.spec.scope())
+	e.limiter = listeners.NewRateLimiter(time.Now)
+	e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
+	cfg := listeners.Config{Handler: &e.handler, Scope: &e.scope,
 		IdleTimeout: n.cfg.DNS.TCPIdleTimeout.D(), MaxConnections: n.cfg.DNS.TCPMaxConnections,
-		MaxQueries: n.cfg.DNS.TCPMaxQueries,
-		Logger:     n.log, Panics: n.metrics.DNS.Panics}, e.sockets))
+		MaxQueries: n.cfg.DNS.TCPMaxQueries, RateLimit: e.limiter,
+		RateLimited: n.metrics.DNS.Dropped.WithLabelValues("dns://"+e.sockets.Addr(), "ratelimit"),
+		LateTimeout: n.cfg.Forward.Deadline.D() + time.Second,
+		Logger:      n.log, Panics: n.metrics.DNS.Panics}
+	props := listeners.NewProps
+	if e.cert != nil {
+		cfg.TLS = e.cert.TLSConfig()
+	}
+	if e.spec.transport == "https" {
+		props = listeners.NewHTTPSProps
+	}
+	e.pid = n.system.Root.Spawn(props(cfg, e.sockets))
 }
 
 func (n *Node) startHTTP(l net.Listener) {
-	srv := httpapi.New(httpapi.Config{Registry: n.reg, Ready: n.Ready, Ring: n.debugRing})
+	srv := httpapi.New(httpapi.Config{Registry: n.reg, Ready: n.Ready, Ring: n.debugRing, Pprof: n.pprof.Load})
 	n.http = srv
 	n.wg.Go(func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -219,12 +249,16 @@ func (n *Node) Lameduck() time.Duration {
 // every zone it owns, and (in a cluster) announced itself as an owner.
 func (n *Node) Ready() bool {
 	c := n.core.Load()
+	if n.nodeLocal {
+		r := n.ring.Load() // ready once there is a replica to ask
+		return c != nil && r != nil && r.HasOwners()
+	}
 	return c != nil && c.synced.Load() && c.loaded.Load() && n.announcedOwner()
 }
 
 // sharding is what a new core needs from the cluster.
 func (n *Node) sharding(cfg *config.Config) coreSharding {
-	return coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg)}
+	return coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring}
 }
 
 // debugRing reports the members and, for every zone known here, its owners.
@@ -269,7 +303,7 @@ func (n *Node) DNSAddrs() []string {
 func (n *Node) dnsAddrs() []string {
 	var out []string
 	for _, addr := range n.cfg.DNS.Listen {
-		if e := n.listeners[addr]; e != nil && !slices.Contains(out, e.sockets.Addr()) {
+		if e := n.listeners[dnsListenKey(addr)]; e != nil && !slices.Contains(out, e.sockets.Addr()) {
 			out = append(out, e.sockets.Addr())
 		}
 	}
@@ -341,6 +375,9 @@ func (n *Node) Stop(lameduck time.Duration) {
 		c.stop()
 	}
 	n.wg.Wait()
+	if n.memory != nil {
+		n.memory.close()
+	}
 	n.stopCluster()
 	if n.system != nil {
 		n.system.Shutdown()

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,28 +19,10 @@ import (
 	"github.com/shardns/shardns/internal/testutil"
 )
 
-// syncBuffer is a log sink that tests can read while the node writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testNode struct {
 	*Node
 	dir  string // holds demo-cluster.yaml, editable
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 }
 
 const demoConfig = `
@@ -66,7 +46,7 @@ func startDemo(t *testing.T) *testNode {
 // a node from it (watching the file when watch is set), waits until it is
 // ready and stops it when the test ends. It returns the config file's path
 // and the node's log.
-func startDemoNode(t *testing.T, cfgText string, watch bool) (*Node, string, *syncBuffer) {
+func startDemoNode(t *testing.T, cfgText string, watch bool) (*Node, string, *testutil.SyncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	demo, err := local.Files.ReadFile("demo-cluster.yaml")
@@ -88,7 +68,7 @@ func startDemoNode(t *testing.T, cfgText string, watch bool) (*Node, string, *sy
 	if watch {
 		opts = append(opts, WithConfigFile(path))
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	n, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -316,5 +296,27 @@ func TestStartErrors(t *testing.T) {
 	n.Stop(0)
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), `Service "web"`) {
 		t.Fatalf("Start = %v, want an error naming the file and the object", err)
+	}
+}
+
+// A server with no source at all (hosts only, as a converted forwarder
+// Corefile gives) is ready at once and answers from its hosts entries.
+func TestReadyWithoutSources(t *testing.T) {
+	n, _, _ := startDemoNode(t, `
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0", lameduck: 0s}
+kubernetes: {enabled: false}
+forward: {upstreams: []}
+hosts: {entries: ["192.0.2.7 printer.example."]}
+`, false)
+	if !n.Ready() {
+		t.Fatal("not ready")
+	}
+	r, err := testutil.Exchange(n.DNSAddrs()[0], "udp", "printer.example.", dns.TypeA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.7" {
+		t.Fatalf("got %v", r)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/config"
-	"github.com/shardns/shardns/listeners"
 )
 
 // configPollInterval is how often the config file is checked for changes.
@@ -35,7 +34,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 	if cfg.Mode != n.cfg.Mode || !reflect.DeepEqual(cfg.Cluster, n.cfg.Cluster) {
 		return fmt.Errorf("mode and cluster.* cannot change on reload: restart the process")
 	}
-	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics, n.sharding(cfg))
+	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics, n.sharding(cfg), n.memory.release)
 	if err != nil {
 		return err
 	}
@@ -45,7 +44,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 		next.stop()
 		return fmt.Errorf("the new configuration did not sync within %v", readyTimeout)
 	}
-	added, err := n.bindAdded(cfg)
+	changes, err := n.prepareListeners(cfg)
 	if err != nil {
 		next.stop()
 		return err
@@ -53,37 +52,26 @@ func (n *Node) Reload(cfg *config.Config) error {
 	var httpL net.Listener
 	if cfg.HTTP.Listen != n.cfg.HTTP.Listen && cfg.HTTP.Listen != "" {
 		if httpL, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
-			for _, e := range added {
-				e.sockets.Close()
-			}
+			changes.abandon()
 			next.stop()
 			return fmt.Errorf("http.listen: %w", err)
 		}
 	}
 
 	old := n.core.Swap(next)
-	if n.cluster != nil {
+	if n.cluster != nil && next.manager != nil {
 		// A ring change during the build went to the old core only.
 		n.system.Root.Send(next.manager, &zones.RingChanged{Ring: n.ring.Load()})
 	}
-	for addr, e := range n.listeners {
-		if contains(cfg.DNS.Listen, addr) {
-			e.handler.Store(next.handler(e.sockets.Addr(), n.metrics))
-			continue
-		}
-		n.system.Root.StopFuture(e.pid).Wait() // closes its sockets
-		e.sockets.Close()
-		delete(n.listeners, addr)
-	}
 	n.cfg = cfg
-	for addr, e := range added {
-		n.listeners[addr] = e
-		n.startListener(addr, e, next)
-	}
+	n.pprof.Store(cfg.HTTP.Pprof)
+	applyMemoryLimit(cfg.Memory, n.log)
+	n.applyListeners(changes, next)
 	if cfg.HTTP.Listen != n.HTTPAddrConfigured() {
 		n.swapHTTP(httpL)
 	}
 	old.stop()
+	n.memory.release() // both cores were in memory during the swap
 	n.log.Info("configuration reloaded", "dns", n.dnsAddrs(), "http", n.httpAddr())
 	return nil
 }
@@ -99,34 +87,6 @@ func (n *Node) swapHTTP(l net.Listener) {
 	if l != nil {
 		n.startHTTP(l)
 	}
-}
-
-// bindAdded binds the dns.listen addresses cfg adds.
-func (n *Node) bindAdded(cfg *config.Config) (map[string]*listenerEntry, error) {
-	added := map[string]*listenerEntry{}
-	for _, addr := range cfg.DNS.Listen {
-		if n.listeners[addr] != nil || added[addr] != nil {
-			continue
-		}
-		s, err := listeners.Bind(addr)
-		if err != nil {
-			for _, e := range added {
-				e.sockets.Close()
-			}
-			return nil, fmt.Errorf("dns.listen: %w", err)
-		}
-		added[addr] = &listenerEntry{sockets: s}
-	}
-	return added, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // watchConfig reloads the node when its config file changes. An invalid

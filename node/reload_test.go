@@ -15,7 +15,7 @@ import (
 )
 
 // startWatched starts a demo node whose config file is watched.
-func startWatched(t *testing.T, cfgText string) (*Node, string, *syncBuffer) {
+func startWatched(t *testing.T, cfgText string) (*Node, string, *testutil.SyncBuffer) {
 	t.Helper()
 	return startDemoNode(t, cfgText, true)
 }

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -13,13 +14,33 @@ import (
 )
 
 // Upstream is the resolver plane behind the cluster zones: the forwarder
-// and the cache in front of it.
+// and the cache in front of it, and the stub domains.
 type Upstream struct {
+	// Forwarder asks the default upstreams; nil when there are none, and
+	// names in no stub zone are refused.
 	Forwarder   *forward.Forwarder
 	Cache       *cache.Cache // nil disables caching
 	Fallthrough []string     // zones whose NXDOMAIN is asked upstream (lower-case FQDNs)
 	Deadline    time.Duration
 	Now         func() time.Time
+	// Stubs send the names of their zones to other upstreams, each with
+	// its own forwarder (and health checks) and cache: stub domains.
+	Stubs []Stub
+}
+
+// Stub is one zone of a stub domain.
+type Stub struct {
+	Zone string // lower-case FQDN; "." is every name
+	// Upstream forwards and caches for the zone; its Stubs and
+	// Fallthrough are not used.
+	Upstream *Upstream
+}
+
+// fallsThrough reports whether NXDOMAIN for name goes upstream: a name
+// in a fallthrough zone, unless a zone file's zone holds it, which is the
+// authority on what does not exist there.
+func (h *Handler) fallsThrough(name string) bool {
+	return h.Upstream.fallsThrough(name) && h.View.Directory().FileOrigin(name) == ""
 }
 
 // fallsThrough reports whether NXDOMAIN for name goes upstream.
@@ -28,16 +49,33 @@ func (u *Upstream) fallsThrough(name string) bool {
 		return false
 	}
 	for _, z := range u.Fallthrough {
-		if zoneContains(z, name) {
+		if zone.InZone(name, z) {
 			return true
 		}
 	}
 	return false
 }
 
-func zoneContains(z, name string) bool {
-	d := &zone.Domains{Cluster: []string{z}}
-	return d.Route(name).Kind != zone.RouteExternal
+// pick is the upstream name is asked of: the stub with the longest zone
+// containing it, else the default one; nil when there is none.
+func (u *Upstream) pick(name string) *Upstream {
+	if u == nil {
+		return nil
+	}
+	var best *Stub
+	for i := range u.Stubs {
+		s := &u.Stubs[i]
+		if zone.InZone(name, s.Zone) && (best == nil || len(s.Zone) > len(best.Zone)) {
+			best = s
+		}
+	}
+	switch {
+	case best != nil:
+		return best.Upstream
+	case u.Forwarder != nil:
+		return u
+	}
+	return nil
 }
 
 // forward answers name from the cache, or asks upstream on another
@@ -45,7 +83,7 @@ func zoneContains(z, name string) bool {
 // listener. With alias set (autopath), name is asked in place of the
 // question and the answer comes as a CNAME from alias to name.
 func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byte) []byte {
-	u := h.Upstream
+	u := h.Upstream.pick(name)
 	if u == nil {
 		// Nothing upstream: refused, as CoreDNS refuses names that no
 		// server block serves.
@@ -63,7 +101,7 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byt
 		if st == cache.Fresh {
 			h.countCache("hit")
 			if prefetch {
-				h.prefetch(key, ask)
+				h.prefetch(u, key, ask)
 			}
 			return h.packUpstream(x, r, m, alias, out)
 		}
@@ -117,8 +155,7 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byt
 
 // prefetch refreshes a popular cache entry in the background, within the
 // forwarder's bound on queries in flight.
-func (h *Handler) prefetch(key cache.Key, req *dns.Msg) {
-	u := h.Upstream
+func (h *Handler) prefetch(u *Upstream, key cache.Key, req *dns.Msg) {
 	if u.Forwarder.Acquire() != nil {
 		u.Cache.PrefetchDone(key)
 		return
@@ -198,8 +235,30 @@ func (h *Handler) countCache(kind string) {
 	}
 }
 
+// setCacheSize exports the entries of the forwarders' caches, the
+// default one's and the stubs', as one cache.
 func (h *Handler) setCacheSize() {
-	if h.Metrics != nil {
-		h.Metrics.Cache.Entries.WithLabelValues(h.Server, "all").Set(float64(h.Upstream.Cache.Len()))
+	if h.Metrics == nil {
+		return
 	}
+	n := 0
+	for _, c := range h.Upstream.caches() {
+		n += c.Len()
+	}
+	h.Metrics.Cache.Entries.WithLabelValues(h.Server, "all").Set(float64(n))
+}
+
+// caches lists the caches of the default upstream and the stubs.
+func (u *Upstream) caches() []*cache.Cache {
+	var out []*cache.Cache
+	if u.Cache != nil {
+		out = append(out, u.Cache)
+	}
+	for _, s := range u.Stubs {
+		// A stub of several zones lists its cache once per zone.
+		if s.Upstream.Cache != nil && !slices.Contains(out, s.Upstream.Cache) {
+			out = append(out, s.Upstream.Cache)
+		}
+	}
+	return out
 }

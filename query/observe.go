@@ -12,15 +12,14 @@ import (
 
 // observe records metrics and the query log line of one answered request.
 func (h *Handler) observe(x *exchange, rcode, respSize int) {
-	qtype, name := "other", "."
-	if len(x.req.Question) == 1 {
-		qtype = typeLabel(x.req.Question[0].Qtype)
-		name = x.req.Question[0].Name
+	qtype, name, qt := "other", ".", uint16(0)
+	if q, ok := x.question(); ok {
+		qtype, name, qt = typeLabel(q.Qtype), q.Name, q.Qtype
 	}
 	if h.QueryLog != nil {
 		h.QueryLog.LogAttrs(nil, slog.LevelInfo, "query",
 			slog.String("client", addrString(x.t.Client)), slog.Int("id", int(x.req.Id)),
-			slog.String("type", dns.TypeToString[firstType(x.req)]), slog.String("name", name),
+			slog.String("type", dns.TypeToString[qt]), slog.String("name", name),
 			slog.String("proto", proto(x.t)), slog.Int("size", x.reqSize),
 			slog.String("rcode", rcodeLabel(rcode)), slog.Int("rsize", respSize),
 			slog.Duration("duration", time.Since(x.start)))

@@ -15,7 +15,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/hosts"
 	"github.com/shardns/shardns/metrics"
+	"github.com/shardns/shardns/rewrite"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -41,9 +43,19 @@ type Handler struct {
 	LoadBalance bool
 	// QueryLog logs every query; ErrorLog logs failures (SERVFAIL causes).
 	QueryLog, ErrorLog *slog.Logger
+	// TransferLog logs zone transfers sent and refused; may be nil.
+	TransferLog *slog.Logger
 	// Cluster asks other replicas for zones held there; nil when this
 	// replica holds every zone.
 	Cluster *Cluster
+	// Chaos answers version.bind and friends; nil refuses CHAOS questions.
+	Chaos *Chaos
+	// Rewrite changes questions before anything below answers them; nil:
+	// no rules.
+	Rewrite *rewrite.Rules
+	// Hosts answers names from hosts entries before the cluster zones; nil:
+	// no entries.
+	Hosts *hosts.Hosts
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -58,6 +70,10 @@ type Transport struct {
 	// (forwarded answers) to Client. Nil answers them with SERVFAIL.
 	Late   LateWriter
 	Client netip.AddrPort
+	// Stream, on a connection that can carry several messages for one
+	// question (TCP), sends the leading messages of a zone transfer. Nil
+	// refuses transfers.
+	Stream StreamWriter
 }
 
 // LateWriter sends a response produced after Serve returned. It must be
@@ -74,11 +90,14 @@ type exchange struct {
 	t       Transport
 	zone    string // metrics label: the zone that answered
 	start   time.Time
+	rewrite *rewrite.Result // the rules that applied; asked is the question before them
+	asked   dns.Question
 }
 
 // Serve answers req and returns the packed response appended to out[:0].
-// It returns nil when the request is dropped (too short, or a response)
-// and when the answer comes later through t.Late (forwarded names).
+// It returns nil when the request is dropped (too short, or a response),
+// when the answer comes later through t.Late (forwarded names), and when
+// the connection of a zone transfer streamed through t.Stream broke.
 func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	if drops(req) {
 		if h.Metrics != nil {
@@ -112,18 +131,37 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	}
 	q := x.req.Question[0]
 	r.SetReply(x.req)
+	if q.Qclass == dns.ClassCHAOS && h.Chaos != nil {
+		return h.chaos(x, r, out)
+	}
 	if q.Qclass != dns.ClassINET {
 		r.Rcode = dns.RcodeRefused
 		return h.pack(x, r, out)
 	}
 	name := lower(q.Name)
+	if h.Rewrite != nil {
+		var ok bool
+		if name, ok = h.rewriteQuestion(x, name); !ok {
+			r.Rcode = dns.RcodeServerFailure
+			return h.pack(x, r, out)
+		}
+		q = x.req.Question[0]
+	}
+	if q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
+		return h.transfer(x, r, name, out)
+	}
+	if h.Hosts != nil {
+		if b, done := h.answerHosts(x, r, name, out); done {
+			return b
+		}
+	}
 	if h.Autopath != nil {
 		if b, done := h.autopath(x, r, name, out); done {
 			return b
 		}
 	}
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
-	if resp.External || (resp.Rcode == dns.RcodeNameError && h.Upstream.fallsThrough(name)) {
+	if resp.External || (resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) {
 		return h.forward(x, r, name, "", out)
 	}
 	if len(resp.Remote) > 0 {
@@ -134,7 +172,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		return h.remote(x, r, name, resp, out)
 	}
 	h.setAnswer(x, r, name, q.Name, resp)
-	if q.Qtype == dns.TypeANY && r.Rcode == dns.RcodeSuccess {
+	if q.Qtype == dns.TypeANY && r.Rcode == dns.RcodeSuccess && !resp.Referral {
 		// RFC 8482: a minimal answer to ANY for a name that exists.
 		r.Answer = []dns.RR{&dns.HINFO{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeHINFO,
 			Class: dns.ClassINET, Ttl: h.Config.TTL}, Cpu: "RFC8482"}}
@@ -143,11 +181,21 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	return h.pack(x, r, out)
 }
 
+// Observe records the metrics and the query log line of a request a
+// listener answered itself (a name outside its server blocks, whoami), so
+// those count as every other answer does; zone is the metrics label.
+func (h *Handler) Observe(req *dns.Msg, reqSize int, t Transport, zone string, rcode, respSize int, start time.Time) {
+	h.observe(&exchange{req: req, reqSize: reqSize, t: t, zone: zone, start: start}, rcode, respSize)
+}
+
 // setAnswer copies the authoritative answer for name into r, with the
 // owner name spelled as asked.
 func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zone.Response) {
 	x.zone = h.Config.Domains.Route(name).Origin
-	r.Authoritative = true
+	if resp.Zone != "" {
+		x.zone = resp.Zone // a file zone
+	}
+	r.Authoritative = !resp.Referral
 	r.Rcode = resp.Rcode
 	r.Answer = resp.Answer
 	r.Ns = resp.Ns
@@ -163,6 +211,7 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 // pack sizes, truncates and packs r. The record slices of r are shared
 // with snapshots: they are resliced or copied, never written.
 func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
+	x.unrewrite(r)
 	b, err := h.packMsg(x, r, out)
 	if err != nil {
 		h.logError(x, "packing the response", err)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test tiers use, when they are missing:
-# dig and dnsperf (clients), etcd (for the real kube-apiserver) and
-# unbound (a real upstream resolver).
+# dig and dnsperf (clients), etcd (for the real kube-apiserver),
+# unbound (a real upstream resolver) and kdig (DNS over TLS and HTTPS).
 set -euo pipefail
 
 need=()
@@ -9,6 +9,7 @@ command -v dig >/dev/null || need+=(dnsutils)
 command -v dnsperf >/dev/null || need+=(dnsperf)
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v unbound >/dev/null || need+=(unbound)
+command -v kdig >/dev/null || need+=(knot-dnsutils)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

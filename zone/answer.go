@@ -18,13 +18,17 @@ type Question struct {
 type Response struct {
 	External bool // not in any cluster or reverse zone, nor a mesh name: not ours to answer
 	// Remote lists the replicas to ask, in order, when the zone is held
-	// elsewhere; Zone is its key.
+	// elsewhere; Zone is its key, and the key of the file zone that
+	// answered.
 	Remote []string
 	Zone   string
 	Rcode  int
-	Answer []dns.RR
-	Ns     []dns.RR
-	Extra  []dns.RR
+	// Referral is a delegation from a file zone: NS in the authority
+	// section, glue in the additional one, and no AA bit.
+	Referral bool
+	Answer   []dns.RR
+	Ns       []dns.RR
+	Extra    []dns.RR
 }
 
 // View is the state a question is answered from: the replicated directory
@@ -54,6 +58,9 @@ func Answer(cfg *Config, v View, q Question) Response {
 func answer(cfg *Config, v View, q Question, depth int) Response {
 	route := cfg.Domains.Route(q.Name)
 	if route.Kind == RouteExternal {
+		if key := v.Directory().FileOrigin(q.Name); key != "" {
+			return answerFile(v, key, q)
+		}
 		return answerMesh(cfg, v, q)
 	}
 	dir := v.Directory()
@@ -206,17 +213,17 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 	var ans, extra []dns.RR
 	switch q.Type {
 	case dns.TypeA, dns.TypeAAAA:
-		if n.cname != nil {
+		if n.kind == cnameNode {
 			return s.chase(cfg, v, n, q, depth)
 		}
-		ans = n.a
+		ans = n.a()
 		if q.Type == dns.TypeAAAA {
-			ans = n.aaaa
+			ans = n.aaaa()
 		}
 	case dns.TypeSRV:
-		ans, extra = n.srv, n.srvExtra
+		ans, extra = n.srv(), n.srvExtra()
 	case dns.TypeCNAME:
-		ans = n.cnameRecords
+		ans = n.cnameRecords()
 	}
 	if len(ans) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
@@ -232,7 +239,7 @@ func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
 	if n == nil {
 		return negative(dns.RcodeNameError, s.soa)
 	}
-	ptr := n.ptr
+	ptr := n.ptr()
 	for _, ns := range n.ptrNamespaces {
 		if !dir.HasNamespace(ns) {
 			ptr = exposedPTRs(dir, n)
@@ -250,7 +257,7 @@ func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
 
 func exposedPTRs(dir *Directory, n *node) []dns.RR {
 	var out []dns.RR
-	for i, rr := range n.ptr {
+	for i, rr := range n.ptr() {
 		if dir.HasNamespace(n.ptrNamespaces[i]) {
 			out = append(out, rr)
 		}
@@ -262,21 +269,21 @@ func exposedPTRs(dir *Directory, n *node) []dns.RR {
 // cluster domain. An in-cluster target with no such records gives NODATA,
 // as in CoreDNS; a target outside is left to the client's resolver.
 func (s *Snapshot) chase(cfg *Config, v View, n *node, q Question, depth int) Response {
-	target := n.cname.Target
-	if !inZone(target, s.Origin) {
-		return Response{Answer: n.cnameRecords}
+	target := n.cname().Target
+	if !InZone(target, s.Origin) {
+		return Response{Answer: n.cnameRecords()}
 	}
 	if depth >= maxCNAMEDepth {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
 	next := answer(cfg, v, Question{Name: target, Type: q.Type}, depth+1)
 	if len(next.Remote) > 0 {
-		return Response{Answer: n.cnameRecords} // held elsewhere: the client follows it
+		return Response{Answer: n.cnameRecords()} // held elsewhere: the client follows it
 	}
 	if next.Rcode != dns.RcodeSuccess || len(next.Answer) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
 	ans := make([]dns.RR, 0, 1+len(next.Answer))
-	ans = append(ans, n.cname)
+	ans = append(ans, n.cname())
 	return Response{Answer: append(ans, next.Answer...)}
 }

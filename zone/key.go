@@ -82,21 +82,21 @@ func (d *Domains) Route(qname string) Route {
 // match returns the longest configured zone that qname is in or equal to.
 func (d *Domains) match(qname string) (origin string, reverse bool) {
 	for _, z := range d.Cluster {
-		if inZone(qname, z) && len(z) > len(origin) {
+		if InZone(qname, z) && len(z) > len(origin) {
 			origin, reverse = z, false
 		}
 	}
 	for _, z := range d.Reverse {
-		if inZone(qname, z) && len(z) > len(origin) {
+		if InZone(qname, z) && len(z) > len(origin) {
 			origin, reverse = z, true
 		}
 	}
 	return origin, reverse
 }
 
-// inZone reports whether name equals zone or lies below it, on a label
+// InZone reports whether name equals zone or lies below it, on a label
 // boundary. Both are lower-case and fully qualified.
-func inZone(name, zone string) bool {
+func InZone(name, zone string) bool {
 	if zone == "." {
 		return true
 	}

@@ -144,11 +144,14 @@ func (d *Directory) WithMesh(hosts map[string]struct{}) *Directory {
 }
 
 // KeyOf returns the zone key that name is answered from in v: its cluster
-// or reverse zone, or the mesh zone of the ServiceEntry host it matches;
-// "" when it has none.
+// or reverse zone, the file zone it lies in, or the mesh zone of the
+// ServiceEntry host it matches; "" when it has none.
 func KeyOf(cfg *Config, v View, name string) string {
 	if r := cfg.Domains.Route(name); r.Kind != RouteExternal {
 		return r.Key
+	}
+	if key := v.Directory().FileOrigin(name); key != "" {
+		return key
 	}
 	key, _, _ := v.Directory().mesh.match(name)
 	return key
@@ -193,9 +196,9 @@ func (s *Snapshot) answerMesh(q Question, wildcard bool) Response {
 	var ans []dns.RR
 	switch q.Type {
 	case dns.TypeA:
-		ans = n.a
+		ans = n.a()
 	case dns.TypeAAAA:
-		ans = n.aaaa
+		ans = n.aaaa()
 	}
 	if wildcard && len(ans) > 0 {
 		ans = withOwner(ans, q.Name)
@@ -220,35 +223,45 @@ func withOwner(rrs []dns.RR, name string) []dns.RR {
 // Istio merges them.
 func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost) *Snapshot {
 	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]*node{}, Mesh: hosts}
-	seen := map[string]map[netip.Addr]bool{}
+	type draft struct {
+		v4, v6 []dns.RR
+		seen   map[netip.Addr]bool
+	}
+	drafts := map[string]*draft{}
+	var names []string
 	for _, src := range sortedObjectKeys(hosts) {
 		for _, h := range hosts[src] {
-			n := s.nodes[h.Name]
-			if strings.HasPrefix(h.Name, "*.") {
-				n = s.wildcard
+			name := h.Name
+			if strings.HasPrefix(name, "*.") {
+				name = "*" // the zone's one wildcard
 			}
-			if n == nil {
-				n = &node{}
-				seen[h.Name] = map[netip.Addr]bool{}
-				if strings.HasPrefix(h.Name, "*.") {
-					s.wildcard = n
-				} else {
-					s.nodes[h.Name] = n
-				}
+			d := drafts[name]
+			if d == nil {
+				d = &draft{seen: map[netip.Addr]bool{}}
+				drafts[name] = d
+				names = append(names, name)
 			}
 			for _, a := range h.Addrs {
 				a = a.Unmap()
-				if seen[h.Name][a] {
+				if d.seen[a] {
 					continue
 				}
-				seen[h.Name][a] = true
+				d.seen[a] = true
 				rr := addrRR(h.Name, a, cfg.MeshTTL)
 				if a.Is4() {
-					n.a = append(n.a, rr)
+					d.v4 = append(d.v4, rr)
 				} else {
-					n.aaaa = append(n.aaaa, rr)
+					d.v6 = append(d.v6, rr)
 				}
 			}
+		}
+	}
+	for _, name := range names {
+		n := newAddressNode(drafts[name].v4, drafts[name].v6)
+		if name == "*" {
+			s.wildcard = n
+		} else {
+			s.nodes[name] = n
 		}
 	}
 	return s

@@ -27,8 +27,12 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	ptrs := map[string]map[model.Key][]PTR{}
 	meshZones := map[string]map[model.Key][]MeshHost{}
 	meshNames := map[string]struct{}{}
+	files := map[string]*FileZone{}
+	origins := map[string]struct{}{}
 	for _, o := range objs {
 		switch o := o.(type) {
+		case *FileZone:
+			files[o.Origin], origins[o.Origin] = o, struct{}{}
 		case *model.Namespace:
 			namespaces[o.Name] = struct{}{}
 		case *model.Service:
@@ -52,7 +56,8 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 			}
 		}
 	}
-	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(meshNames), zones: map[string]*Snapshot{}}
+	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(meshNames).WithFiles(origins),
+		zones: map[string]*Snapshot{}}
 	for key := range services {
 		r := cfg.Domains.Route(key)
 		v.zones[key] = BuildServiceZone(cfg, key, r.Origin, 1, services[key], slices[key])
@@ -69,6 +74,9 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	}
 	for key, hosts := range meshZones {
 		v.zones[key] = BuildMeshZone(cfg, key, 1, hosts)
+	}
+	for key, f := range files {
+		v.zones[key] = BuildFileZone(f)
 	}
 	return v
 }

@@ -43,6 +43,14 @@ type Config struct {
 	Ring *cluster.Ring
 	// OnHandoff is told how many zones a ring change gained and lost.
 	OnHandoff func(gained, lost int)
+	// OnSettled is told when work that leaves much garbage behind has
+	// ended: the first sync, the loading of gained zones, the release of
+	// lost ones. The node returns freed memory to the OS then.
+	OnSettled func()
+
+	// fault, set by this package's tests only, runs before a zone actor
+	// applies a batch, so a test can make it fail.
+	fault func(key string, batch *zoneApply)
 }
 
 // Manager routes source changes to zone actors and owns the directory.
@@ -62,20 +70,28 @@ type Manager struct {
 	ipOwner    map[netip.Addr]model.Key   // the pod an address is indexed for
 	meshNames  map[string]int             // mesh host names → entries declaring them
 	meshOf     map[model.Key][]string     // mesh host names of each entry
+	fileZones  map[string]bool            // file zone origins → held by every replica (see file.go)
 
 	// Sharding (see placement.go).
-	ring     *cluster.Ring         // nil: this replica owns every zone
-	sources  map[string]*actor.PID // source actors, for replays
-	grace    map[string]bool       // lost zones still held for a while
-	replay   replayState
-	keysSeen int // len(zoneSize) when placement was last published
+	ring         *cluster.Ring         // nil: this replica owns every zone
+	sources      map[string]*actor.PID // source actors, for replays
+	grace        map[string]bool       // lost zones still held for a while
+	replay       replayState
+	keysSeen     int  // len(zoneSize) when placement was last published
+	placementDue bool // a publishPlacement message is in the mailbox
+
+	// Restarted zone actors (see rebuild.go).
+	rebuildAfterSync map[string]bool      // restarted before every source synced
+	rebuiltAt        map[string]time.Time // when each zone was last rebuilt
 }
 
 // NewManagerProps returns the props of a Manager. Zone actors are its
-// children and are restarted on failure.
+// children and are restarted on every failure, however many: a stopped
+// zone actor would take its zone's names with it (NXDOMAIN), while a
+// restarted one keeps serving its last snapshot (see rebuild.go).
 func NewManagerProps(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)))
+		actor.WithSupervisor(actor.NewRestartingStrategy()))
 }
 
 func newManager(cfg Config) *Manager {
@@ -85,8 +101,9 @@ func newManager(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
 		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
-		meshNames: map[string]int{}, meshOf: map[model.Key][]string{},
-		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring}
+		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
+		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
+		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
 	}
@@ -113,12 +130,22 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:
 		m.onReplayDone(ctx, msg)
-	case *releaseZone:
-		m.onReleaseZone(ctx, msg)
+	case *releaseZones:
+		m.onReleaseZones(ctx, msg)
+	case *flushPlacement:
+		m.onPublishPlacement()
+	case *zoneRestarted:
+		m.onZoneRestarted(ctx, msg)
 	}
 }
 
 func (m *Manager) onStarted(ctx actor.Context) {
+	if len(m.unsynced) == 0 {
+		// No source at all (a forwarder, hosts or stub-domain server):
+		// nothing to wait for.
+		m.markSynced()
+		return
+	}
 	m.publishDirectory()
 	if len(m.unsynced) > 0 && m.cfg.StartupTimeout > 0 {
 		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.StartupTimeout, ctx.Self(), &startupTimeout{})
@@ -153,6 +180,7 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 	if len(m.unsynced) > 0 {
 		return
 	}
+	m.rebuildRestarted(ctx) // before the barrier, which waits for them
 	m.barriers = len(m.children)
 	for _, pid := range m.children {
 		ctx.Send(pid, &barrier{tag: 0})
@@ -174,8 +202,15 @@ func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
 }
 
 func (m *Manager) markSynced() {
+	m.settled() // first, so whoever sees the node synced sees the release asked for
 	m.synced = true
 	m.publishDirectory()
+}
+
+func (m *Manager) settled() {
+	if m.cfg.OnSettled != nil {
+		m.cfg.OnSettled()
+	}
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
@@ -199,6 +234,8 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 			m.routePodChange(c, batch)
 		case model.KindServiceEntry:
 			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
+		case model.KindZoneFile:
+			dirChanged = m.routeFileChange(c, batch) || dirChanged
 		}
 	}
 	for key, b := range batches {
@@ -214,7 +251,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		m.publishDirectory()
 	}
 	if len(m.zoneSize) != m.keysSeen {
-		m.publishPlacement()
+		m.schedulePlacement(ctx)
 	}
 }
 
@@ -342,10 +379,12 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	r := m.cfg.Answer.Domains.Route(key)
 	slot := m.cfg.Table.NewSlot(key)
 	slot.SetLoading(loading)
+	var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
 	za := func() actor.Actor {
 		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
 			mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
-			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger}
+			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
+			restarted: incarnations.Add(1) > 1, fault: m.cfg.fault}
 	}
 	pid := ctx.Spawn(actor.PropsFromProducer(za))
 	m.children[key] = pid
@@ -378,7 +417,8 @@ func (m *Manager) publishDirectory() {
 	for n := range m.meshNames {
 		mesh[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial).WithMesh(mesh))
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial).
+		WithMesh(mesh).WithFiles(m.fileOrigins()))
 	if m.cfg.Synced != nil {
 		m.cfg.Synced.Store(m.synced)
 	}

@@ -52,11 +52,15 @@ type RingChanged struct {
 	Ring *cluster.Ring
 }
 
-// releaseZone ends the grace period of a zone this replica lost.
-type releaseZone struct {
-	key string
-	pid *actor.PID
+// releaseZones ends the grace period of the zones a ring change took
+// from this replica: zone key → its actor then.
+type releaseZones struct {
+	zones map[string]*actor.PID
 }
+
+// flushPlacement makes the Manager publish the placement it deferred
+// (see schedulePlacement).
+type flushPlacement struct{}
 
 // serviceChange is a Service or EndpointSlice change for a service zone.
 type serviceChange struct {
@@ -83,6 +87,7 @@ type zoneApply struct {
 	ptrs     []ptrChange
 	pods     []model.Change
 	mesh     []meshChange
+	file     *fileChange
 }
 
 // barrier asks a zone actor to publish everything it has applied, then
@@ -96,6 +101,19 @@ type barrierDone struct {
 	tag uint64
 	key string
 }
+
+// zoneRestarted tells the Manager that its supervisor restarted the zone
+// actor pid: whatever the failed actor had applied but not published is
+// lost, so the zone is rebuilt from the sources.
+type zoneRestarted struct {
+	key string
+	pid *actor.PID
+}
+
+// rebuild makes a restarted zone actor forget what it resumed from and
+// refill from the replay id, publishing nothing until that replay's
+// barrier: its last snapshot serves meanwhile.
+type rebuild struct{ id uint64 }
 
 // startupTimeout tells the Manager that the startup timeout has passed.
 type startupTimeout struct{}

@@ -29,15 +29,16 @@ type replayState struct {
 	pending int             // loading zones yet to pass the barrier
 }
 
-// owns reports whether this replica owns key.
+// owns reports whether this replica owns key. Every replica owns the
+// file zones that may be transferred.
 func (m *Manager) owns(key string) bool {
-	return m.ring == nil || m.ring.Owns(m.cfg.Self, key)
+	return m.ring == nil || m.fileZones[key] || m.ring.Owns(m.cfg.Self, key)
 }
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.ring = msg.Ring
 	var gained []string
-	lost := 0
+	lost := map[string]*actor.PID{}
 	for key := range m.zoneSize {
 		owned := m.owns(key)
 		pid := m.children[key]
@@ -49,31 +50,41 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 			delete(m.grace, key) // owned again before its grace ended
 		case !owned && pid != nil && !m.grace[key]:
 			m.grace[key] = true
-			lost++
-			scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZone{key: key, pid: pid})
+			lost[key] = pid
 		}
 	}
-	if len(gained) > 0 {
-		m.startReplay(ctx, gained)
+	if len(lost) > 0 {
+		// One timer for every zone this change lost: they are released
+		// together, with one placement for all of them.
+		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZones{zones: lost})
 	}
-	if m.cfg.OnHandoff != nil && (len(gained) > 0 || lost > 0) {
-		m.cfg.OnHandoff(len(gained), lost)
+	if len(gained) > 0 {
+		m.startReplay(ctx, gained, true)
+	} else if m.replay.keys == nil {
+		m.setLoaded(true) // nothing is loading, whatever the node assumed
+	}
+	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
+		m.cfg.OnHandoff(len(gained), len(lost))
 	}
 	m.publishPlacement()
 }
 
 // startReplay asks every source to send its objects again, to fill the
-// gained zones (and any still loading from an earlier change).
-func (m *Manager) startReplay(ctx actor.Context, gained []string) {
-	keys := m.replay.keys
-	if keys == nil {
-		keys = map[string]bool{}
+// zones of keys (and any still loading from an earlier replay), and
+// returns the replay's ID. Gained zones are hidden: the node is not
+// loaded until they are; a restarted zone keeps serving its last snapshot.
+func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
+	loading := m.replay.keys
+	if loading == nil {
+		loading = map[string]bool{}
 	}
-	for _, k := range gained {
-		keys[k] = true
+	for _, k := range keys {
+		loading[k] = true
 	}
-	m.replay = replayState{id: m.replay.id + 1, keys: keys, waiting: map[string]bool{}}
-	m.setLoaded(false)
+	m.replay = replayState{id: m.replay.id + 1, keys: loading, waiting: map[string]bool{}}
+	if hidden {
+		m.setLoaded(false)
+	}
 	for name, pid := range m.sources {
 		m.replay.waiting[name] = true
 		ctx.Send(pid, &Replay{ID: m.replay.id})
@@ -81,6 +92,7 @@ func (m *Manager) startReplay(ctx actor.Context, gained []string) {
 	if len(m.replay.waiting) == 0 {
 		m.replayBarrier(ctx)
 	}
+	return m.replay.id
 }
 
 func (m *Manager) onReplayDone(ctx actor.Context, msg *ReplayDone) {
@@ -119,6 +131,7 @@ func (m *Manager) onReplayBarrierDone(_ actor.Context, msg *barrierDone) {
 
 // finishReplay shows the loaded zones to queries.
 func (m *Manager) finishReplay() {
+	m.settled() // first, so whoever sees the zones loaded sees the release asked for
 	for key := range m.replay.keys {
 		if m.children[key] != nil {
 			if slot := m.cfg.Table.SlotOf(key); slot != nil {
@@ -126,7 +139,7 @@ func (m *Manager) finishReplay() {
 			}
 		}
 	}
-	m.cfg.Logger.Info("zones loaded after a ring change", "zones", len(m.replay.keys))
+	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys))
 	m.replay.keys = nil
 	m.setLoaded(true)
 	m.publishPlacement()
@@ -138,22 +151,51 @@ func (m *Manager) setLoaded(b bool) {
 	}
 }
 
-// onReleaseZone stops a lost zone at the end of its grace period, unless
-// it was gained back meanwhile.
-func (m *Manager) onReleaseZone(ctx actor.Context, msg *releaseZone) {
-	if !m.grace[msg.key] || m.children[msg.key] != msg.pid || m.owns(msg.key) {
+// onReleaseZones stops lost zones at the end of their grace period,
+// unless they were gained back meanwhile. The placement that sends their
+// queries elsewhere is published before they stop.
+func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
+	var stop []*actor.PID
+	for key, pid := range msg.zones {
+		if !m.grace[key] || m.children[key] != pid || m.owns(key) {
+			continue
+		}
+		delete(m.grace, key)
+		delete(m.children, key)
+		stop = append(stop, pid)
+	}
+	if len(stop) == 0 {
 		return
 	}
-	delete(m.grace, msg.key)
-	delete(m.children, msg.key)
-	ctx.Poison(msg.pid)
 	m.publishPlacement()
+	for _, pid := range stop {
+		ctx.Poison(pid)
+	}
+	m.settled()
+}
+
+// schedulePlacement publishes the placement once the messages already in
+// the mailbox are handled: during an initial list, thousands of batches
+// each discover zones, and one placement for all of them costs what one
+// per batch would cost thousands of times over.
+func (m *Manager) schedulePlacement(ctx actor.Context) {
+	if !m.placementDue {
+		m.placementDue = true
+		ctx.Send(ctx.Self(), &flushPlacement{})
+	}
+}
+
+func (m *Manager) onPublishPlacement() {
+	if m.placementDue {
+		m.publishPlacement()
+	}
 }
 
 // publishPlacement tells the query path, for every known zone this
 // replica does not serve complete, which replicas to ask. An empty list
 // (no owner reachable yet) makes such names SERVFAIL, never NXDOMAIN.
 func (m *Manager) publishPlacement() {
+	m.placementDue = false
 	m.keysSeen = len(m.zoneSize)
 	if m.ring == nil {
 		m.cfg.Table.SetPlacement(nil)

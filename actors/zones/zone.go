@@ -23,43 +23,51 @@ type zoneActor struct {
 	now         func() time.Time
 	log         *slog.Logger
 
+	// What the zone is built from. After a flush these are the maps of
+	// the published snapshot (shared): the next change copies them
+	// first, so a quiet zone keeps one copy of its state, not two.
 	services map[string]*model.Service
 	slices   map[string]*model.EndpointSlice
 	ptrs     map[model.Key][]zone.PTR
 	podObjs  map[string]*model.Pod
 	hosts    map[model.Key][]zone.MeshHost
+	shared   bool
+	fileZone *zone.FileZone
 	serial   uint32
 	pending  bool // a flush is in the mailbox
+
+	// Restarts (see rebuild.go).
+	restarted  bool     // made by a supervisor's restart, not by the Manager's spawn
+	rebuilding uint64   // the replay a rebuild waits for; 0: not rebuilding
+	owed       []uint64 // barriers to answer once the rebuilt zone is published
+
+	fault func(key string, batch *zoneApply) // Config.fault
 }
 
 func (z *zoneActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		z.onStarted()
+		z.onStarted(ctx)
 	case *zoneApply:
 		z.onApply(ctx, msg)
 	case *flush:
-		if z.pending {
+		if z.pending && z.rebuilding == 0 {
 			z.onFlush()
 		}
 	case *barrier:
-		if z.pending {
-			z.onFlush()
-		}
-		ctx.Send(ctx.Parent(), &barrierDone{tag: msg.tag, key: z.key})
+		z.onBarrier(ctx, msg)
+	case *rebuild:
+		z.onRebuild(msg)
 	case *actor.Stopping:
 		z.table.RemoveSlot(z.key, z.slot)
 	}
 }
 
 // onStarted resumes from the last published snapshot, so a zone actor
-// restarted by its supervisor keeps serving what it served.
-func (z *zoneActor) onStarted() {
-	z.services = map[string]*model.Service{}
-	z.slices = map[string]*model.EndpointSlice{}
-	z.ptrs = map[model.Key][]zone.PTR{}
-	z.podObjs = map[string]*model.Pod{}
-	z.hosts = map[model.Key][]zone.MeshHost{}
+// restarted by its supervisor keeps serving what it served; then it asks
+// the Manager to rebuild it from the sources.
+func (z *zoneActor) onStarted(ctx actor.Context) {
+	z.forget()
 	z.pending = false
 	if s := z.slot.Load(); s != nil {
 		maps.Copy(z.services, s.Services)
@@ -67,12 +75,40 @@ func (z *zoneActor) onStarted() {
 		maps.Copy(z.ptrs, s.PTRs)
 		maps.Copy(z.podObjs, s.Pods)
 		maps.Copy(z.hosts, s.Mesh)
+		z.fileZone = s.File
 		z.serial = s.Serial
-		z.log.Warn("zone actor restarted; resuming from its last snapshot", "zone", z.key)
+	}
+	if z.restarted {
+		z.log.Warn("zone actor restarted; its last snapshot serves while it rebuilds from the sources", "zone", z.key)
+		ctx.Send(ctx.Parent(), &zoneRestarted{key: z.key, pid: ctx.Self()})
 	}
 }
 
+// forget starts the zone's state over, empty and its own.
+func (z *zoneActor) forget() {
+	z.services = map[string]*model.Service{}
+	z.slices = map[string]*model.EndpointSlice{}
+	z.ptrs = map[model.Key][]zone.PTR{}
+	z.podObjs = map[string]*model.Pod{}
+	z.hosts = map[model.Key][]zone.MeshHost{}
+	z.shared = false
+}
+
+// own copies the maps the published snapshot shares before a change.
+func (z *zoneActor) own() {
+	if !z.shared {
+		return
+	}
+	z.services, z.slices, z.ptrs = maps.Clone(z.services), maps.Clone(z.slices), maps.Clone(z.ptrs)
+	z.podObjs, z.hosts = maps.Clone(z.podObjs), maps.Clone(z.hosts)
+	z.shared = false
+}
+
 func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
+	if z.fault != nil {
+		z.fault(z.key, msg)
+	}
+	z.own()
 	for _, c := range msg.services {
 		k := c.change.Key
 		switch o := c.change.Object.(type) {
@@ -109,6 +145,9 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 			z.hosts[m.source] = m.hosts
 		}
 	}
+	if msg.file != nil {
+		z.fileZone = msg.file.zone
+	}
 	if !z.pending {
 		z.pending = true
 		ctx.Send(ctx.Self(), &flush{})
@@ -121,15 +160,20 @@ func (z *zoneActor) onFlush() {
 	z.serial = nextSerial(z.serial, z.now())
 	var s *zone.Snapshot
 	switch {
+	case z.fileZone != nil:
+		// A file zone's key is its origin, which a mesh zone may share;
+		// the file's names are answered first, so its content wins.
+		s = zone.BuildFileZone(z.fileZone)
 	case z.mesh:
-		s = zone.BuildMeshZone(z.cfg, z.key, z.serial, maps.Clone(z.hosts))
+		s = zone.BuildMeshZone(z.cfg, z.key, z.serial, z.hosts)
 	case z.pods:
-		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.podObjs))
+		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, z.podObjs)
 	case z.reverse:
-		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.ptrs))
+		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, z.ptrs)
 	default:
-		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, maps.Clone(z.services), maps.Clone(z.slices))
+		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, z.services, z.slices)
 	}
+	z.shared = true // the snapshot holds these maps now: never change them in place
 	z.slot.Store(s)
 }
 

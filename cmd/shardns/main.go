@@ -1,7 +1,8 @@
 // Command shardns is a sharded cluster DNS server for Kubernetes.
 //
 //	shardns serve [--config FILE]   serve DNS (the embedded demo without --config)
-//	shardns check --config FILE     validate a configuration and its manifests
+//	shardns check --config FILE     validate a configuration, its manifests and zone files
+//	shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
 //	shardns version                 print the version
 package main
 
@@ -26,6 +27,7 @@ import (
 	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/node"
 	"github.com/shardns/shardns/sources/manifest"
+	"github.com/shardns/shardns/sources/zonefile"
 )
 
 func main() {
@@ -37,8 +39,10 @@ func main() {
 
 const usage = `usage:
   shardns serve [--config FILE]   serve DNS (the embedded demo cluster without --config)
-  shardns check --config FILE     validate a configuration and its manifests
+  shardns check --config FILE     validate a configuration, its manifests and zone files
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
+  shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
+                                  [--allow-unmapped] [--expand-env]; - reads standard input
   shardns version                 print the version`
 
 func run(args []string, stderr io.Writer) error {
@@ -52,6 +56,8 @@ func run(args []string, stderr io.Writer) error {
 		return check(args[1:])
 	case "ring":
 		return ring(args[1:])
+	case "convert":
+		return convert(args[1:], os.Stdin, os.Stdout, stderr)
 	case "version":
 		fmt.Println("shardns", node.Version)
 		return nil
@@ -130,7 +136,12 @@ func check(args []string) error {
 	if err != nil {
 		return fmt.Errorf("manifests.files: %w", err)
 	}
-	fmt.Printf("configuration OK; manifests hold %d objects\n", snap.Len())
+	zs, reserved := zonefile.FromConfig(cfg)
+	zoneFiles, err := zonefile.Load(files, zs, reserved)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("configuration OK; manifests hold %d objects, zone files %d zones\n", snap.Len(), zoneFiles.Len())
 	return nil
 }
 

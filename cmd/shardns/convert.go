@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/shardns/shardns/corefile"
+)
+
+// convert prints the shardns configuration equivalent to a Corefile.
+// Every plugin or option without an equivalent is listed on stderr with
+// its line; unless --allow-unmapped is given, any such line makes the
+// command fail without printing a configuration, so a script cannot
+// deploy a conversion that silently lost a setting.
+func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("convert", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	path := fl.String("corefile", "", "the Corefile to convert; - reads standard input")
+	allow := fl.Bool("allow-unmapped", false, "print the configuration even when some Corefile lines have no shardns equivalent")
+	expandEnv := fl.Bool("expand-env", false, "expand {$NAME} and {%NAME%} from this shell's environment (CoreDNS expands them from its own)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fl.Arg(0))
+	}
+	if *path == "" {
+		return fmt.Errorf("convert needs --corefile FILE (- for standard input)")
+	}
+	name, src, err := readCorefile(*path, stdin)
+	if err != nil {
+		return err
+	}
+	var opts corefile.Options
+	if *expandEnv {
+		opts.Getenv = os.LookupEnv
+	}
+	cf, err := corefile.Parse(name, src, opts)
+	if err != nil {
+		return err
+	}
+	res, err := corefile.Convert(cf)
+	if err != nil {
+		return err
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintln(stderr, f.Format(name))
+	}
+	if n := res.Unmapped(); n > 0 && !*allow {
+		what := "settings have"
+		if n == 1 {
+			what = "setting has"
+		}
+		return fmt.Errorf("%d Corefile %s no shardns equivalent (listed above); --allow-unmapped prints the configuration without them", n, what)
+	}
+	out, err := res.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// readCorefile reads path, or standard input for "-", named "Corefile"
+// as the key of CoreDNS's ConfigMap is.
+func readCorefile(path string, stdin io.Reader) (string, []byte, error) {
+	if path == "-" {
+		src, err := io.ReadAll(stdin)
+		return "Corefile", src, err
+	}
+	src, err := os.ReadFile(path)
+	return path, src, err
+}

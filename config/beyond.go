@@ -1,0 +1,346 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/hosts"
+)
+
+// ServerConfig is one extra listener, like a Corefile server block on its
+// own port: plain DNS, DNS over TLS or DNS over HTTPS, optionally limited
+// to some zones.
+type ServerConfig struct {
+	// Listen addresses, host:port.
+	Listen []string `json:"listen"`
+	// Transport is dns (UDP and TCP; the default), tls (RFC 7858) or
+	// https (RFC 8484).
+	Transport string `json:"transport"`
+	// Zones this listener answers; names outside them get REFUSED. Empty
+	// answers every name.
+	Zones []string `json:"zones"`
+	// TLS is the certificate of tls and https listeners, re-read when the
+	// files change.
+	TLS TLSConfig `json:"tls"`
+	// Path is the URL path of DNS over HTTPS; default /dns-query.
+	Path string `json:"path"`
+	// Whoami answers every query with the client's address, port and
+	// transport (CoreDNS's whoami plugin) instead of records.
+	Whoami bool `json:"whoami"`
+}
+
+// TLSConfig is a certificate and its key, PEM files.
+type TLSConfig struct {
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+}
+
+// StubConfig forwards some zones to their own upstreams (a stub domain).
+type StubConfig struct {
+	// Zones forwarded to these upstreams; the longest match wins.
+	Zones []string `json:"zones"`
+	// Upstreams as in forward.upstreams.
+	Upstreams []string `json:"upstreams"`
+	// Policy as in forward.policy; empty: forward.policy.
+	Policy string `json:"policy"`
+}
+
+// FileZoneConfig is one authoritative RFC 1035 zone file.
+type FileZoneConfig struct {
+	// File is the zone file's path.
+	File string `json:"file"`
+	// Origin is the zone's name; empty: the file's $ORIGIN or SOA owner.
+	Origin string `json:"origin"`
+	// TransferTo lists the addresses (IPs or CIDRs, "*" for any) allowed
+	// to transfer the zone with AXFR over TCP.
+	TransferTo []string `json:"transferTo"`
+}
+
+// FilesConfig is the zone file source.
+type FilesConfig struct {
+	Zones []FileZoneConfig `json:"zones"`
+	// Interval between checks of the files for changes.
+	Interval Duration `json:"interval"`
+}
+
+// HostsConfig answers names from /etc/hosts-format entries.
+type HostsConfig struct {
+	// Entries are inline lines: "IP name [name...]".
+	Entries []string `json:"entries"`
+	// Files in /etc/hosts format.
+	Files []string `json:"files"`
+	// Zones the hosts entries answer for; empty: every name.
+	Zones []string `json:"zones"`
+	// TTL of the answers, seconds.
+	TTL int `json:"ttl"`
+	// NoReverse serves no PTR records for the entries.
+	NoReverse bool `json:"noReverse"`
+	// Fallthrough zones pass names not in the entries on; "." passes all.
+	Fallthrough []string `json:"fallthrough"`
+	// Interval between checks of the files for changes.
+	Interval Duration `json:"interval"`
+}
+
+// RewriteRule changes a query before it is answered, and the answer back.
+type RewriteRule struct {
+	// Field is name, type or ttl.
+	Field string `json:"field"`
+	// Match is exact, prefix, suffix, substring or regex (name and ttl).
+	Match string `json:"match"`
+	// From is the name (or pattern) to match; for type, the query type.
+	From string `json:"from"`
+	// To is the replacement name (regex: with {1}… groups) or query type.
+	To string `json:"to"`
+	// TTL is what ttl rules set: "N" or "MIN-MAX" seconds.
+	TTL string `json:"ttl"`
+	// Continue applies the next rules too; otherwise the first rule that
+	// matches is the last.
+	Continue bool `json:"continue"`
+}
+
+// ChaosConfig answers CHAOS-class TXT queries (version.bind and friends).
+type ChaosConfig struct {
+	// Enabled answers version.bind, version.server, hostname.bind and
+	// id.server; otherwise CHAOS queries get REFUSED.
+	Enabled bool `json:"enabled"`
+	// Version is the version.bind answer; empty: "shardns-" and the
+	// build's version.
+	Version string `json:"version"`
+}
+
+// RateLimitConfig bounds the UDP queries each client address may send.
+type RateLimitConfig struct {
+	// PerSecond per client IP; 0 disables the limit.
+	PerSecond int `json:"perSecond"`
+	// Burst is how many queries a client that was quiet may send at once
+	// (the bucket's size); 0 means PerSecond.
+	Burst int `json:"burst"`
+}
+
+func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
+	for i := range c.Servers {
+		s := &c.Servers[i]
+		key := fmt.Sprintf("servers[%d]", i)
+		if s.Transport == "" {
+			s.Transport = "dns"
+		}
+		if s.Transport == "https" && s.Path == "" {
+			s.Path = "/dns-query"
+		}
+		if len(s.Listen) == 0 {
+			bad(key+".listen", "needs at least one address")
+		}
+		for j, a := range s.Listen {
+			if err := checkHostPort(a); err != nil {
+				bad(fmt.Sprintf("%s.listen[%d]", key, j), "%v", err)
+			}
+		}
+		switch s.Transport {
+		case "dns":
+		case "tls", "https":
+			if s.TLS.CertFile == "" || s.TLS.KeyFile == "" {
+				bad(key+".tls", "%s needs certFile and keyFile", s.Transport)
+			}
+		default:
+			bad(key+".transport", "must be dns, tls or https, got %q", s.Transport)
+		}
+		if s.Transport == "https" && !strings.HasPrefix(s.Path, "/") {
+			bad(key+".path", "must start with /, got %q", s.Path)
+		}
+		checkZones(bad, key+".zones", s.Zones, true)
+	}
+	c.checkServerAddrs(bad)
+	for i, s := range c.Forward.Stubs {
+		key := fmt.Sprintf("forward.stubs[%d]", i)
+		if len(s.Zones) == 0 {
+			bad(key+".zones", "needs at least one zone")
+		}
+		checkZones(bad, key+".zones", s.Zones, true)
+		c.checkStubZones(bad, key+".zones", s.Zones)
+		if len(s.Upstreams) == 0 {
+			bad(key+".upstreams", "needs at least one upstream")
+		}
+		switch s.Policy {
+		case "", "random", "round_robin", "sequential":
+		default:
+			bad(key+".policy", "must be random, round_robin or sequential, got %q", s.Policy)
+		}
+	}
+	if c.Files.Interval <= 0 {
+		bad("files.interval", "must be positive")
+	}
+	for i, z := range c.Files.Zones {
+		key := fmt.Sprintf("files.zones[%d]", i)
+		if z.File == "" {
+			bad(key+".file", "is empty")
+		}
+		if z.Origin != "" {
+			checkZones(bad, key+".origin", []string{z.Origin}, false)
+			c.checkFileOrigin(bad, i)
+		}
+		for j, a := range z.TransferTo {
+			if a == "*" {
+				continue
+			}
+			if _, err := netip.ParsePrefix(a); err == nil {
+				continue
+			}
+			if _, err := netip.ParseAddr(a); err != nil {
+				bad(fmt.Sprintf("%s.transferTo[%d]", key, j), "%q is not an IP address, a CIDR or *", a)
+			}
+		}
+	}
+	h := &c.Hosts
+	if h.TTL < 0 || h.TTL > 3600*24*7 {
+		bad("hosts.ttl", "must be between 0 and 604800, got %d", h.TTL)
+	}
+	if h.Interval <= 0 {
+		bad("hosts.interval", "must be positive")
+	}
+	checkZones(bad, "hosts.zones", h.Zones, true)
+	checkZones(bad, "hosts.fallthrough", h.Fallthrough, true)
+	for i, f := range h.Files {
+		if f == "" {
+			bad(fmt.Sprintf("hosts.files[%d]", i), "is empty")
+		}
+	}
+	for i, e := range h.Entries {
+		if _, _, err := hosts.ParseLine(e); err != nil {
+			bad(fmt.Sprintf("hosts.entries[%d]", i), "%v", err)
+		}
+	}
+	for i := range c.Rewrite {
+		r := &c.Rewrite[i]
+		if r.Match == "" && r.Field != "type" {
+			r.Match = "exact" // as CoreDNS, when no match type is given
+		}
+		validateRewrite(bad, fmt.Sprintf("rewrite[%d]", i), *r)
+	}
+	if rl := c.DNS.RateLimit; rl.PerSecond < 0 || rl.Burst < 0 {
+		bad("dns.rateLimit", "perSecond and burst must not be negative")
+	}
+}
+
+func validateRewrite(bad func(key, format string, args ...any), key string, r RewriteRule) {
+	checkMatch := func() {
+		switch r.Match {
+		case "exact", "prefix", "suffix", "substring":
+		case "regex":
+			if _, err := regexp.Compile(r.From); err != nil {
+				bad(key+".from", "%v", err)
+			}
+		default:
+			bad(key+".match", "must be exact, prefix, suffix, substring or regex, got %q", r.Match)
+		}
+		if r.From == "" {
+			bad(key+".from", "is empty")
+		}
+	}
+	switch r.Field {
+	case "name":
+		checkMatch()
+		if r.To == "" {
+			bad(key+".to", "is empty")
+		}
+	case "type":
+		if _, ok := dns.StringToType[strings.ToUpper(r.From)]; !ok {
+			bad(key+".from", "%q is not a query type", r.From)
+		}
+		if _, ok := dns.StringToType[strings.ToUpper(r.To)]; !ok {
+			bad(key+".to", "%q is not a query type", r.To)
+		}
+	case "ttl":
+		checkMatch()
+		if _, _, err := ParseTTLRange(r.TTL); err != nil {
+			bad(key+".ttl", "%v", err)
+		}
+	default:
+		bad(key+".field", "must be name, type or ttl, got %q", r.Field)
+	}
+}
+
+// ParseTTLRange reads a rewrite TTL: "N" or "MIN-MAX" seconds.
+func ParseTTLRange(s string) (lo, hi uint32, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if !isRange {
+		b = a
+	}
+	x, err1 := strconv.ParseUint(a, 10, 32)
+	y, err2 := strconv.ParseUint(b, 10, 32)
+	if err1 != nil || err2 != nil || x > y {
+		return 0, 0, fmt.Errorf("must be N or MIN-MAX seconds, got %q", s)
+	}
+	return uint32(x), uint32(y), nil
+}
+
+// checkZones reports entries of zones that are not domain names; "." (the
+// root, every name) is accepted where root is true.
+func checkZones(bad func(key, format string, args ...any), key string, zones []string, root bool) {
+	for i, z := range zones {
+		if root && z == "." {
+			continue
+		}
+		if !ValidDomain(z) {
+			bad(fmt.Sprintf("%s[%d]", key, i), "%q is not a domain name", z)
+		}
+	}
+}
+
+// checkStubZones rejects stub zones inside a cluster or reverse zone that
+// no kubernetes.fallthrough zone overlaps: shardns answers every name
+// there itself, so the stub would never be asked.
+func (c *Config) checkStubZones(bad func(key, format string, args ...any), key string, zones []string) {
+	k := &c.Kubernetes
+	for i, z := range zones {
+		for _, own := range append(append([]string(nil), k.Zones...), k.ReverseZones...) {
+			if !underZone(z, own) {
+				continue
+			}
+			overlaps := false
+			for _, f := range k.Fallthrough {
+				overlaps = overlaps || underZone(z, f) || underZone(f, z)
+			}
+			if !overlaps {
+				bad(fmt.Sprintf("%s[%d]", key, i), "%q is inside %q, whose names shardns answers itself; "+
+					"a stub there is asked only for the NXDOMAINs of kubernetes.fallthrough zones, and none overlaps it", z, own)
+			}
+			break
+		}
+	}
+}
+
+// checkFileOrigin rejects a configured file zone origin that overlaps a
+// cluster or reverse zone (whose names the Kubernetes records own) or is
+// the origin of an earlier file zone. Origins read from the files are
+// checked when they are loaded.
+func (c *Config) checkFileOrigin(bad func(key, format string, args ...any), i int) {
+	key, origin := fmt.Sprintf("files.zones[%d].origin", i), c.Files.Zones[i].Origin
+	k := &c.Kubernetes
+	for _, own := range []struct {
+		key   string
+		zones []string
+	}{{"kubernetes.zones", k.Zones}, {"kubernetes.reverseZones", k.ReverseZones}} {
+		for j, z := range own.zones {
+			if underZone(origin, z) || underZone(z, origin) {
+				bad(key, "%q overlaps %s[%d] %q: a file zone cannot share names with a cluster or reverse zone", origin, own.key, j, z)
+			}
+		}
+	}
+	for j := range i {
+		if o := c.Files.Zones[j].Origin; o != "" && underZone(o, origin) && underZone(origin, o) {
+			bad(key, "%q is also the origin of files.zones[%d]", origin, j)
+		}
+	}
+}
+
+// underZone reports whether name equals zone or lies below it.
+func underZone(name, zone string) bool {
+	n := strings.ToLower(strings.TrimSuffix(name, "."))
+	z := strings.ToLower(strings.TrimSuffix(zone, "."))
+	return z == "" || n == z || strings.HasSuffix(n, "."+z)
+}

@@ -1,0 +1,347 @@
+package corefile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/shardns/shardns/config"
+)
+
+// Finding is what the converter says about a line of the Corefile.
+type Finding struct {
+	// Line in the Corefile; 0 for the Corefile as a whole (a plugin
+	// that is missing).
+	Line int
+	// Unmapped is true when the line has no shardns equivalent and was
+	// left out; false for a note on how it was mapped.
+	Unmapped bool
+	Msg      string
+}
+
+// Format renders the finding as FILE:LINE: MSG, notes marked "note:".
+func (f Finding) Format(file string) string {
+	if f.Unmapped {
+		return f.where(file) + ": " + f.Msg
+	}
+	return f.where(file) + ": note: " + f.Msg
+}
+
+// where is FILE:LINE, or FILE for the Corefile as a whole.
+func (f Finding) where(file string) string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", file, f.Line)
+	}
+	return file
+}
+
+// Result is a converted Corefile.
+type Result struct {
+	// File names the Corefile in findings.
+	File string
+	// Config is the shardns configuration; config.Parse accepts its YAML.
+	Config *config.Config
+	// Findings in line order: every plugin or option left out, and notes
+	// on mappings that are not one to one.
+	Findings []Finding
+}
+
+// Unmapped counts the findings that left something out.
+func (r *Result) Unmapped() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Unmapped {
+			n++
+		}
+	}
+	return n
+}
+
+// converter holds the state of one conversion.
+type converter struct {
+	cfg      *config.Config
+	findings []Finding
+	seen     map[Finding]bool
+	servers  []*server
+	main     *server
+	// claimed maps a setting shardns has once (the cache, the forwarder
+	// of a zone, ...) to the directive that set it.
+	claimed map[string]*Directive
+	// done marks directives of settings already applied, for blocks
+	// whose keys listen on several ports and so are several servers.
+	done map[*Directive]bool
+	http []httpCandidate
+	// Plugins whose absence changes a default.
+	saw          map[string]bool
+	errorsLogged bool // errors, or log with class error
+	// fileLines are the lines of files.zones' plugins, in order.
+	fileLines []int
+	// stubLines and stubBlocks are the lines and blocks of the plugins
+	// of forward.stubs, in order.
+	stubLines  []int
+	stubBlocks []*ServerBlock
+	// kubeBlock is the block of the kubernetes plugin.
+	kubeBlock *ServerBlock
+	// blockFiles lists the files.zones entries of each block, for its
+	// transfer plugin.
+	blockFiles map[*ServerBlock][]int
+	// deferred checks that need every block read first.
+	deferred []func()
+}
+
+// Convert maps a parsed Corefile to a shardns configuration.
+func Convert(cf *Corefile) (*Result, error) {
+	c := &converter{cfg: config.Default(), seen: map[Finding]bool{}, claimed: map[string]*Directive{},
+		done: map[*Directive]bool{}, saw: map[string]bool{}, blockFiles: map[*ServerBlock][]int{}}
+	// CoreDNS stops at once unless health has a lameduck.
+	c.cfg.HTTP.Lameduck = 0
+	if len(cf.Blocks) == 0 {
+		return nil, fmt.Errorf("%s: no server blocks", cf.File)
+	}
+	for _, d := range cf.Imports {
+		c.unmapped(d.Line, "import %s: other files are not read; paste their content into the Corefile", strings.Join(d.Args, " "))
+	}
+	if err := c.setupServers(cf); err != nil {
+		return nil, err
+	}
+	for _, s := range c.ordered() {
+		if s.skip {
+			continue
+		}
+		for _, d := range sortedDirectives(s.block.Directives) {
+			c.directive(s, d)
+		}
+	}
+	for _, f := range c.deferred {
+		f()
+	}
+	c.dropShadowedStubs()
+	c.finish()
+	sort.SliceStable(c.findings, func(i, j int) bool { return c.findings[i].Line < c.findings[j].Line })
+	return &Result{File: cf.File, Config: c.cfg, Findings: c.findings}, nil
+}
+
+func (c *converter) add(f Finding) {
+	f.Msg = printable(f.Msg)
+	if !c.seen[f] {
+		c.seen[f] = true
+		c.findings = append(c.findings, f)
+	}
+}
+
+func (c *converter) unmapped(line int, format string, args ...any) {
+	c.add(Finding{Line: line, Unmapped: true, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *converter) note(line int, format string, args ...any) {
+	c.add(Finding{Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// ordered lists the servers with the main one first: its plugins set
+// what shardns has once, as the root server block of a cluster does.
+func (c *converter) ordered() []*server {
+	out := make([]*server, 0, len(c.servers))
+	if c.main != nil {
+		out = append(out, c.main)
+	}
+	for _, s := range c.servers {
+		if s != c.main {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// order puts the plugins that change how others are read first (bind,
+// root) and transfer, which completes the file zones, last. CoreDNS runs
+// plugins in its own fixed order, not the order written.
+var order = map[string]int{"bind": -2, "root": -1, "transfer": 1}
+
+func sortedDirectives(ds []*Directive) []*Directive {
+	out := append([]*Directive(nil), ds...)
+	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Name] < order[out[j].Name] })
+	return out
+}
+
+// handler maps one plugin of a server block.
+type handler func(c *converter, s *server, d *Directive)
+
+// perServer plugins apply to the listener of each server a block makes;
+// the others set something shardns has once, and are applied once.
+var perServer = map[string]bool{"bind": true, "root": true, "tls": true, "whoami": true}
+
+func (c *converter) directive(s *server, d *Directive) {
+	if refs := directiveEnvRefs(d); len(refs) > 0 {
+		c.unmapped(d.Line, "plugin %q uses the environment variable %s, which CoreDNS reads from its own environment: write the value, or run convert with --expand-env", d.Name, refs[0])
+		return
+	}
+	if !printableWords(d) {
+		c.unmapped(d.Line, "plugin %q has a word with a control character or invalid UTF-8", d.Name)
+		return
+	}
+	if !perServer[d.Name] {
+		if c.done[d] {
+			return
+		}
+		c.done[d] = true
+	}
+	h, ok := handlers[d.Name]
+	if !ok {
+		c.unmapped(d.Line, "plugin %q has no shardns equivalent", d.Name)
+		return
+	}
+	c.saw[d.Name] = true
+	h(c, s, d)
+}
+
+// handlers maps the plugins shardns has an equivalent of.
+var handlers = map[string]handler{
+	"bind": func(*converter, *server, *Directive) {}, // read by setupServers
+	"root": func(*converter, *server, *Directive) {}, // read by setupServers
+	"import": func(c *converter, _ *server, d *Directive) {
+		c.unmapped(d.Line, "import %s: other files and unknown snippets are not read; paste their content into the Corefile", strings.Join(d.Args, " "))
+	},
+	"errors": (*converter).errorsPlugin, "log": (*converter).logPlugin,
+	"health": (*converter).healthPlugin, "ready": (*converter).readyPlugin,
+	"prometheus": (*converter).prometheusPlugin, "loadbalance": (*converter).loadbalancePlugin,
+	"loop": (*converter).loopPlugin, "reload": (*converter).reloadPlugin,
+	"chaos": (*converter).chaosPlugin, "autopath": (*converter).autopathPlugin,
+	"any": (*converter).anyPlugin, "whoami": (*converter).whoamiPlugin, "tls": (*converter).tlsPlugin,
+	"kubernetes": (*converter).kubernetesPlugin, "forward": (*converter).forwardPlugin,
+	"proxy": (*converter).proxyPlugin, "cache": (*converter).cachePlugin,
+	"file": (*converter).filePlugin, "transfer": (*converter).transferPlugin,
+	"hosts": (*converter).hostsPlugin, "rewrite": (*converter).rewritePlugin,
+}
+
+// claim records d as the directive that sets key, which shardns has once
+// for every server block. It reports whether d is the first; a later
+// directive that differs is reported as not mapped.
+func (c *converter) claim(key string, d *Directive, what string) bool {
+	prev, ok := c.claimed[key]
+	if !ok {
+		c.claimed[key] = d
+		return true
+	}
+	if canonical(prev) != canonical(d) {
+		c.unmapped(d.Line, "%s differs from line %d: shardns has one %s for every server block", d.Name, prev.Line, what)
+	}
+	return false
+}
+
+// global notes that a plugin of a block other than the main one applies
+// to every server block in shardns, unless the main block has the same.
+func (c *converter) global(s *server, d *Directive, key string) {
+	if s == c.main || c.main == nil {
+		return
+	}
+	for _, m := range c.main.block.Directives {
+		if m.Name == d.Name && canonical(m) == canonical(d) {
+			return
+		}
+	}
+	c.note(d.Line, "%s in server block %q applies to every server block in shardns (%s)", d.Name, strings.Join(s.block.Keys, " "), key)
+}
+
+// canonical is a directive as one string, to compare two directives.
+func canonical(d *Directive) string {
+	var b strings.Builder
+	b.WriteString(strings.Join(append([]string{d.Name}, d.Args...), " "))
+	if d.HasBlock {
+		b.WriteString(" {")
+		for _, sub := range d.Block {
+			b.WriteString(canonical(sub) + ";")
+		}
+		b.WriteString("}")
+	}
+	return b.String()
+}
+
+// printableWords reports whether every word of d, its block included, is
+// text a YAML value can hold.
+func printableWords(d *Directive) bool {
+	for _, w := range append([]string{d.Name}, d.Args...) {
+		if printable(w) != w {
+			return false
+		}
+	}
+	for _, sub := range d.Block {
+		if !printableWords(sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func directiveEnvRefs(d *Directive) []string {
+	var refs []string
+	for _, w := range append([]string{d.Name}, d.Args...) {
+		for _, n := range EnvRefs(w) {
+			refs = append(refs, "{$"+n+"}")
+		}
+	}
+	for _, sub := range d.Block {
+		refs = append(refs, directiveEnvRefs(sub)...)
+	}
+	return refs
+}
+
+// options calls f for each line of d's block; f reports whether it knew
+// the option, and unknown options are reported as not mapped.
+func (c *converter) options(d *Directive, f func(o *Directive) bool) {
+	for _, o := range d.Block {
+		if !f(o) {
+			c.unmapped(o.Line, "%s option %q has no shardns equivalent", d.Name, o.Name)
+		}
+	}
+}
+
+// finish sets what follows from plugins that were not written, and the
+// HTTP address.
+func (c *converter) finish() {
+	cfg := c.cfg
+	if !c.errorsLogged {
+		cfg.Log.Errors = false
+		c.note(0, "no errors plugin: log.errors: false")
+	}
+	if !c.saw["cache"] {
+		cfg.Cache.Enabled = false
+		c.note(0, "no cache plugin: cache.enabled: false")
+	}
+	if !c.saw["loadbalance"] {
+		cfg.LoadBalance.Enabled = false
+		c.note(0, "no loadbalance plugin: loadbalance.enabled: false")
+	}
+	if !c.saw["kubernetes"] {
+		cfg.Kubernetes.Enabled = false
+		cfg.Kubernetes.ReverseZones = []string{}
+		c.note(0, "no kubernetes plugin: kubernetes.enabled: false, kubernetes.reverseZones: []")
+	}
+	c.dropClusterFileZones()
+	if _, ok := c.claimed["forward ."]; !ok {
+		cfg.Forward.Upstreams = []string{}
+		c.note(0, "no forward plugin for the root zone: forward.upstreams: [] (names outside every zone get REFUSED)")
+	}
+	if cfg.HTTP.Lameduck == 0 {
+		c.note(0, "no health lameduck: http.lameduck: 0s (on SIGTERM the listeners close at once)")
+	}
+	c.finishHTTP()
+}
+
+// printable escapes control characters and invalid UTF-8 that Corefile
+// words may hold, so a finding stays one line of a terminal or a YAML
+// comment.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || r == 0xfeff:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,264 @@
+package corefile
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shardns/shardns/config"
+)
+
+// forwardSpec is a forward or proxy plugin read into shardns's terms.
+type forwardSpec struct {
+	zones     []string // "." alone: every name (forward.upstreams)
+	upstreams []string
+	policy    string
+	maxFails  *int
+	health    *config.Duration
+	maxConc   *int
+}
+
+func (c *converter) forwardPlugin(s *server, d *Directive) {
+	spec, ok := c.forwardTarget(s, d)
+	if !ok {
+		return
+	}
+	c.options(d, func(o *Directive) bool {
+		switch o.Name {
+		case "policy":
+			if len(o.Args) == 1 && slices.Contains([]string{"random", "round_robin", "sequential"}, o.Args[0]) {
+				spec.policy = o.Args[0]
+			} else {
+				c.unmapped(o.Line, "policy %s: must be random, round_robin or sequential", strings.Join(o.Args, " "))
+			}
+		case "max_fails":
+			spec.maxFails = c.positive(o, "0 never marks an upstream down; shardns needs at least 1")
+		case "max_concurrent":
+			spec.maxConc = c.positive(o, "shardns needs a bound of at least 1")
+		case "health_check":
+			if dur, ok := c.duration(o, 0); ok && dur == 0 {
+				c.unmapped(o.Line, "health_check 0: shardns always probes an upstream it marked down")
+			} else if ok {
+				hc := config.Duration(dur)
+				spec.health = &hc
+			}
+			if len(o.Args) > 1 {
+				c.unmapped(o.Line, "health_check %s: shardns probes with its own question", strings.Join(o.Args[1:], " "))
+			}
+		case "except":
+			c.exceptZones(o)
+		default:
+			return false
+		}
+		return true
+	})
+	c.applyForward(s, d, spec)
+}
+
+// proxyPlugin maps proxy, which CoreDNS 1.4 replaced by forward, as a
+// forward with its policies renamed.
+func (c *converter) proxyPlugin(s *server, d *Directive) {
+	spec, ok := c.forwardTarget(s, d)
+	if !ok {
+		return
+	}
+	c.note(d.Line, "proxy (removed in CoreDNS 1.4) is converted as forward")
+	c.options(d, func(o *Directive) bool {
+		switch o.Name {
+		case "policy":
+			p := map[string]string{"random": "random", "round_robin": "round_robin", "first": "sequential"}[strings.Join(o.Args, " ")]
+			if p == "" {
+				c.unmapped(o.Line, "policy %s: shardns has random, round_robin and first (sequential)", strings.Join(o.Args, " "))
+			}
+			spec.policy = p
+		case "max_fails":
+			spec.maxFails = c.positive(o, "0 never marks an upstream down; shardns needs at least 1")
+		case "protocol":
+			if strings.Join(o.Args, " ") != "dns" {
+				c.unmapped(o.Line, "protocol %s: shardns forwards plain DNS", strings.Join(o.Args, " "))
+			}
+		case "except":
+			c.exceptZones(o)
+		default:
+			return false
+		}
+		return true
+	})
+	c.applyForward(s, d, spec)
+}
+
+// forwardTarget reads FROM TO...: the zones forwarded (FROM, or the
+// block's zones when FROM is the root) and the upstreams.
+func (c *converter) forwardTarget(s *server, d *Directive) (*forwardSpec, bool) {
+	if len(d.Args) < 2 {
+		c.unmapped(d.Line, "%s needs a zone and at least one upstream", d.Name)
+		return nil, false
+	}
+	from, err := NormalizeZone(d.Args[0])
+	if err != nil {
+		c.unmapped(d.Line, "%s %s: %v", d.Name, d.Args[0], err)
+		return nil, false
+	}
+	spec := &forwardSpec{zones: []string{from}}
+	if from == "." {
+		spec.zones = s.blockZones
+	}
+	if slices.Contains(spec.zones, ".") {
+		spec.zones = []string{"."}
+	}
+	for _, to := range d.Args[1:] {
+		u, ok := upstream(to)
+		if !ok {
+			c.unmapped(d.Line, "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path", d.Name, to)
+			return nil, false
+		}
+		spec.upstreams = append(spec.upstreams, u)
+	}
+	return spec, true
+}
+
+// upstream converts one upstream of forward or proxy.
+func upstream(to string) (string, bool) {
+	u := strings.TrimPrefix(to, "dns://")
+	if strings.Contains(u, "://") {
+		return "", false
+	}
+	if ap, err := netip.ParseAddrPort(u); err == nil {
+		return ap.String(), true
+	}
+	if a, err := netip.ParseAddr(u); err == nil {
+		return a.String(), true
+	}
+	// CoreDNS reads anything else as a resolv.conf; a path is the only
+	// such word shardns accepts too.
+	return u, strings.Contains(u, "/")
+}
+
+// applyForward sets forward.* for the root zone or adds a stub domain.
+func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
+	f := &c.cfg.Forward
+	if spec.zones[0] == "." {
+		if !c.claim("forward .", d, "forwarder for names outside every zone") {
+			return
+		}
+		f.Upstreams = spec.upstreams
+		if spec.policy != "" {
+			f.Policy = spec.policy
+		}
+		if spec.maxFails != nil {
+			f.MaxFails = *spec.maxFails
+		}
+		if spec.health != nil {
+			f.HealthCheck = *spec.health
+		}
+		if spec.maxConc != nil {
+			f.MaxConcurrent = *spec.maxConc
+		} else {
+			c.note(d.Line, "%s without max_concurrent: forward.maxConcurrent stays %d (CoreDNS has no bound)", d.Name, f.MaxConcurrent)
+		}
+		return
+	}
+	if !c.claim(d.Name+" "+strings.Join(spec.zones, " "), d, "forwarder per zone") {
+		return
+	}
+	for _, z := range spec.zones {
+		if !config.ValidDomain(z) {
+			c.unmapped(d.Line, "%s zone %s: not a host-style domain name", d.Name, z)
+			return
+		}
+	}
+	for _, st := range f.Stubs {
+		for _, z := range spec.zones {
+			if slices.Contains(st.Zones, z) {
+				c.unmapped(d.Line, "%s %s: a stub domain for %s is already converted", d.Name, z, z)
+				return
+			}
+		}
+	}
+	// Stub domains share forward.* but their policy: an option that
+	// differs from the root forwarder's has no key.
+	same := func(name string, set bool, equal bool) {
+		if set && !equal {
+			c.unmapped(d.Line, "%s for stub domain %s: one %s for every upstream (forward.*)", name, strings.Join(spec.zones, " "), name)
+		}
+	}
+	same("max_fails", spec.maxFails != nil, spec.maxFails != nil && *spec.maxFails == f.MaxFails)
+	same("max_concurrent", spec.maxConc != nil, spec.maxConc != nil && *spec.maxConc == f.MaxConcurrent)
+	same("health_check", spec.health != nil, spec.health != nil && *spec.health == f.HealthCheck)
+	f.Stubs = append(f.Stubs, config.StubConfig{Zones: spec.zones, Upstreams: spec.upstreams, Policy: spec.policy})
+	c.stubLines = append(c.stubLines, d.Line)
+	c.stubBlocks = append(c.stubBlocks, s.block)
+}
+
+// dropShadowedStubs removes stub domains inside a kubernetes zone that no
+// fallthrough zone overlaps. CoreDNS runs kubernetes before forward, so
+// such a forwarder is never asked there either; shardns refuses to
+// configure one.
+func (c *converter) dropShadowedStubs() {
+	k := c.cfg.Kubernetes
+	if !k.Enabled {
+		return
+	}
+	own := append(append([]string(nil), k.Zones...), k.ReverseZones...)
+	var kept []config.StubConfig
+	var lines []int
+	var blocks []*ServerBlock
+	for i, st := range c.cfg.Forward.Stubs {
+		shadowed := ""
+		for _, z := range st.Zones {
+			if !underAny(z, own) {
+				continue
+			}
+			reached := false
+			for _, f := range k.Fallthrough {
+				reached = reached || underAny(z, []string{f}) || underAny(f, []string{z})
+			}
+			if !reached {
+				shadowed = z
+			}
+		}
+		switch {
+		case shadowed != "" && c.stubBlocks[i] == c.kubeBlock:
+			c.note(c.stubLines[i], "forward for %s is left out: the kubernetes plugin answers every name there (it comes before forward in CoreDNS too) and no fallthrough reaches it", shadowed)
+		case shadowed != "":
+			c.unmapped(c.stubLines[i], "forward for %s: CoreDNS sends these names to this server block, but shardns answers every name of a kubernetes zone from the cluster (add the zone to kubernetes fallthrough to forward its NXDOMAINs)", shadowed)
+		default:
+			kept = append(kept, st)
+			lines = append(lines, c.stubLines[i])
+			blocks = append(blocks, c.stubBlocks[i])
+		}
+	}
+	c.cfg.Forward.Stubs, c.stubLines, c.stubBlocks = kept, lines, blocks
+}
+
+// exceptZones accepts except when every zone it names is another server
+// block's: there CoreDNS sends those names anyway, and so does shardns.
+func (c *converter) exceptZones(o *Directive) {
+	for _, a := range o.Args {
+		z, err := NormalizeZone(a)
+		found := false
+		for _, s := range c.servers {
+			if err == nil && slices.Contains(s.blockZones, z) {
+				found = true
+			}
+		}
+		if !found {
+			c.unmapped(o.Line, "except %s: shardns forwards every name outside its zones", a)
+		}
+	}
+}
+
+// positive reads o's one argument as a number of at least 1.
+func (c *converter) positive(o *Directive, zero string) *int {
+	n, err := strconv.Atoi(strings.Join(o.Args, " "))
+	switch {
+	case err != nil || n < 0:
+		c.unmapped(o.Line, "%s %s: not a number", o.Name, strings.Join(o.Args, " "))
+		return nil
+	case n == 0:
+		c.unmapped(o.Line, "%s 0: %s", o.Name, zero)
+		return nil
+	}
+	return &n
+}

@@ -1,0 +1,142 @@
+package corefile
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/shardns/shardns/config"
+)
+
+// kubernetesPlugin maps the kubernetes plugin and its options to
+// kubernetes.*. Where the plugin leaves an option out, CoreDNS's default
+// is written (pods disabled, no fallthrough), not shardns's.
+func (c *converter) kubernetesPlugin(s *server, d *Directive) {
+	if !c.claim("kubernetes", d, "cluster (kubernetes plugin)") {
+		return
+	}
+	k := &c.cfg.Kubernetes
+	k.Enabled = true
+	c.kubeBlock = s.block
+	fwd, rev := c.clusterZones(s, d)
+	if len(fwd) > 0 {
+		k.Zones = fwd
+	}
+	k.ReverseZones = rev
+	k.Pods = "disabled"
+	k.Fallthrough = []string{}
+	c.options(d, func(o *Directive) bool { return c.kubernetesOption(k, o) })
+}
+
+// clusterZones splits the plugin's zones (its arguments, else the
+// block's) into cluster domains and reverse zones.
+func (c *converter) clusterZones(s *server, d *Directive) (fwd, rev []string) {
+	rev = []string{}
+	args := d.Args
+	if len(args) == 0 {
+		args = s.blockZones
+	}
+	for _, a := range args {
+		zones, err := keyZones(a)
+		if err != nil {
+			c.unmapped(d.Line, "kubernetes zone %s: %v", a, err)
+			continue
+		}
+		for _, z := range zones {
+			switch {
+			case z == ".":
+				c.unmapped(d.Line, "kubernetes zone \".\": shardns serves cluster names under a cluster domain; kubernetes.zones keeps %s", strings.Join(c.cfg.Kubernetes.Zones, ", "))
+			case isReverse(z):
+				rev = appendNew(rev, z)
+			case !config.ValidDomain(z):
+				c.unmapped(d.Line, "kubernetes zone %s: not a host-style domain name", z)
+			default:
+				fwd = appendNew(fwd, z)
+			}
+		}
+	}
+	return fwd, rev
+}
+
+func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) bool {
+	switch o.Name {
+	case "pods":
+		if len(o.Args) == 1 && (o.Args[0] == "disabled" || o.Args[0] == "insecure" || o.Args[0] == "verified") {
+			k.Pods = o.Args[0]
+		} else {
+			c.unmapped(o.Line, "pods %s: must be disabled, insecure or verified", strings.Join(o.Args, " "))
+		}
+	case "endpoint_pod_names":
+		k.EndpointPodNames = true
+	case "ttl":
+		n, err := strconv.Atoi(strings.Join(o.Args, " "))
+		if err != nil || n < 0 || n > 3600 {
+			c.unmapped(o.Line, "ttl %s: must be 0 to 3600 seconds", strings.Join(o.Args, " "))
+			break
+		}
+		k.TTL = &n
+	case "namespaces":
+		k.Namespaces = append(k.Namespaces, o.Args...)
+	case "labels":
+		k.LabelSelector = strings.Join(o.Args, " ")
+	case "namespace_labels":
+		k.NamespaceSelector = strings.Join(o.Args, " ")
+	case "noendpoints":
+		k.NoEndpoints = true
+	case "ignore":
+		if len(o.Args) != 1 || o.Args[0] != "empty_service" {
+			return false
+		}
+		k.IgnoreEmptyService = true
+	case "fallthrough":
+		k.Fallthrough = c.fallthroughZones(o, append(append([]string(nil), k.Zones...), k.ReverseZones...))
+	case "kubeconfig":
+		if len(o.Args) == 0 {
+			return false
+		}
+		k.Kubeconfig = o.Args[0]
+		if len(o.Args) > 1 {
+			c.unmapped(o.Line, "kubeconfig context %s: shardns uses the kubeconfig's current context", o.Args[1])
+		}
+	case "startup_timeout":
+		if dur, ok := c.duration(o, 0); ok {
+			k.StartupTimeout = config.Duration(dur)
+		}
+	case "endpoint", "tls":
+		c.unmapped(o.Line, "%s: shardns connects with a kubeconfig (kubernetes.kubeconfig) or the pod's service account", o.Name)
+	case "upstream":
+		c.note(o.Line, "upstream: obsolete in CoreDNS; shardns leaves ExternalName targets outside the cluster to the client's resolver")
+	case "resyncperiod":
+		c.note(o.Line, "resyncperiod: shardns's watches do not resync")
+	default:
+		return false
+	}
+	return true
+}
+
+// fallthroughZones reads a fallthrough option: its zones, or all of the
+// plugin's zones when it names none (or the root).
+func (c *converter) fallthroughZones(o *Directive, all []string) []string {
+	if len(o.Args) == 0 {
+		return all
+	}
+	out := []string{}
+	for _, a := range o.Args {
+		z, err := NormalizeZone(a)
+		switch {
+		case err == nil && z == ".":
+			return all
+		case err != nil || !config.ValidDomain(z):
+			c.unmapped(o.Line, "fallthrough %s: not a domain name", a)
+		default:
+			out = appendNew(out, z)
+		}
+	}
+	return out
+}
+
+// isReverse reports whether z is a reverse zone (under in-addr.arpa or
+// ip6.arpa).
+func isReverse(z string) bool {
+	return z == "in-addr.arpa" || z == "ip6.arpa" ||
+		strings.HasSuffix(z, ".in-addr.arpa") || strings.HasSuffix(z, ".ip6.arpa")
+}

@@ -1,0 +1,150 @@
+package corefile
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/config"
+)
+
+var matchTypes = []string{"exact", "prefix", "suffix", "substring", "regex"}
+
+// rewritePlugin maps the name, type and ttl rules of rewrite to
+// rewrite[]; class, edns0, rcode and cname rules have no equivalent.
+func (c *converter) rewritePlugin(s *server, d *Directive) {
+	args := d.Args
+	r := config.RewriteRule{}
+	if len(args) > 0 && (args[0] == "continue" || args[0] == "stop") {
+		r.Continue = args[0] == "continue"
+		args = args[1:]
+	}
+	if d.HasBlock {
+		c.unmapped(d.Line, "rewrite with a block (the edns0 and old forms) has no shardns equivalent")
+		return
+	}
+	if len(args) == 0 {
+		c.unmapped(d.Line, "rewrite needs a rule")
+		return
+	}
+	r.Field = args[0]
+	var ok bool
+	switch r.Field {
+	case "name":
+		ok = c.rewriteName(d, &r, args[1:])
+	case "type":
+		ok = c.rewriteType(d, &r, args[1:])
+	case "ttl":
+		ok = c.rewriteTTL(d, &r, args[1:])
+	default:
+		c.unmapped(d.Line, "rewrite %s: shardns rewrites names, query types and TTLs only", r.Field)
+	}
+	if !ok {
+		return
+	}
+	c.cfg.Rewrite = append(c.cfg.Rewrite, r)
+	c.global(s, d, "rewrite[] applies to every query")
+}
+
+// rewriteName reads [MATCH] FROM TO [answer auto | answer name FROM TO]...
+func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []string) bool {
+	r.Match = "exact"
+	if len(args) > 0 && slices.Contains(matchTypes, args[0]) {
+		r.Match, args = args[0], args[1:]
+	}
+	if len(args) < 2 {
+		c.unmapped(d.Line, "rewrite name needs a name to match and its replacement")
+		return false
+	}
+	r.From, r.To = args[0], args[1]
+	if !c.rewriteFrom(d, r) {
+		return false
+	}
+	if r.To == "" {
+		c.unmapped(d.Line, "rewrite name: the replacement is empty")
+		return false
+	}
+	for rest := args[2:]; len(rest) > 0; {
+		switch {
+		case len(rest) >= 2 && rest[0] == "answer" && rest[1] == "auto":
+			rest = rest[2:]
+		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "name":
+			c.note(d.Line, "rewrite answer name %s %s: shardns gives answers back the name asked", rest[2], rest[3])
+			rest = rest[4:]
+		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "value":
+			c.unmapped(d.Line, "rewrite answer value %s %s: shardns does not rewrite record data", rest[2], rest[3])
+			rest = rest[4:]
+		default:
+			c.unmapped(d.Line, "rewrite %s: shardns has no such rewrite option", strings.Join(rest, " "))
+			return false
+		}
+	}
+	return true
+}
+
+// rewriteType reads FROM TO query types.
+func (c *converter) rewriteType(d *Directive, r *config.RewriteRule, args []string) bool {
+	if len(args) != 2 {
+		c.unmapped(d.Line, "rewrite type needs two query types")
+		return false
+	}
+	for _, t := range args {
+		if _, ok := dns.StringToType[strings.ToUpper(t)]; !ok {
+			c.unmapped(d.Line, "rewrite type %s: not a query type", t)
+			return false
+		}
+	}
+	r.From, r.To = strings.ToUpper(args[0]), strings.ToUpper(args[1])
+	return true
+}
+
+// rewriteTTL reads [MATCH] NAME TTL, where TTL is N, MIN-MAX, MIN- or
+// -MAX (open ends become 0 and 2147483647, RFC 2181's largest TTL).
+func (c *converter) rewriteTTL(d *Directive, r *config.RewriteRule, args []string) bool {
+	r.Match = "exact"
+	if len(args) > 0 && slices.Contains(matchTypes, args[0]) {
+		r.Match, args = args[0], args[1:]
+	}
+	if len(args) != 2 {
+		c.unmapped(d.Line, "rewrite ttl needs a name to match and a TTL")
+		return false
+	}
+	r.From = args[0]
+	if !c.rewriteFrom(d, r) {
+		return false
+	}
+	ttl := args[1]
+	if lo, hi, isRange := strings.Cut(ttl, "-"); isRange {
+		if lo == "" {
+			lo = "0"
+		}
+		if hi == "" {
+			hi = "2147483647"
+		}
+		ttl = lo + "-" + hi
+	}
+	if _, _, err := config.ParseTTLRange(ttl); err != nil {
+		c.unmapped(d.Line, "rewrite ttl %s: %v", args[1], err)
+		return false
+	}
+	r.TTL = ttl
+	return true
+}
+
+// rewriteFrom checks what a name or ttl rule matches: not empty, and a
+// regular expression Go compiles.
+func (c *converter) rewriteFrom(d *Directive, r *config.RewriteRule) bool {
+	if r.From == "" {
+		c.unmapped(d.Line, "rewrite %s: the name to match is empty", r.Field)
+		return false
+	}
+	if r.Match == "regex" {
+		if _, err := regexp.Compile(r.From); err != nil {
+			c.unmapped(d.Line, "rewrite %s regex %s: %v", r.Field, r.From, err)
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,312 @@
+package corefile
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shardns/shardns/config"
+)
+
+// Each case is a small Corefile, what its configuration must hold, and
+// the findings it must produce (FILE:LINE: text, as the command prints).
+func TestConvertPlugins(t *testing.T) {
+	cases := []struct {
+		name  string
+		src   string
+		check func(t *testing.T, cfg *config.Config)
+		want  []string
+	}{
+		{
+			name: "unknown plugin reported with its line",
+			src:  ".:53 {\n  errors\n  dnssec\n}\n",
+			want: []string{`Corefile:3: plugin "dnssec" has no shardns equivalent`},
+		},
+		{
+			name: "environment reference left for the user",
+			src:  ".:53 {\n  forward . {$UPSTREAM}\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if len(cfg.Forward.Upstreams) != 0 {
+					t.Errorf("upstreams %q, want none", cfg.Forward.Upstreams)
+				}
+			},
+			want: []string{`Corefile:2: plugin "forward" uses the environment variable {$UPSTREAM}, which CoreDNS reads from its own environment: write the value, or run convert with --expand-env`},
+		},
+		{
+			name: "plugins that differ between blocks",
+			src:  ".:53 {\n  cache 30\n  health\n}\nexample.org:53 {\n  cache 300\n  health :9090\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Cache.MaxTTL != 30 || cfg.HTTP.Listen != "0.0.0.0:8080" {
+					t.Errorf("cache.maxTTL %d, http.listen %s: want the main block's", cfg.Cache.MaxTTL, cfg.HTTP.Listen)
+				}
+			},
+			want: []string{
+				"Corefile:6: cache differs from line 2: shardns has one response cache for every server block",
+				"Corefile:7: health differs from line 3: shardns has one health endpoint for every server block",
+			},
+		},
+		{
+			name: "bind gives listeners; another address is a listener of its own",
+			src:  ".:53 {\n  bind 127.0.0.1 ::1\n}\nexample.org:53 {\n  bind 127.0.0.2\n  file db.example.org\n}\nexample.net {\n  bind 127.0.0.1 ::1\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if !reflect.DeepEqual(cfg.DNS.Listen, []string{"127.0.0.1:53", "[::1]:53"}) {
+					t.Errorf("dns.listen %q", cfg.DNS.Listen)
+				}
+				if len(cfg.Servers) != 1 || !reflect.DeepEqual(cfg.Servers[0].Listen, []string{"127.0.0.2:53"}) ||
+					!reflect.DeepEqual(cfg.Servers[0].Zones, []string{"example.org"}) {
+					t.Errorf("servers %+v, want one on 127.0.0.2:53 for example.org", cfg.Servers)
+				}
+			},
+		},
+		{
+			name: "keys on two ports: one listener each, the plugins once for all zones",
+			src:  ".:53 {\n  forward . 10.0.0.53\n}\na.example:53 b.example:1053 c.example:1053 {\n  file db.shared\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				var origins []string
+				for _, z := range cfg.Files.Zones {
+					origins = append(origins, z.Origin)
+				}
+				if !reflect.DeepEqual(origins, []string{"a.example", "b.example", "c.example"}) {
+					t.Errorf("file origins %q", origins)
+				}
+				if len(cfg.Servers) != 1 || !reflect.DeepEqual(cfg.Servers[0].Zones, []string{"b.example", "c.example"}) {
+					t.Errorf("servers %+v, want one on 1053 for b and c", cfg.Servers)
+				}
+			},
+		},
+		{
+			name: "whoami on the main listener",
+			src:  ".:53 {\n  whoami\n}\n",
+			want: []string{"Corefile:2: whoami on dns.listen has no shardns equivalent; give its server block a port of its own"},
+		},
+		{
+			name: "autopath without verified pods",
+			src:  ".:53 {\n  kubernetes cluster.local {\n    pods insecure\n  }\n  autopath @kubernetes\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Autopath.Enabled {
+					t.Error("autopath enabled without pods verified")
+				}
+			},
+			want: []string{"Corefile:5: autopath needs the kubernetes plugin with pods verified, to know each client's namespace"},
+		},
+		{
+			name: "root, file transfer in both syntaxes, reload",
+			src: "example.org {\n  root /etc/coredns/zones\n  file db.example.org {\n    transfer to * 10.0.0.1:53\n    reload 30s\n  }\n}\n" +
+				"example.com {\n  file /srv/db.example.com\n  transfer {\n    to 192.0.2.0/24 2001:db8::1\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := []config.FileZoneConfig{
+					{File: "/etc/coredns/zones/db.example.org", Origin: "example.org", TransferTo: []string{"*", "10.0.0.1"}},
+					{File: "/srv/db.example.com", Origin: "example.com", TransferTo: []string{"192.0.2.0/24", "2001:db8::1"}},
+				}
+				if !reflect.DeepEqual(cfg.Files.Zones, want) {
+					t.Errorf("files.zones %+v\nwant %+v", cfg.Files.Zones, want)
+				}
+				if cfg.Files.Interval.D().String() != "30s" {
+					t.Errorf("files.interval %v", cfg.Files.Interval.D())
+				}
+			},
+		},
+		{
+			name: "file zone inside a kubernetes zone",
+			src:  ".:53 {\n  kubernetes cluster.local 10.0.0.0/8\n  file db.10 10.in-addr.arpa\n  file db.example example.org\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if len(cfg.Files.Zones) != 1 || cfg.Files.Zones[0].Origin != "example.org" {
+					t.Errorf("files.zones %+v, want example.org only", cfg.Files.Zones)
+				}
+			},
+			want: []string{"Corefile:3: file zone 10.in-addr.arpa shares names with the kubernetes zone 10.in-addr.arpa: shardns answers those from the cluster's records only"},
+		},
+		{
+			name: "stub inside a kubernetes zone without fallthrough",
+			src:  "cluster.local:53 {\n  kubernetes\n  forward . 10.0.0.1\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if len(cfg.Forward.Stubs) != 0 {
+					t.Errorf("stubs %+v, want none", cfg.Forward.Stubs)
+				}
+			},
+			want: []string{"Corefile:3: note: forward for cluster.local is left out: the kubernetes plugin answers every name there (it comes before forward in CoreDNS too) and no fallthrough reaches it"},
+		},
+		{
+			name: "a server block for a subzone of the cluster",
+			src:  ".:53 {\n  kubernetes cluster.local\n}\nsub.cluster.local:53 {\n  forward . 10.0.0.1\n}\n",
+			want: []string{"Corefile:5: forward for sub.cluster.local: CoreDNS sends these names to this server block, but shardns answers every name of a kubernetes zone from the cluster (add the zone to kubernetes fallthrough to forward its NXDOMAINs)"},
+		},
+		{
+			name: "a second transport on the main address",
+			src:  ".:53 {\n  forward . 10.0.0.1\n}\ntls://example.org:53 {\n  tls c.pem k.pem\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if len(cfg.Servers) != 0 {
+					t.Errorf("servers %+v, want none", cfg.Servers)
+				}
+			},
+			want: []string{`Corefile:4: server block "tls://example.org:53": 0.0.0.0:53 is also dns.listen; shardns cannot split one address between listeners this way, so its plugins are not converted`},
+		},
+		{
+			name: "file reload 0 and transfer from",
+			src:  "example.org {\n  file db {\n    reload 0\n    transfer from 10.0.0.1\n  }\n}\n",
+			want: []string{
+				"Corefile:3: reload 0: shardns re-reads changed zone files (files.interval)",
+				"Corefile:4: transfer from 10.0.0.1: shardns transfers its zones out (transfer to), never in",
+			},
+		},
+		{
+			name: "log class error is the errors log",
+			src:  ".:53 {\n  log . {\n    class error\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Log.Queries || !cfg.Log.Errors {
+					t.Errorf("log %+v, want errors only", cfg.Log)
+				}
+			},
+		},
+		{
+			name: "kubernetes defaults are CoreDNS's",
+			src:  ".:53 {\n  kubernetes example.cluster 10.0.0.0/16 {\n    kubeconfig /etc/k.conf ctx\n    fallthrough\n    ttl 4000\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				k := cfg.Kubernetes
+				if k.Pods != "disabled" || k.Kubeconfig != "/etc/k.conf" || *k.TTL != 5 ||
+					!reflect.DeepEqual(k.Zones, []string{"example.cluster"}) ||
+					!reflect.DeepEqual(k.ReverseZones, []string{"0.10.in-addr.arpa"}) ||
+					!reflect.DeepEqual(k.Fallthrough, []string{"example.cluster", "0.10.in-addr.arpa"}) {
+					t.Errorf("kubernetes %+v", k)
+				}
+			},
+			want: []string{
+				"Corefile:3: kubeconfig context ctx: shardns uses the kubeconfig's current context",
+				"Corefile:5: ttl 4000: must be 0 to 3600 seconds",
+			},
+		},
+		{
+			name: "proxy policies",
+			src:  ".:53 {\n  proxy . 10.0.0.1 10.0.0.2 {\n    policy first\n  }\n}\nx.example {\n  proxy . 10.0.0.3 {\n    policy least_conn\n    health_check /health:8080\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Forward.Policy != "sequential" {
+					t.Errorf("forward.policy %s", cfg.Forward.Policy)
+				}
+			},
+			want: []string{
+				"Corefile:8: policy least_conn: shardns has random, round_robin and first (sequential)",
+				`Corefile:9: proxy option "health_check" has no shardns equivalent`,
+			},
+		},
+		{
+			name: "stub options that only the root forwarder has",
+			src:  ".:53 {\n  forward . 10.0.0.1\n}\nx.example {\n  forward . 10.0.0.3 {\n    max_fails 5\n  }\n}\nx.example:1053 {\n  forward . 10.0.0.4\n}\n",
+			want: []string{
+				"Corefile:5: max_fails for stub domain x.example: one max_fails for every upstream (forward.*)",
+				"Corefile:10: forward differs from line 5: shardns has one forwarder per zone for every server block",
+			},
+		},
+		{
+			name: "hosts with no file and fallthrough to every name",
+			src:  ".:53 {\n  hosts {\n    10.0.0.1 a.example\n    fallthrough .\n    badoption x\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				h := cfg.Hosts
+				if !reflect.DeepEqual(h.Files, []string{"/etc/hosts"}) || h.Zones != nil ||
+					!reflect.DeepEqual(h.Fallthrough, []string{"."}) || !reflect.DeepEqual(h.Entries, []string{"10.0.0.1 a.example"}) {
+					t.Errorf("hosts %+v", h)
+				}
+			},
+			want: []string{`Corefile:5: hosts option "badoption" has no shardns equivalent`},
+		},
+		{
+			name: "DNS over HTTPS",
+			src:  ".:53 {\n}\nhttps://example.org {\n  tls cert.pem key.pem\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := []config.ServerConfig{{Listen: []string{"0.0.0.0:443"}, Transport: "https",
+					Zones: []string{"example.org"}, TLS: config.TLSConfig{CertFile: "cert.pem", KeyFile: "key.pem"}}}
+				if !reflect.DeepEqual(cfg.Servers, want) {
+					t.Errorf("servers %+v", cfg.Servers)
+				}
+			},
+		},
+		{
+			name: "import of an unknown snippet",
+			src:  ".:53 {\n  import nothere\n}\n",
+			want: []string{"Corefile:2: import nothere: other files and unknown snippets are not read; paste their content into the Corefile"},
+		},
+		{
+			name: "an empty root block says what it turns off",
+			src:  ". {\n}\n",
+			want: []string{
+				"Corefile: note: no errors plugin: log.errors: false",
+				"Corefile: note: no cache plugin: cache.enabled: false",
+				"Corefile: note: no loadbalance plugin: loadbalance.enabled: false",
+				"Corefile: note: no kubernetes plugin: kubernetes.enabled: false, kubernetes.reverseZones: []",
+				"Corefile: note: no forward plugin for the root zone: forward.upstreams: [] (names outside every zone get REFUSED)",
+				"Corefile: note: no health lameduck: http.lameduck: 0s (on SIGTERM the listeners close at once)",
+				`Corefile: note: no health, ready or prometheus plugin: http.listen: "" (no HTTP endpoint)`,
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := convert(t, c.src)
+			if _, err := res.YAML(); err != nil {
+				t.Fatal(err)
+			}
+			if c.check != nil {
+				c.check(t, res.Config)
+			}
+			for _, w := range c.want {
+				if !hasFinding(res, w) {
+					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
+				}
+			}
+		})
+	}
+}
+
+// The findings of a kubeadm Corefile are notes only, so convert succeeds
+// without --allow-unmapped; the file example has one unmapped line.
+func TestUnmappedCount(t *testing.T) {
+	for file, want := range map[string]int{"kubeadm": 0, "kubeadm-cache-disable": 0, "istio-stub": 0, "coredns-manual-zones": 1} {
+		src := string(mustRead(t, "testdata/"+file+".Corefile"))
+		if got := convert(t, src).Unmapped(); got != want {
+			t.Errorf("%s: %d unmapped findings, want %d", file, got, want)
+		}
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"# only a comment\n":            "Corefile: no server blocks",
+		".:53 {\n}\nfoo://x.org {\n}\n": `Corefile:3: "foo://x.org": unknown scheme "foo"`,
+	} {
+		cf, err := Parse("Corefile", []byte(src), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Convert(cf); err == nil || err.Error() != want {
+			t.Errorf("%q: error %v, want %s", src, err, want)
+		}
+	}
+}
+
+// The YAML holds only what differs from the defaults, top-level keys in
+// the documentation's order.
+func TestYAMLOnlyDifferences(t *testing.T) {
+	out, err := convert(t, ".:53 {\n  errors\n  health {\n    lameduck 5s\n  }\n  kubernetes cluster.local in-addr.arpa ip6.arpa {\n    pods insecure\n    fallthrough in-addr.arpa ip6.arpa\n  }\n  forward . /etc/resolv.conf {\n    max_concurrent 1000\n  }\n  cache 30\n  loadbalance\n  chaos\n}\n").YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "-") {
+			keys = append(keys, l)
+		}
+	}
+	if want := []string{"dns:", "http:", "chaos:"}; !slices.Equal(keys, want) {
+		t.Errorf("top-level keys %q, want %q\n%s", keys, want, out)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,283 @@
+package listeners
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/query"
+)
+
+// DNS over HTTPS (RFC 8484): net/http over TLS (HTTP/1.1 and HTTP/2),
+// GET with the query in the dns parameter and POST with the query as the
+// body, both answered through the same Config.serve as UDP and TCP.
+
+const (
+	dohMediaType = "application/dns-message"
+	// dohMaxMessage is the largest DNS message, as over TCP.
+	dohMaxMessage = dns.MaxMsgSize
+	// dohStopWait bounds how long stopping waits for requests in flight.
+	dohStopWait = 2 * time.Second
+)
+
+// httpsListener is the actor owning one DNS over HTTPS socket.
+type httpsListener struct {
+	cfg      Config
+	sockets  *Sockets
+	server   *http.Server
+	conns    *connSet
+	stopping chan struct{} // closed when the actor stops: late waits end
+	wg       sync.WaitGroup
+}
+
+// NewHTTPSProps returns the props of a DNS over HTTPS listener on
+// sockets.TCP; cfg.TLS presents the certificate and cfg.Scope holds the
+// path.
+func NewHTTPSProps(cfg Config, sockets *Sockets) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &httpsListener{cfg: cfg, sockets: sockets}
+	})
+}
+
+func (l *httpsListener) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		l.start()
+	case *actor.Stopping:
+		l.stop()
+	}
+}
+
+func (l *httpsListener) start() {
+	l.conns = newConnSet()
+	l.stopping = make(chan struct{})
+	idle := l.cfg.IdleTimeout
+	l.server = &http.Server{
+		Handler:           l,
+		TLSConfig:         l.cfg.TLS.Clone(),
+		ReadHeaderTimeout: idle,
+		ReadTimeout:       idle,
+		WriteTimeout:      idle + l.cfg.LateTimeout,
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    16 << 10,
+		// Failed handshakes and broken clients are not the server's errors.
+		ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	ln := &boundedListener{Listener: l.sockets.TCP, conns: l.conns, limit: l.cfg.MaxConnections}
+	l.wg.Go(func() {
+		if err := l.server.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.cfg.Logger.Error("https listener", "addr", l.sockets.Addr(), "err", err)
+		}
+	})
+	l.cfg.Logger.Info("listening", "addr", l.sockets.Addr(), "proto", "https")
+}
+
+func (l *httpsListener) stop() {
+	close(l.stopping)
+	ctx, cancel := context.WithTimeout(context.Background(), dohStopWait)
+	defer cancel()
+	l.server.Shutdown(ctx)
+	// Close the TCP connections first: closing a TLS connection sends an
+	// alert, which waits behind a write stalled on a slow client.
+	l.conns.closeAll()
+	l.server.Close()
+	l.wg.Wait()
+}
+
+// ServeHTTP answers one DNS over HTTPS request.
+func (l *httpsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != l.scope().Path() {
+		http.NotFound(w, r)
+		return
+	}
+	req, status, err := dohQuery(w, r)
+	if err != nil {
+		http.Error(w, err.Error(), status)
+		return
+	}
+	client, _ := netip.ParseAddrPort(r.RemoteAddr)
+	client = netip.AddrPortFrom(client.Addr().Unmap(), client.Port())
+	late := &lateAnswer{c: make(chan []byte, 1)}
+	t := query.Transport{TCP: true, IPv6: client.Addr().Is6(), Late: late, Client: client}
+	resp := l.cfg.serve(req, t, nil)
+	if resp == nil {
+		if !query.Pending(req) {
+			http.Error(w, "not a DNS query", http.StatusBadRequest)
+			return
+		}
+		if resp = l.waitLate(r.Context(), late); resp == nil {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
+			resp = serverFailure(req)
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", dohMediaType)
+	h.Set("Cache-Control", fmt.Sprintf("max-age=%d", cacheAge(resp)))
+	h.Set("Content-Length", strconv.Itoa(len(resp)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(resp)
+}
+
+func (l *httpsListener) scope() *Scope {
+	if l.cfg.Scope == nil {
+		return nil
+	}
+	return l.cfg.Scope.Load()
+}
+
+// waitLate waits for a forwarded answer: nil when the client leaves, the
+// listener stops, or LateTimeout passes.
+func (l *httpsListener) waitLate(ctx context.Context, late *lateAnswer) []byte {
+	timer := time.NewTimer(l.cfg.LateTimeout)
+	defer timer.Stop()
+	select {
+	case b := <-late.c:
+		return b
+	case <-ctx.Done():
+	case <-l.stopping:
+	case <-timer.C:
+	}
+	return nil
+}
+
+// lateAnswer receives the forwarded answer of one DNS over HTTPS request.
+// A second answer, or one after the request gave up, is dropped.
+type lateAnswer struct{ c chan []byte }
+
+func (a *lateAnswer) WriteLate(resp []byte, _ netip.AddrPort) {
+	select {
+	case a.c <- bytes.Clone(resp):
+	default:
+	}
+}
+
+// dohQuery reads the DNS query of a request (RFC 8484 section 4.1): the
+// base64url dns parameter of a GET, or the application/dns-message body of
+// a POST. The error comes with the HTTP status to answer.
+func dohQuery(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+	var msg []byte
+	switch r.Method {
+	case http.MethodGet:
+		param := r.URL.Query().Get("dns")
+		if param == "" {
+			return nil, http.StatusBadRequest, errors.New("missing dns parameter")
+		}
+		// RFC 8484 says without padding; be lenient with clients that pad.
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(param, "="))
+		if err != nil {
+			return nil, http.StatusBadRequest, errors.New("the dns parameter is not base64url")
+		}
+		msg = b
+	case http.MethodPost:
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != dohMediaType {
+			return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type must be %s", dohMediaType)
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, dohMaxMessage))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			return nil, http.StatusRequestEntityTooLarge, errors.New("the body is larger than a DNS message")
+		case err != nil:
+			return nil, http.StatusBadRequest, errors.New("reading the body failed")
+		}
+		msg = b
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		return nil, http.StatusMethodNotAllowed, errors.New("use GET or POST")
+	}
+	if len(msg) < 12 || len(msg) > dohMaxMessage {
+		return nil, http.StatusBadRequest, errors.New("not a DNS message")
+	}
+	return msg, 0, nil
+}
+
+// cacheAge is the Cache-Control max-age of a response (RFC 8484 section
+// 5.1): the smallest TTL of its records, and of the SOA minimum for a
+// negative answer; 0 when it holds no record or does not unpack.
+func cacheAge(resp []byte) uint32 {
+	m := new(dns.Msg)
+	if m.Unpack(resp) != nil {
+		return 0
+	}
+	age, seen := uint32(0), false
+	see := func(ttl uint32) {
+		if !seen || ttl < age {
+			age, seen = ttl, true
+		}
+	}
+	for _, section := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range section {
+			if rr.Header().Rrtype == dns.TypeOPT {
+				continue
+			}
+			see(rr.Header().Ttl)
+			if soa, ok := rr.(*dns.SOA); ok {
+				see(soa.Minttl)
+			}
+		}
+	}
+	return age
+}
+
+// serverFailure answers req with SERVFAIL when no forwarded answer came.
+func serverFailure(req []byte) []byte {
+	m := new(dns.Msg)
+	if m.Unpack(req) != nil {
+		m = &dns.Msg{MsgHdr: dns.MsgHdr{Id: uint16(req[0])<<8 | uint16(req[1])}}
+	}
+	r := new(dns.Msg)
+	r.SetRcode(m, dns.RcodeServerFailure)
+	b, _ := r.Pack()
+	return b
+}
+
+// boundedListener closes connections over the limit at once, as the TCP
+// listener does, and tracks the rest so stopping can close them.
+type boundedListener struct {
+	net.Listener
+	conns *connSet
+	limit int
+}
+
+func (l *boundedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.conns.add(c, l.limit) {
+			return &trackedConn{Conn: c, conns: l.conns}, nil
+		}
+		c.Close()
+	}
+}
+
+// trackedConn leaves its connSet when closed.
+type trackedConn struct {
+	net.Conn
+	conns *connSet
+	once  sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() { c.conns.remove(c.Conn) })
+	return c.Conn.Close()
+}

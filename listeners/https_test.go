@@ -1,0 +1,245 @@
+package listeners
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+func dohPacked(t testing.TB, name string, qtype uint16) []byte {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.Id = 0 // RFC 8484 section 4.1: cache friendly
+	b, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDoHQuery(t *testing.T) {
+	q := dohPacked(t, "web.ns.svc.cluster.local.", dns.TypeA)
+	b64 := base64.RawURLEncoding.EncodeToString(q)
+	cases := []struct {
+		name, method, target, contentType string
+		body                              []byte
+		status                            int
+	}{
+		{"GET", "GET", "/dns-query?dns=" + b64, "", nil, 0},
+		{"GET padded", "GET", "/dns-query?dns=" + base64.URLEncoding.EncodeToString(q), "", nil, 0},
+		{"POST", "POST", "/dns-query", "application/dns-message", q, 0},
+		{"POST with parameters", "POST", "/dns-query", "application/dns-message; charset=binary", q, 0},
+		{"GET without dns", "GET", "/dns-query?name=x", "", nil, http.StatusBadRequest},
+		{"GET standard base64", "GET", "/dns-query?dns=" + strings.ReplaceAll(base64.StdEncoding.EncodeToString(q), "=", "") + "+/", "", nil, http.StatusBadRequest},
+		{"GET too short", "GET", "/dns-query?dns=" + base64.RawURLEncoding.EncodeToString(q[:11]), "", nil, http.StatusBadRequest},
+		{"POST json", "POST", "/dns-query", "application/dns-json", q, http.StatusUnsupportedMediaType},
+		{"POST no type", "POST", "/dns-query", "", q, http.StatusUnsupportedMediaType},
+		{"POST too large", "POST", "/dns-query", "application/dns-message", make([]byte, dns.MaxMsgSize+1), http.StatusRequestEntityTooLarge},
+		{"POST empty", "POST", "/dns-query", "application/dns-message", nil, http.StatusBadRequest},
+		{"PUT", "PUT", "/dns-query", "application/dns-message", q, http.StatusMethodNotAllowed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest(c.method, c.target, bytes.NewReader(c.body))
+			if c.contentType != "" {
+				r.Header.Set("Content-Type", c.contentType)
+			}
+			w := httptest.NewRecorder()
+			got, status, err := dohQuery(w, r)
+			if status != c.status {
+				t.Fatalf("status %d (%v), want %d", status, err, c.status)
+			}
+			if c.status == 0 && !bytes.Equal(got, q) {
+				t.Fatalf("query %x, want %x", got, q)
+			}
+			if c.status == http.StatusMethodNotAllowed && w.Header().Get("Allow") != "GET, POST" {
+				t.Fatalf("Allow = %q", w.Header().Get("Allow"))
+			}
+		})
+	}
+}
+
+func TestCacheAge(t *testing.T) {
+	reply := func(rcode int, rrs ...string) []byte {
+		m := new(dns.Msg)
+		m.SetQuestion("x.example.", dns.TypeA)
+		m.Response, m.Rcode = true, rcode
+		for _, s := range rrs {
+			rr, err := dns.NewRR(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := rr.(*dns.SOA); ok {
+				m.Ns = append(m.Ns, rr)
+			} else {
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+		m.SetEdns0(4096, false)
+		b, _ := m.Pack()
+		return b
+	}
+	cases := []struct {
+		name string
+		resp []byte
+		want uint32
+	}{
+		{"smallest answer TTL", reply(0, "x.example. 30 IN A 10.0.0.1", "x.example. 12 IN A 10.0.0.2"), 12},
+		{"negative: SOA minimum", reply(3, "example. 60 IN SOA ns. host. 1 2 3 4 5"), 5},
+		{"negative: SOA TTL", reply(3, "example. 2 IN SOA ns. host. 1 2 3 4 30"), 2},
+		{"no records", reply(2), 0},
+		{"not a message", []byte{1, 2, 3}, 0},
+	}
+	for _, c := range cases {
+		if got := cacheAge(c.resp); got != c.want {
+			t.Errorf("%s: max-age %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// tlsListener serves the test zone over DNS over TLS or HTTPS
+// with a new self-signed certificate, and returns the address and a pool
+// trusting the certificate.
+func tlsListener(t *testing.T, transport string, blocks ...Block) (string, *x509.CertPool) {
+	t.Helper()
+	certFile, keyFile, cert := testutil.WriteCert(t, t.TempDir(), "server", "shardns test")
+	c, err := LoadCertificate(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := BindTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scope atomic.Pointer[Scope]
+	scope.Store(NewScope(append([]Block{{Zones: []string{"cluster.local"}}}, blocks...), ""))
+	cfg := Config{MaxConnections: 16, MaxQueries: 100, IdleTimeout: 2 * time.Second, LateTimeout: time.Second,
+		Scope: &scope, TLS: c.TLSConfig()}
+	props := NewProps
+	if transport == "https" {
+		props = NewHTTPSProps
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return spawnListener(t, cfg, s, props), pool
+}
+
+// DNS over TLS: ALPN dot, the certificate given, and the zone answered
+// (and others refused) as over TCP.
+func TestDoT(t *testing.T) {
+	addr, pool := tlsListener(t, "tls")
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"dot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "dot" {
+		t.Fatalf("ALPN %q, want dot", p)
+	}
+	dc := &dns.Conn{Conn: conn}
+	for name, want := range map[string]int{"web.ns.svc.cluster.local.": dns.RcodeSuccess, "example.com.": dns.RcodeRefused} {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		if err := dc.WriteMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		r, err := dc.ReadMsg()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rcode != want || (want == dns.RcodeSuccess && len(r.Answer) != 1) {
+			t.Fatalf("%s: got %v", name, r)
+		}
+	}
+}
+
+func dohClient(pool *x509.CertPool) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}, ForceAttemptHTTP2: true}}
+}
+
+// DNS over HTTPS: GET and POST over HTTP/2, the answer as
+// application/dns-message with max-age the TTL; and the HTTP errors.
+func TestDoH(t *testing.T) {
+	addr, pool := tlsListener(t, "https", Block{Zones: []string{"whoami.test"}, Whoami: true})
+	client := dohClient(pool)
+	base := "https://" + addr + "/dns-query"
+	q := dohPacked(t, "web.ns.svc.cluster.local.", dns.TypeA)
+	get := func(url string) *http.Response {
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	post := func(contentType string, body []byte) *http.Response {
+		resp, err := client.Post(base, contentType, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	answer := func(resp *http.Response) *dns.Msg {
+		t.Helper()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/dns-message" || resp.Proto != "HTTP/2.0" {
+			t.Fatalf("status %d, type %q, proto %s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Proto)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		m := new(dns.Msg)
+		if err := m.Unpack(b); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, resp := range []*http.Response{get(base + "?dns=" + base64.RawURLEncoding.EncodeToString(q)), post("application/dns-message", q)} {
+		if cc := resp.Header.Get("Cache-Control"); cc != "max-age=5" {
+			t.Fatalf("Cache-Control %q, want max-age=5", cc)
+		}
+		if m := answer(resp); len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
+			t.Fatalf("got %v", m)
+		}
+	}
+	if m := answer(post("application/dns-message", dohPacked(t, "example.com.", dns.TypeA))); m.Rcode != dns.RcodeRefused {
+		t.Fatalf("outside the zones: %v", m)
+	}
+	if m := answer(post("application/dns-message", dohPacked(t, "whoami.test.", dns.TypeA))); len(m.Extra) != 2 ||
+		m.Extra[1].Header().Name != "_tcp.whoami.test." {
+		t.Fatalf("whoami over https: %v", m)
+	}
+	for url, want := range map[string]int{
+		base + "?dns=%%%":                    http.StatusBadRequest,
+		"https://" + addr + "/resolve?dns=x": http.StatusNotFound,
+	} {
+		if got := get(url).StatusCode; got != want {
+			t.Errorf("GET %s: %d, want %d", url, got, want)
+		}
+	}
+	if got := post("text/plain", q).StatusCode; got != http.StatusUnsupportedMediaType {
+		t.Errorf("POST text/plain: %d", got)
+	}
+	req, _ := http.NewRequest("DELETE", base, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE: %d", resp.StatusCode)
+	}
+}

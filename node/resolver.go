@@ -1,0 +1,173 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/forward"
+	"github.com/shardns/shardns/hosts"
+	"github.com/shardns/shardns/metrics"
+	"github.com/shardns/shardns/query"
+	"github.com/shardns/shardns/rewrite"
+	"github.com/shardns/shardns/zone"
+)
+
+// buildPlane compiles the rewrite rules, reads the hosts entries and
+// files, and sets the chaos answers of the core. Nothing runs until
+// startPlane, so an error later in newCore leaves nothing behind.
+func (c *core) buildPlane(nodeName string) error {
+	var err error
+	if c.rewrite, err = rewrite.Compile(c.cfg.Rewrite); err != nil {
+		return err
+	}
+	if h := c.cfg.Hosts; len(h.Entries) > 0 || len(h.Files) > 0 {
+		opts := hosts.Options{TTL: uint32(h.TTL), NoReverse: h.NoReverse, Zones: fqdns(h.Zones), Fallthrough: fqdns(h.Fallthrough)}
+		c.hosts, err = hosts.New(hosts.Config{Options: opts, Entries: h.Entries, Files: h.Files,
+			Interval: h.Interval.D(), Logger: c.log.With("component", "hosts")})
+		if err != nil {
+			return err
+		}
+		c.warnHostsShadow(opts)
+	}
+	if ch := c.cfg.Chaos; ch.Enabled {
+		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
+		if c.chaos.Version == "" {
+			c.chaos.Version = "shardns-" + Version
+		}
+	}
+	return nil
+}
+
+// warnHostsShadow logs when the hosts entries answer SERVFAIL for cluster
+// names they have no entry for: CoreDNS does the same (hosts comes before
+// kubernetes), but it is rarely what is meant.
+func (c *core) warnHostsShadow(opts hosts.Options) {
+	for _, d := range c.answer.Domains.Cluster {
+		probe := "no-such-name." + d
+		if _, v := hosts.NewSnapshot(opts, nil).Lookup(probe, dns.TypeA); v == hosts.Fail {
+			c.log.Warn("hosts.zones covers a cluster domain without hosts.fallthrough: its names get SERVFAIL "+
+				"unless a hosts entry has them (add the domain, or \".\", to hosts.fallthrough)", "domain", d)
+		}
+	}
+}
+
+// startPlane starts the checks of the hosts files once newCore has built
+// the core; it passes newCore's result through.
+func (c *core) startPlane(built *core, err error) (*core, error) {
+	if err != nil {
+		return nil, err
+	}
+	if c.hosts != nil {
+		c.hosts.Start()
+	}
+	return built, nil
+}
+
+// stopPlane stops what startPlane started.
+func (c *core) stopPlane() {
+	if c.hosts != nil {
+		c.hosts.Stop()
+	}
+}
+
+func fqdns(zones []string) []string {
+	var out []string
+	for _, z := range zones {
+		out = append(out, zone.Fqdn(z))
+	}
+	return out
+}
+
+// newUpstream builds the default forwarder and each stub domain's, with
+// their caches, or nil when no upstream is configured at all. An upstream
+// that is this server itself is an error. Every address is checked before
+// any forwarder starts.
+func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream, error) {
+	f := c.cfg.Forward
+	addrs, err := forward.ParseUpstreams(f.Upstreams, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := forward.CheckLoop(addrs, listen, forward.LocalAddrs()); err != nil {
+		return nil, err
+	}
+	stubAddrs := make([][]string, len(f.Stubs))
+	for i, s := range f.Stubs {
+		if stubAddrs[i], err = forward.ParseUpstreams(s.Upstreams, nil); err != nil {
+			return nil, fmt.Errorf("forward.stubs[%d]: %w", i, err)
+		}
+		if err := forward.CheckLoop(stubAddrs[i], listen, forward.LocalAddrs()); err != nil {
+			return nil, fmt.Errorf("forward.stubs[%d]: %w", i, err)
+		}
+	}
+	if len(addrs) == 0 && len(f.Stubs) == 0 {
+		c.log.Info("no forward.upstreams: names outside the cluster zones get REFUSED")
+		return nil, nil
+	}
+	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fqdns(c.cfg.Kubernetes.Fallthrough)}
+	if len(addrs) > 0 {
+		c.forwarder = c.newForwarder(addrs, f.Policy, m)
+		u.Forwarder, u.Cache = c.forwarder, c.newCache()
+		c.log.Info("forwarding names outside the cluster", "upstreams", addrs, "policy", f.Policy, "cache", c.cfg.Cache.Enabled)
+	} else {
+		c.log.Info("no forward.upstreams: names outside the cluster and stub zones get REFUSED")
+	}
+	for i, s := range f.Stubs {
+		policy := s.Policy
+		if policy == "" {
+			policy = f.Policy
+		}
+		fw := c.newForwarder(stubAddrs[i], policy, m)
+		c.stubs = append(c.stubs, fw)
+		stub := &query.Upstream{Forwarder: fw, Cache: c.newCache(), Deadline: f.Deadline.D(), Now: time.Now}
+		for _, z := range fqdns(s.Zones) {
+			u.Stubs = append(u.Stubs, query.Stub{Zone: z, Upstream: stub})
+		}
+		c.log.Info("forwarding a stub domain", "zones", s.Zones, "upstreams", stubAddrs[i], "policy", policy)
+	}
+	return u, nil
+}
+
+// newForwarder starts a forwarder whose attempts count in the forward
+// metrics under their upstream's address.
+func (c *core) newForwarder(addrs []string, policy string, m *metrics.Forward) *forward.Forwarder {
+	f := c.cfg.Forward
+	fw := forward.New(forward.Config{Upstreams: addrs, Policy: policy, Timeout: f.Timeout.D(),
+		MaxConcurrent: f.MaxConcurrent, HealthCheck: f.HealthCheck.D(), MaxFails: f.MaxFails,
+		Logger: c.log.With("component", "forward"),
+		OnResult: func(to string, rcode int, err error, took time.Duration) {
+			m.Requests.WithLabelValues(to).Inc()
+			if err != nil {
+				m.HealthcheckFails.WithLabelValues(to).Inc()
+				return
+			}
+			rc := dns.RcodeToString[rcode]
+			m.Responses.WithLabelValues(to, rc).Inc()
+			m.Duration.WithLabelValues(to, rc).Observe(took.Seconds())
+		}})
+	return fw
+}
+
+// allForwarders lists the default forwarder, if any, and the stubs'.
+func (c *core) allForwarders() []*forward.Forwarder {
+	out := append([]*forward.Forwarder(nil), c.stubs...)
+	if c.forwarder != nil {
+		out = append(out, c.forwarder)
+	}
+	return out
+}
+
+// newCache is a forwarder's cache, nil when caching is off.
+func (c *core) newCache() *cache.Cache {
+	cc := c.cfg.Cache
+	if !cc.Enabled {
+		return nil
+	}
+	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	return cache.New(cache.Config{Size: cc.Size, SuccessMaxTTL: sec(cc.MaxTTL), DenialMaxTTL: sec(cc.DenialMaxTTL),
+		MinTTL: sec(cc.MinTTL), PrefetchHits: cc.PrefetchHits, PrefetchPercent: cc.PrefetchPercent,
+		ServeStale: cc.ServeStale.D()})
+}

@@ -1,0 +1,221 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/listeners"
+	"github.com/shardns/shardns/query"
+)
+
+// A listener serves one address over one transport. dns.listen addresses
+// answer every name; servers[] entries add listeners limited to zones, as
+// Corefile server blocks are. Entries on one address share its listener
+// and split the zones between them (config validation has rejected
+// entries that disagree on the transport, the certificate or a zone).
+
+// listenerSpec is one listener a configuration asks for.
+type listenerSpec struct {
+	key       string // names the listener across reloads
+	listenKey string // the config key that binds it, for errors
+	tlsKey    string // the config key of its certificate
+	addr      string
+	transport string // dns, tls or https
+	blocks    []listeners.Block
+	tls       config.TLSConfig
+	path      string
+}
+
+// listenerSpecs lists the listeners of cfg: dns.listen first, then the
+// servers[] entries merged by address.
+func listenerSpecs(cfg *config.Config) []*listenerSpec {
+	var out []*listenerSpec
+	byKey := map[string]*listenerSpec{}
+	add := func(sp *listenerSpec, b listeners.Block) {
+		if have := byKey[sp.key]; have != nil {
+			have.blocks = append(have.blocks, b)
+			return
+		}
+		sp.blocks = []listeners.Block{b}
+		byKey[sp.key] = sp
+		out = append(out, sp)
+	}
+	for _, addr := range cfg.DNS.Listen {
+		if byKey[dnsListenKey(addr)] == nil { // a repeated address is one listener
+			add(&listenerSpec{key: dnsListenKey(addr), listenKey: "dns.listen", addr: addr, transport: "dns"},
+				listeners.Block{Zones: []string{"."}})
+		}
+	}
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		for j, addr := range s.Listen {
+			add(&listenerSpec{key: serverKey(s.Transport, addr, i, j), listenKey: fmt.Sprintf("servers[%d].listen[%d]", i, j),
+				tlsKey: fmt.Sprintf("servers[%d].tls", i), addr: addr, transport: s.Transport, tls: s.TLS, path: s.Path},
+				listeners.Block{Zones: s.Zones, Whoami: s.Whoami})
+		}
+	}
+	return out
+}
+
+func dnsListenKey(addr string) string { return "dns://" + addr }
+
+// serverKey names the listener of servers[i].listen[j]: entries on one
+// address share it (plain ones with dns.listen too), while port 0 binds a
+// port of its own for every entry.
+func serverKey(transport, addr string, i, j int) string {
+	key := transport + "://" + addr
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
+		key += fmt.Sprintf("#servers[%d].listen[%d]", i, j)
+	}
+	return key
+}
+
+func (sp *listenerSpec) scope() *listeners.Scope { return listeners.NewScope(sp.blocks, sp.path) }
+
+// bindListener opens the sockets of sp and reads its certificate, so that
+// a port in use or a broken certificate is an error naming the key.
+func bindListener(sp *listenerSpec, log *slog.Logger) (*listenerEntry, error) {
+	e := &listenerEntry{spec: sp}
+	if sp.transport == "dns" {
+		s, err := listeners.Bind(sp.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sp.listenKey, err)
+		}
+		e.sockets = s
+		return e, nil
+	}
+	cert, err := listeners.LoadCertificate(sp.tls.CertFile, sp.tls.KeyFile, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sp.tlsKey, err)
+	}
+	s, err := listeners.BindTCP(sp.addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sp.listenKey, err)
+	}
+	e.sockets, e.cert = s, cert
+	return e, nil
+}
+
+// listenerHandler is the handler of c for one listener, its metrics
+// labelled with the transport as CoreDNS does (dns://, tls://, https://).
+func (n *Node) listenerHandler(e *listenerEntry, c *core) *query.Handler {
+	h := c.handler(e.sockets.Addr(), n.metrics)
+	h.Server = e.spec.transport + "://" + e.sockets.Addr()
+	return h
+}
+
+// listenerChanges is what a reload does to the listeners, prepared before
+// anything changes so that an error leaves them all as they were.
+type listenerChanges struct {
+	specs map[string]*listenerSpec          // every listener of the new configuration
+	added map[string]*listenerEntry         // bound, not started
+	certs map[string]*listeners.Certificate // loaded for listeners whose files changed
+}
+
+// prepareListeners binds the listeners cfg adds and loads the
+// certificates whose files it changes.
+func (n *Node) prepareListeners(cfg *config.Config) (*listenerChanges, error) {
+	ch := &listenerChanges{specs: map[string]*listenerSpec{}, added: map[string]*listenerEntry{},
+		certs: map[string]*listeners.Certificate{}}
+	var err error
+	for _, sp := range listenerSpecs(cfg) {
+		ch.specs[sp.key] = sp
+		if err == nil {
+			err = n.prepareListener(sp, ch)
+		}
+	}
+	if err != nil {
+		ch.abandon()
+		return nil, err
+	}
+	return ch, nil
+}
+
+func (n *Node) prepareListener(sp *listenerSpec, ch *listenerChanges) error {
+	e := n.listeners[sp.key]
+	if e == nil {
+		added, err := bindListener(sp, n.log)
+		if err != nil {
+			return n.explainBindError(sp, err)
+		}
+		ch.added[sp.key] = added
+		return nil
+	}
+	if e.cert == nil {
+		return nil
+	}
+	if certFile, keyFile := e.cert.Files(); certFile == sp.tls.CertFile && keyFile == sp.tls.KeyFile {
+		return nil
+	}
+	cert, err := listeners.LoadCertificate(sp.tls.CertFile, sp.tls.KeyFile, n.log)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sp.tlsKey, err)
+	}
+	ch.certs[sp.key] = cert
+	return nil
+}
+
+// explainBindError names the likely cause when a reload moves an address
+// to another transport: the running listener still holds the port.
+func (n *Node) explainBindError(sp *listenerSpec, err error) error {
+	for _, e := range n.listeners {
+		if e.spec.addr == sp.addr && e.spec.transport != sp.transport {
+			return fmt.Errorf("%w (%s is served over %s now: changing the transport of an address needs a restart)",
+				err, sp.addr, e.spec.transport)
+		}
+	}
+	return err
+}
+
+// abandon closes the sockets of a reload that failed.
+func (ch *listenerChanges) abandon() {
+	for _, e := range ch.added {
+		e.sockets.Close()
+	}
+}
+
+// applyListeners moves the listeners to the new core c: kept ones switch
+// handler, scope and certificate in place, removed ones stop, added ones
+// start. n.cfg is already the new configuration.
+func (n *Node) applyListeners(ch *listenerChanges, c *core) {
+	for key, e := range n.listeners {
+		sp := ch.specs[key]
+		if sp == nil {
+			n.system.Root.StopFuture(e.pid).Wait() // closes its sockets
+			e.sockets.Close()
+			delete(n.listeners, key)
+			continue
+		}
+		e.spec = sp
+		if cert := ch.certs[key]; cert != nil {
+			e.cert.Replace(cert)
+		}
+		e.handler.Store(n.listenerHandler(e, c))
+		e.scope.Store(sp.scope())
+		e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
+	}
+	for key, e := range ch.added {
+		n.listeners[key] = e
+		n.startListener(e, c)
+	}
+}
+
+// ServerAddrs lists the addresses servers[i] is bound to, in the order of
+// its listen list (useful with port 0).
+func (n *Node) ServerAddrs(i int) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i < 0 || i >= len(n.cfg.Servers) {
+		return nil
+	}
+	s := n.cfg.Servers[i]
+	var out []string
+	for j, addr := range s.Listen {
+		if e := n.listeners[serverKey(s.Transport, addr, i, j)]; e != nil {
+			out = append(out, e.sockets.Addr())
+		}
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package query
+
+import (
+	"log/slog"
+
+	"github.com/miekg/dns"
+)
+
+// StreamWriter sends, in order, the leading messages of an answer that
+// takes several (a zone transfer), before Serve returns the last one. It
+// is called on the goroutine that called Serve.
+type StreamWriter interface {
+	WriteStream(msg []byte) error
+}
+
+// transferBudget bounds the records of one transfer message, counted
+// uncompressed: well inside the 64 KiB of a TCP message.
+const transferBudget = 16 << 10
+
+// transfer answers AXFR, and IXFR with a full transfer unless the client
+// is up to date (RFC 1995 §4): the records of a file zone, over TCP, to
+// the addresses its transferTo allows. Anything else is REFUSED, as by
+// CoreDNS's transfer plugin. The transfer comes from this replica's
+// snapshot, so it is one consistent version of the zone.
+func (h *Handler) transfer(x *exchange, r *dns.Msg, name string, out []byte) []byte {
+	refuse := func(reason string) []byte {
+		if h.TransferLog != nil && x.t.TCP {
+			h.TransferLog.Warn("zone transfer refused", "zone", name, "type", dns.TypeToString[x.req.Question[0].Qtype],
+				"client", addrString(x.t.Client), "reason", reason)
+		}
+		r.Rcode = dns.RcodeRefused
+		return h.pack(x, r, out)
+	}
+	if !x.t.TCP || x.t.Stream == nil {
+		return refuse("transfers are served over TCP only")
+	}
+	key := h.View.Directory().FileOrigin(name)
+	if key == "" || key != name {
+		return refuse("not the origin of a zone file")
+	}
+	s := h.View.Zone(key)
+	if s == nil || s.File == nil {
+		return refuse("the zone is not held by this replica: it has no transferTo, or is still loading")
+	}
+	if !s.TransferAllowed(x.t.Client.Addr()) {
+		return refuse("the client is not in the zone's transferTo")
+	}
+	x.zone = key
+	rrs := s.Transfer()
+	if x.req.Question[0].Qtype == dns.TypeIXFR && upToDate(x.req, s.Serial) {
+		rrs = rrs[:1] // the SOA alone: nothing to send
+	}
+	msgs, err := h.transferMessages(x, rrs)
+	if err != nil {
+		h.logError(x, "packing a zone transfer", err)
+		r.Rcode = dns.RcodeServerFailure
+		return h.pack(x, r, out)
+	}
+	size := 0
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := x.t.Stream.WriteStream(m); err != nil {
+			h.logError(x, "sending a zone transfer", err)
+			return nil // the connection is gone
+		}
+		size += len(m)
+	}
+	last := append(out[:0], msgs[len(msgs)-1]...)
+	h.observe(x, dns.RcodeSuccess, size+len(last))
+	if h.TransferLog != nil {
+		h.TransferLog.LogAttrs(nil, slog.LevelInfo, "zone transfer", slog.String("zone", key),
+			slog.String("client", addrString(x.t.Client)), slog.Uint64("serial", uint64(s.Serial)),
+			slog.Int("records", len(rrs)), slog.Int("messages", len(msgs)))
+	}
+	return last
+}
+
+// upToDate reports whether an IXFR's SOA (in the authority section) has
+// the current serial or a later one (RFC 1982 arithmetic).
+func upToDate(req *dns.Msg, serial uint32) bool {
+	if len(req.Ns) != 1 {
+		return false
+	}
+	soa, ok := req.Ns[0].(*dns.SOA)
+	return ok && int32(soa.Serial-serial) >= 0
+}
+
+// transferMessages packs rrs into as many messages as they need, each
+// with the question, the AA bit and, when the request had one, an OPT.
+func (h *Handler) transferMessages(x *exchange, rrs []dns.RR) ([][]byte, error) {
+	var msgs [][]byte
+	for start := 0; start < len(rrs); {
+		end, size := start, 0
+		for end < len(rrs) && (end == start || size+dns.Len(rrs[end]) <= transferBudget) {
+			size += dns.Len(rrs[end])
+			end++
+		}
+		m := new(dns.Msg)
+		m.SetReply(x.req)
+		m.Authoritative, m.Compress = true, true
+		m.Answer = rrs[start:end]
+		if x.opt != nil {
+			m.SetEdns0(MaxUDPSize, false)
+		}
+		b, err := m.Pack()
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, b)
+		start = end
+	}
+	return msgs, nil
+}
