@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -280,12 +279,6 @@ func withOwnerCase(rrs []dns.RR, lname, asked string) []dns.RR {
 	return out
 }
 
-// lower lower-cases an ASCII name, allocating only when it has upper case.
-func lower(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(name)
-		}
-	}
-	return name
-}
+// lower lower-cases the ASCII letters of a name, allocating only when it
+// has upper case.
+func lower(name string) string { return zone.LowerASCII(name) }

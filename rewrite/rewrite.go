@@ -18,6 +18,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/zone"
 )
 
 type field uint8
@@ -192,7 +193,7 @@ func (r *rule) rewriteName(name string) string {
 			out = strings.ReplaceAll(out, "{"+strconv.Itoa(g)+"}", groups[g])
 		}
 	}
-	return dns.Fqdn(strings.ToLower(out))
+	return dns.Fqdn(zone.LowerASCII(out))
 }
 
 // Matches reports whether any rule applies to the question. It allocates

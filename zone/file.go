@@ -142,7 +142,7 @@ func canonicalName(name string) string {
 	if err != nil {
 		return name
 	}
-	return strings.ToLower(out)
+	return LowerASCII(out)
 }
 
 // lowerTarget lower-cases the names records point at, as CoreDNS does, so

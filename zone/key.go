@@ -155,9 +155,32 @@ func PodZoneKey(ns, origin string) string {
 
 // Fqdn lower-cases name and makes it fully qualified.
 func Fqdn(name string) string {
-	name = strings.ToLower(name)
+	name = LowerASCII(name)
 	if !strings.HasSuffix(name, ".") {
 		name += "."
 	}
 	return name
+}
+
+// LowerASCII lower-cases the ASCII letters of a name and leaves every
+// other byte as it is (RFC 4343 §3: DNS compares case only in ASCII). It
+// allocates only when the name has upper case. strings.ToLower would
+// also fold non-ASCII letters and turn bytes that are not UTF-8 into
+// U+FFFD, three bytes each: a name read from a zone file or the wire
+// could change its meaning or outgrow its 63-octet label.
+func LowerASCII(name string) string {
+	i := 0
+	for i < len(name) && !('A' <= name[i] && name[i] <= 'Z') {
+		i++
+	}
+	if i == len(name) {
+		return name
+	}
+	b := []byte(name)
+	for ; i < len(b); i++ {
+		if 'A' <= b[i] && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
 }

@@ -48,3 +48,16 @@ func TestRouteAgreesWithBuild(t *testing.T) {
 		}
 	}
 }
+
+func TestLowerASCIIKeepsOtherBytes(t *testing.T) {
+	for in, want := range map[string]string{
+		"Web.Default.SVC.cluster.local.": "web.default.svc.cluster.local.",
+		"web.default.":                   "web.default.",
+		"\xf3\xacA.":                     "\xf3\xaca.", // not UTF-8: kept byte for byte
+		"ÉCOLE.":                         "École.",     // only ASCII letters fold (RFC 4343)
+	} {
+		if got := LowerASCII(in); got != want {
+			t.Errorf("LowerASCII(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
