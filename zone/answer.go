@@ -208,6 +208,11 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 		if q.Name == s.Key && s.PTRs == nil {
 			return negative(dns.RcodeSuccess, s.soa) // namespace apex
 		}
+		if port := underscoredPortName(q.Name); port != "" && s.nodes[port] != nil {
+			r := s.answer(cfg, v, Question{Name: port, Type: q.Type}, depth)
+			r.Answer = withOwner(r.Answer, q.Name)
+			return r
+		}
 		return negative(dns.RcodeNameError, s.soa)
 	}
 	var ans, extra []dns.RR
@@ -286,4 +291,31 @@ func (s *Snapshot) chase(cfg *Config, v View, n *node, q Question, depth int) Re
 	ans := make([]dns.RR, 0, 1+len(next.Answer))
 	ans = append(ans, n.cname())
 	return Response{Answer: append(ans, next.Answer...)}
+}
+
+// underscoredPortName returns the _port._proto form of a port name asked
+// without one or both underscores (http.tcp.svc…, _http.tcp.svc…), or ""
+// when name is not such a form. CoreDNS strips one leading underscore
+// from each of the two labels, so these answer as the underscored name
+// does; only the underscored name is held, which keeps a named port to
+// one name instead of four. Only names whose second label is a protocol
+// Kubernetes knows are rebuilt, so other misses allocate nothing.
+func underscoredPortName(name string) string {
+	port, rest, ok := strings.Cut(name, ".")
+	if !ok || port == "" {
+		return ""
+	}
+	proto, rest, ok := strings.Cut(rest, ".")
+	if !ok || rest == "" {
+		return ""
+	}
+	switch strings.TrimPrefix(proto, "_") {
+	case "tcp", "udp", "sctp":
+	default:
+		return ""
+	}
+	if port[0] == '_' && proto[0] == '_' {
+		return "" // already the held form
+	}
+	return "_" + strings.TrimPrefix(port, "_") + "._" + strings.TrimPrefix(proto, "_") + "." + rest
 }

@@ -199,6 +199,23 @@ func TestAnswerSRV(t *testing.T) {
 			}},
 		{qname: "ext.ns1.svc.cluster.local.", qtype: SRV, soa: cl},
 		{qname: "_http._tcp.ext.ns1.svc.cluster.local.", qtype: SRV, rcode: NX, soa: cl},
+		// CoreDNS strips one leading underscore from the port and the
+		// protocol: the bare forms answer as the underscored name, under
+		// the name asked.
+		{qname: "http.tcp.svc1.ns1.svc.cluster.local.", qtype: SRV,
+			answer: []string{"http.tcp.svc1.ns1.svc.cluster.local. 5 IN SRV 0 100 80 svc1.ns1.svc.cluster.local."},
+			extra:  []string{"svc1.ns1.svc.cluster.local. 5 IN A 10.0.0.1"}},
+		{qname: "_dns.udp.svc1.ns1.svc.cluster.local.", qtype: SRV,
+			answer: []string{"_dns.udp.svc1.ns1.svc.cluster.local. 5 IN SRV 0 100 53 svc1.ns1.svc.cluster.local."},
+			extra:  []string{"svc1.ns1.svc.cluster.local. 5 IN A 10.0.0.1"}},
+		{qname: "http._tcp.hdls.ns1.svc.cluster.local.", qtype: A,
+			answer: []string{"http._tcp.hdls.ns1.svc.cluster.local. 5 IN A 172.16.0.1",
+				"http._tcp.hdls.ns1.svc.cluster.local. 5 IN A 172.16.0.2"}},
+		{qname: "http.tcp.dual.ns1.svc.cluster.local.", qtype: AAAA,
+			answer: []string{"http.tcp.dual.ns1.svc.cluster.local. 5 IN AAAA fd00::2"}},
+		{qname: "http.udp.svc1.ns1.svc.cluster.local.", qtype: SRV, rcode: NX, soa: cl},
+		{qname: "http.tcp.ext.ns1.svc.cluster.local.", qtype: SRV, rcode: NX, soa: cl},
+		{qname: "__http._tcp.svc1.ns1.svc.cluster.local.", qtype: SRV, rcode: NX, soa: cl},
 	})
 }
 

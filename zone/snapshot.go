@@ -269,15 +269,10 @@ func PodLabel(ip netip.Addr) string {
 	return strings.ReplaceAll(ip.String(), ":", "-")
 }
 
-// addPortNodes adds _port._proto.base. CoreDNS strips one leading
-// underscore from each label, so the bare forms answer too.
+// addPortNodes adds _port._proto.base; the forms without underscores
+// are answered from it (see underscoredPortName).
 func (s *Snapshot) addPortNodes(cfg *Config, b *builder, key, base string, es []entry) {
-	port, proto, _ := strings.Cut(key, ".")
-	for _, p := range []string{port, port[1:]} {
-		for _, q := range []string{proto, proto[1:]} {
-			s.addNode(cfg, b, b.name(p, ".", q, ".", base), es)
-		}
-	}
+	s.addNode(cfg, b, b.name(key, ".", base), es)
 }
 
 func portKey(p model.Port) string {
