@@ -531,10 +531,21 @@ func checkHostPort(a string) error {
 	if host != "" && net.ParseIP(host) == nil {
 		return fmt.Errorf("%q: host must be an IP address", a)
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+	if _, err := ParsePort(port); err != nil {
 		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
 	}
 	return nil
+}
+
+// ParsePort reads a port number: decimal digits only, 0 to 65535.
+// strconv.Atoi would also take "+53" and "-0", which no resolver or
+// socket API writes.
+func ParsePort(s string) (uint16, error) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("port %q is not a number from 0 to 65535", s)
+	}
+	return uint16(n), nil
 }
 
 // ValidDomain accepts host-style domain names (letters, digits, hyphens

@@ -63,7 +63,7 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/factor {
+	if err != nil || n < 0 || n > (1<<62)/factor || digits[0] == '+' {
 		return 0, fmt.Errorf("must be auto, none or a size such as 512Mi, got %q", s)
 	}
 	return n * factor, nil

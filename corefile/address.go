@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/config"
 )
 
 // Address is one zone of a server block key, [SCHEME://]ZONE[:PORT].
@@ -44,7 +46,7 @@ func ParseKey(key string) ([]Address, error) {
 			host, port = h, p
 		}
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+	if _, err := config.ParsePort(port); err != nil {
 		return nil, fmt.Errorf("%q: port %q is not a number from 0 to 65535", key, port)
 	}
 	if host == "" {

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/shardns/shardns/config"
@@ -285,7 +284,7 @@ func (c *converter) httpAddr(d *Directive, def string) {
 		c.unmapped(d.Line, "%s takes one address", d.Name)
 	}
 	host, port, err := net.SplitHostPort(addr)
-	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+	if _, perr := config.ParsePort(port); err != nil || perr != nil {
 		c.unmapped(d.Line, "%s %s: not a host:port", d.Name, addr)
 		return
 	}

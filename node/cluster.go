@@ -255,8 +255,8 @@ func remoteBind(addr string) (string, int, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	port, err := strconv.Atoi(p)
-	return host, port, err
+	port, err := config.ParsePort(p)
+	return host, int(port), err
 }
 
 // advertiseHost is the host other replicas reach this one at: the
