@@ -23,6 +23,7 @@ import (
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
 )
 
 // kubeNode is a shardns node watching a real kube-apiserver.
@@ -461,4 +462,31 @@ func httpStatus(t *testing.T, url string) int {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// cluster.joinService: the gossip seeds are the addresses of every pod
+// behind the headless Service, ready or not, read through the API.
+func TestKubernetesJoinServiceSeeds(t *testing.T) {
+	cp := kubeapi.Start(t)
+	mkNamespace(t, cp.Client, "dns", nil)
+	mkSlice(t, cp.Client, "dns", "shardns-peers", "peers-a", discoveryv1.AddressTypeIPv4,
+		ep{ip: "10.1.0.1"}, ep{ip: "10.1.0.2", notReady: true})
+	mkSlice(t, cp.Client, "dns", "shardns-peers", "peers-b", discoveryv1.AddressTypeIPv6, ep{ip: "fd00::3"})
+	mkSlice(t, cp.Client, "dns", "other", "other-a", discoveryv1.AddressTypeIPv4, ep{ip: "10.9.0.9"})
+	client, err := kubesource.NewClientForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds, err := kubesource.PeerSeeds(client, "dns/shardns-peers", 7946)(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(seeds)
+	want := []string{"10.1.0.1:7946", "10.1.0.2:7946", "[fd00::3]:7946"}
+	if !slices.Equal(seeds, want) {
+		t.Fatalf("seeds %v, want %v", seeds, want)
+	}
+	if _, err := kubesource.PeerSeeds(client, "nope/shardns-peers", 7946)(ctx); err != nil {
+		t.Fatalf("a namespace with no slices: %v, want no seeds and no error", err)
+	}
 }

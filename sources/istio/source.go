@@ -12,6 +12,8 @@
 package istio
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,10 +22,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/actors/zones"
@@ -46,7 +51,7 @@ var Versions = []string{"v1", "v1beta1", "v1alpha3"}
 // Config configures the Istio source.
 type Config struct {
 	Client    dynamic.Interface
-	Discovery discovery.DiscoveryInterface
+	Discovery Discovery
 	Manager   *actor.PID // receives the changes
 	Logger    *slog.Logger
 	// Retry is the longest wait between discovery attempts while the API
@@ -57,9 +62,17 @@ type Config struct {
 	Recheck time.Duration
 }
 
+// Discovery lists the resources an API server serves for one group
+// version. client-go's discovery client has this method; the source does
+// not use that client, whose package registers every built-in API group
+// in the process (about 9 MB of resident memory) to read this one list.
+type Discovery interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
 // NewClients connects with kubeconfig (in-cluster when empty), as the
 // Kubernetes source does. Custom resources travel as JSON.
-func NewClients(kubeconfig, userAgent string) (dynamic.Interface, discovery.DiscoveryInterface, error) {
+func NewClients(kubeconfig, userAgent string) (dynamic.Interface, Discovery, error) {
 	cfg, err := kubesource.RESTConfig(kubeconfig, userAgent)
 	if err != nil {
 		return nil, nil, err
@@ -70,11 +83,34 @@ func NewClients(kubeconfig, userAgent string) (dynamic.Interface, discovery.Disc
 	if err != nil {
 		return nil, nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	rc, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
 	if err != nil {
 		return nil, nil, err
 	}
-	return client, disc, nil
+	return client, restDiscovery{rc}, nil
+}
+
+// discoveryTimeout bounds one discovery request, as client-go's discovery
+// client does, so an API server that accepts and never answers does not
+// stall the source.
+const discoveryTimeout = 32 * time.Second
+
+// restDiscovery reads /apis/<group>/<version>. A group version the server
+// does not serve is a NotFound error, as from client-go's discovery.
+type restDiscovery struct{ rc rest.Interface }
+
+func (d restDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+	defer cancel()
+	body, err := d.rc.Get().AbsPath("/apis", gv).Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	list := &metav1.APIResourceList{}
+	if err := json.Unmarshal(body, list); err != nil {
+		return nil, fmt.Errorf("discovery of %s: %w", gv, err)
+	}
+	return list, nil
 }
 
 // Source is the actor owning the discovery loop and the informer. Their
@@ -122,7 +158,7 @@ func (s *Source) Receive(ctx actor.Context) {
 var errNotServed = errors.New("the API server serves no networking.istio.io ServiceEntries (Istio's CRDs are not installed)")
 
 // Pick returns the preferred ServiceEntry version the API server serves.
-func Pick(d discovery.DiscoveryInterface) (schema.GroupVersionResource, error) {
+func Pick(d Discovery) (schema.GroupVersionResource, error) {
 	for _, v := range Versions {
 		gv := schema.GroupVersion{Group: Group, Version: v}
 		list, err := d.ServerResourcesForGroupVersion(gv.String())
@@ -180,7 +216,18 @@ func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
 // has listed.
 func (s *Source) watch(ctx actor.Context, gvr schema.GroupVersionResource) {
 	root, manager, self := ctx.ActorSystem().Root, s.cfg.Manager, ctx.Self()
-	inf := dynamicinformer.NewFilteredDynamicInformer(s.cfg.Client, gvr, "", 0, cache.Indexers{}, nil).Informer()
+	resource := s.cfg.Client.Resource(gvr)
+	// As client-go's dynamic informer: the client says whether it can
+	// stream the initial list (a fake cannot), else the reflector lists.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return resource.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return resource.Watch(ctx, o)
+		},
+	}, s.cfg.Client)
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if err := inf.SetTransform(strip); err != nil {
 		panic(fmt.Sprintf("istio source: setting the transform of a new informer: %v", err))
 	}

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/shardns/shardns/sources/kubeobj"
 )
@@ -18,12 +18,13 @@ import (
 // EndpointSlices through the API: the cluster DNS cannot look itself up.
 // Not-ready pods count too: replicas starting together must find each
 // other before any of them is ready.
-func PeerSeeds(client kubernetes.Interface, service string, port int) func(ctx context.Context) ([]string, error) {
+func PeerSeeds(client *Client, service string, port int) func(ctx context.Context) ([]string, error) {
 	ns, name, _ := strings.Cut(service, "/")
 	return func(ctx context.Context) ([]string, error) {
-		list, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
-			LabelSelector: kubeobj.ServiceNameLabel + "=" + name,
-		})
+		opts := metav1.ListOptions{LabelSelector: kubeobj.ServiceNameLabel + "=" + name}
+		list := &discoveryv1.EndpointSliceList{}
+		err := client.discovery.Get().Namespace(ns).Resource("endpointslices").
+			VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
 		if err != nil {
 			return nil, fmt.Errorf("cluster.joinService %s: %w", service, err)
 		}

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/actors/zones"
@@ -23,7 +23,7 @@ const SourceName = "kubernetes"
 
 // Config configures the Kubernetes source.
 type Config struct {
-	Client            kubernetes.Interface
+	Client            *Client
 	Manager           *actor.PID // receives the changes
 	Namespaces        []string   // exposed namespaces; empty exposes all
 	NamespaceSelector string     // label selector of exposed namespaces (server-side)
@@ -93,16 +93,18 @@ func (s *Source) start(ctx actor.Context) {
 	// No namespace index: nothing here looks objects up by namespace, and
 	// the index would hold a second copy of every key.
 	none := cache.Indexers{}
+	informer := func(resource string, object runtime.Object, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(client.listWatch(resource, tweak), object, 0, none)
+	}
 	list := []watched{
-		{model.KindNamespace, coreinformers.NewFilteredNamespaceInformer(client, 0, none, namespaces)},
-		{model.KindService, coreinformers.NewFilteredServiceInformer(client, metav1.NamespaceAll, 0, none, objects)},
+		{model.KindNamespace, informer("namespaces", &corev1.Namespace{}, namespaces)},
+		{model.KindService, informer("services", &corev1.Service{}, objects)},
 	}
 	if !s.cfg.NoEndpoints {
-		list = append(list, watched{model.KindEndpointSlice,
-			discoveryinformers.NewFilteredEndpointSliceInformer(client, metav1.NamespaceAll, 0, none, objects)})
+		list = append(list, watched{model.KindEndpointSlice, informer("endpointslices", &discoveryv1.EndpointSlice{}, objects)})
 	}
 	if s.cfg.Pods {
-		list = append(list, watched{model.KindPod, coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, none, nil)})
+		list = append(list, watched{model.KindPod, informer("pods", &corev1.Pod{}, nil)})
 	}
 	transform := transformFor(exposed)
 	var synced []cache.InformerSynced
