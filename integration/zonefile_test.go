@@ -379,5 +379,10 @@ func TestZoneFileSharded(t *testing.T) {
 		if got != 4 {
 			t.Errorf("AXFR of xfr.test from %s: %d records, want 4", addr, got)
 		}
+		// Answers an owner gave are counted under the file zone's origin,
+		// as on the owner itself.
+		if count := scrapeLabelled(t, n.HTTPAddr(), "shardns_dns_responses_total", `zone="example.test."`); count == 0 {
+			t.Errorf("%s: no responses counted for zone example.test.", addr)
+		}
 	}
 }
