@@ -80,7 +80,8 @@ func resolvConfNameservers(r io.Reader) ([]string, error) {
 
 // CheckLoop refuses upstreams that are this server itself: forwarding to
 // them would send every unknown name round in a loop until it times out.
-// listen are the server's own DNS addresses; an unspecified listen host
+// listen are the server's own plain DNS addresses (dns.listen and the
+// servers of transport dns); an unspecified listen host
 // (0.0.0.0, ::) matches every local address on that port.
 func CheckLoop(upstreams, listen []string, localAddrs []netip.Addr) error {
 	for _, u := range upstreams {
@@ -95,7 +96,7 @@ func CheckLoop(upstreams, listen []string, localAddrs []netip.Addr) error {
 			}
 			if own.Addr() == up.Addr() ||
 				(own.Addr().IsUnspecified() && (up.Addr().IsLoopback() || contains(localAddrs, up.Addr()))) {
-				return fmt.Errorf("forward.upstreams: %s is this server itself (dns.listen %s): forwarding would loop", u, l)
+				return fmt.Errorf("forward.upstreams: %s is this server itself (it listens on %s): forwarding would loop", u, l)
 			}
 		}
 	}

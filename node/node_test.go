@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -318,5 +319,36 @@ hosts: {entries: ["192.0.2.7 printer.example."]}
 	}
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.7" {
 		t.Fatalf("got %v", r)
+	}
+}
+
+// An upstream that is one of this server's extra plain DNS listeners
+// would forward every name round in a loop, as one on dns.listen would:
+// the node refuses to start.
+func TestForwardLoopThroughServersRefused(t *testing.T) {
+	probe, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := probe.LocalAddr().(*net.UDPAddr).Port
+	probe.Close()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
+http: {listen: ""}
+kubernetes: {enabled: false}
+forward: {upstreams: ["127.0.0.1:%d"]}
+servers:
+- {listen: ["127.0.0.1:%d"], zones: [example.org]}
+`, port, port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start()
+	n.Stop(0)
+	if err == nil || !strings.Contains(err.Error(), "forwarding would loop") {
+		t.Fatalf("Start = %v, want the loop refused", err)
 	}
 }

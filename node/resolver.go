@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -87,6 +88,14 @@ func fqdns(zones []string) []string {
 // any forwarder starts.
 func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream, error) {
 	f := c.cfg.Forward
+	// The extra servers of plain DNS answer through the same handler: an
+	// upstream on one of them is a loop too.
+	listen = slices.Clone(listen)
+	for _, s := range c.cfg.Servers {
+		if s.Transport == "dns" {
+			listen = append(listen, s.Listen...)
+		}
+	}
 	addrs, err := forward.ParseUpstreams(f.Upstreams, nil)
 	if err != nil {
 		return nil, err
