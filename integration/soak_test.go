@@ -87,6 +87,14 @@ func TestSoak(t *testing.T) {
 		if minute == 1 {
 			copy(warm, last)
 		}
+		if dir := os.Getenv("SHARDNS_PROFILE_DIR"); dir != "" {
+			// The live heap after a collection tells a leak (it grows)
+			// from a heap that has not reached its size yet (it does not).
+			for i, r := range replicas {
+				m := measureMemory(t, r, fmt.Sprintf("soak-%d-minute-%d.pb.gz", i, minute))
+				t.Logf("soak minute %d %s: live heap %.1f MB, in use %.1f MB", minute, r.addr, m.live, m.spans)
+			}
+		}
 	}
 	tick.Stop()
 	close(stop)
