@@ -285,16 +285,7 @@ func TestStartErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: x}\nspec: {clusterIP: 10.0.0.300}\n"), 0o644)
-	cfg, err := config.Parse([]byte(fmt.Sprintf("dns: {listen: [\"127.0.0.1:0\"]}\nhttp: {listen: \"\"}\nkubernetes: {enabled: false}\nmanifests: {files: [%q]}\n", bad)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = n.Start()
-	n.Stop(0)
+	err := startError(t, fmt.Sprintf("dns: {listen: [\"127.0.0.1:0\"]}\nhttp: {listen: \"\"}\nkubernetes: {enabled: false}\nmanifests: {files: [%q]}\n", bad))
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), `Service "web"`) {
 		t.Fatalf("Start = %v, want an error naming the file and the object", err)
 	}
@@ -332,13 +323,23 @@ func TestForwardLoopThroughServersRefused(t *testing.T) {
 	}
 	port := probe.LocalAddr().(*net.UDPAddr).Port
 	probe.Close()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
+	err = startError(t, fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: false}
 forward: {upstreams: ["127.0.0.1:%d"]}
 servers:
 - {listen: ["127.0.0.1:%d"], zones: [example.org]}
-`, port, port)))
+`, port, port))
+	if err == nil || !strings.Contains(err.Error(), "forwarding would loop") {
+		t.Fatalf("Start = %v, want the loop refused", err)
+	}
+}
+
+// startError starts a node from a config that must parse and returns
+// what Start said, stopping the node either way.
+func startError(t *testing.T, cfgText string) error {
+	t.Helper()
+	cfg, err := config.Parse([]byte(cfgText))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,5 @@ servers:
 	}
 	err = n.Start()
 	n.Stop(0)
-	if err == nil || !strings.Contains(err.Error(), "forwarding would loop") {
-		t.Fatalf("Start = %v, want the loop refused", err)
-	}
+	return err
 }
