@@ -33,6 +33,10 @@ const (
 	dohMaxMessage = dns.MaxMsgSize
 	// dohStopWait bounds how long stopping waits for requests in flight.
 	dohStopWait = 2 * time.Second
+	// dohLateGrace is added to the handler's bound on late answers, so the
+	// SERVFAIL a forwarder writes at its own deadline still reaches the
+	// request waiting for it.
+	dohLateGrace = time.Second
 )
 
 // httpsListener is the actor owning one DNS over HTTPS socket.
@@ -72,7 +76,7 @@ func (l *httpsListener) start() {
 		TLSConfig:         l.cfg.TLS.Clone(),
 		ReadHeaderTimeout: idle,
 		ReadTimeout:       idle,
-		WriteTimeout:      idle + l.cfg.LateTimeout,
+		WriteTimeout:      idle + l.lateBound(), // each request sets its own; see ServeHTTP
 		IdleTimeout:       idle,
 		MaxHeaderBytes:    16 << 10,
 		// Failed handshakes and broken clients are not the server's errors.
@@ -101,6 +105,12 @@ func (l *httpsListener) stop() {
 
 // ServeHTTP answers one DNS over HTTPS request.
 func (l *httpsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The wait for a late answer follows the handler, which a reload
+	// swaps: the write deadline moves with it. Both HTTP/1 and HTTP/2
+	// support this; should a transport not, the server's WriteTimeout
+	// stays.
+	bound := l.lateBound()
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(l.cfg.IdleTimeout + bound))
 	if r.URL.Path != l.scope().Path() {
 		http.NotFound(w, r)
 		return
@@ -120,7 +130,7 @@ func (l *httpsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "not a DNS query", http.StatusBadRequest)
 			return
 		}
-		if resp = l.waitLate(r.Context(), late); resp == nil {
+		if resp = l.waitLate(r.Context(), late, bound); resp == nil {
 			if r.Context().Err() != nil {
 				return // the client left
 			}
@@ -142,10 +152,19 @@ func (l *httpsListener) scope() *Scope {
 	return l.cfg.Scope.Load()
 }
 
+// lateBound is how long a request waits for a late answer: the current
+// handler's bound and a grace.
+func (l *httpsListener) lateBound() time.Duration {
+	if h := l.cfg.Handler.Load(); h != nil {
+		return h.LateBound() + dohLateGrace
+	}
+	return dohLateGrace
+}
+
 // waitLate waits for a forwarded answer: nil when the client leaves, the
-// listener stops, or LateTimeout passes.
-func (l *httpsListener) waitLate(ctx context.Context, late *lateAnswer) []byte {
-	timer := time.NewTimer(l.cfg.LateTimeout)
+// listener stops, or bound passes.
+func (l *httpsListener) waitLate(ctx context.Context, late *lateAnswer, bound time.Duration) []byte {
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	select {
 	case b := <-late.c:

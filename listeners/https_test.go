@@ -16,7 +16,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/forward"
 	"github.com/shardns/shardns/internal/testutil"
+	"github.com/shardns/shardns/query"
 )
 
 func dohPacked(t testing.TB, name string, qtype uint16) []byte {
@@ -116,6 +118,13 @@ func TestCacheAge(t *testing.T) {
 // trusting the certificate.
 func tlsListener(t *testing.T, transport string, blocks ...Block) (string, *x509.CertPool) {
 	t.Helper()
+	return tlsListenerWith(t, transport, nil, blocks...)
+}
+
+// tlsListenerWith is tlsListener answering through handler (nil: the
+// test zone's).
+func tlsListenerWith(t *testing.T, transport string, handler *atomic.Pointer[query.Handler], blocks ...Block) (string, *x509.CertPool) {
+	t.Helper()
 	certFile, keyFile, cert := testutil.WriteCert(t, t.TempDir(), "server", "shardns test")
 	c, err := LoadCertificate(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -127,8 +136,8 @@ func tlsListener(t *testing.T, transport string, blocks ...Block) (string, *x509
 	}
 	var scope atomic.Pointer[Scope]
 	scope.Store(NewScope(append([]Block{{Zones: []string{"cluster.local"}}}, blocks...), ""))
-	cfg := Config{MaxConnections: 16, MaxQueries: 100, IdleTimeout: 2 * time.Second, LateTimeout: time.Second,
-		Scope: &scope, TLS: c.TLSConfig()}
+	cfg := Config{MaxConnections: 16, MaxQueries: 100, IdleTimeout: 2 * time.Second,
+		Scope: &scope, TLS: c.TLSConfig(), Handler: handler}
 	props := NewProps
 	if transport == "https" {
 		props = NewHTTPSProps
@@ -241,5 +250,57 @@ func TestDoH(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("DELETE: %d", resp.StatusCode)
+	}
+}
+
+// A DNS over HTTPS request waits for a forwarded answer as long as the
+// current handler allows: a reload that lengthens forward.deadline
+// applies to the next request, so an upstream slower than the old bound
+// but inside the new one answers.
+func TestDoHWaitFollowsTheHandler(t *testing.T) {
+	const upstreamDelay = 2 * time.Second
+	upstream := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		time.Sleep(upstreamDelay)
+		m := new(dns.Msg)
+		m.SetReply(r)
+		rr, _ := dns.NewRR(r.Question[0].Name + " 60 IN A 192.0.2.7")
+		m.Answer = []dns.RR{rr}
+		w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	upstream.NotifyStartedFunc = func() { close(started) }
+	go upstream.ListenAndServe()
+	<-started
+	t.Cleanup(func() { upstream.Shutdown() })
+	fwd := forward.New(forward.Config{Upstreams: []string{upstream.PacketConn.LocalAddr().String()}, Policy: "sequential",
+		Timeout: 4 * time.Second, MaxConcurrent: 10, HealthCheck: time.Hour, MaxFails: 100,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(fwd.Close)
+	withDeadline := func(d time.Duration) *query.Handler {
+		h := testHandler()
+		h.Upstream = &query.Upstream{Forwarder: fwd, Deadline: d, Now: time.Now}
+		return h
+	}
+	var handler atomic.Pointer[query.Handler]
+	// As started: a deadline the upstream cannot meet (the wait is that
+	// and a second of grace).
+	handler.Store(withDeadline(100 * time.Millisecond))
+	addr, pool := tlsListenerWith(t, "https", &handler, Block{Zones: []string{"."}})
+	// Reloaded: a deadline the upstream meets.
+	handler.Store(withDeadline(4 * time.Second))
+
+	resp, err := dohClient(pool).Post("https://"+addr+"/dns-query", dohMediaType,
+		bytes.NewReader(dohPacked(t, "slow.example.", dns.TypeA)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := new(dns.Msg)
+	if err := m.Unpack(b); err != nil {
+		t.Fatalf("status %d: %v", resp.StatusCode, err)
+	}
+	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.7" {
+		t.Fatalf("got %s %v, want the upstream's answer", dns.RcodeToString[m.Rcode], m.Answer)
 	}
 }

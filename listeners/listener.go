@@ -38,10 +38,7 @@ type Config struct {
 	Scope *atomic.Pointer[Scope]
 	// TLS makes the TCP socket speak DNS over TLS (NewProps) or HTTPS
 	// (NewHTTPSProps).
-	TLS *tls.Config
-	// LateTimeout bounds how long a DNS over HTTPS request waits for a
-	// forwarded answer before it gets SERVFAIL.
-	LateTimeout    time.Duration
+	TLS            *tls.Config
 	Panics         prometheus.Counter // counts recovered panics; may be nil
 	IdleTimeout    time.Duration      // TCP: close after this long without a query
 	MaxConnections int                // TCP: concurrent connections; more are closed at once

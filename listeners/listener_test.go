@@ -38,19 +38,14 @@ func startListenerWith(t testing.TB, cfg Config) string {
 // actor props makes, and stops the actor when the test ends.
 func spawnListener(t testing.TB, cfg Config, s *Sockets, props func(Config, *Sockets) *actor.Props) string {
 	t.Helper()
-	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
-	zcfg.Prepare()
-	view := zone.NewStaticView(zcfg, []any{
-		&model.Namespace{Name: "ns"},
-		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
-			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
-	}, true)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	var handler atomic.Pointer[query.Handler]
-	handler.Store(&query.Handler{Config: zcfg, View: view})
-	cfg.Handler = &handler
+	if cfg.Handler == nil {
+		var handler atomic.Pointer[query.Handler]
+		handler.Store(testHandler())
+		cfg.Handler = &handler
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	pid := system.Root.Spawn(props(cfg, s))
 	t.Cleanup(func() {
@@ -249,4 +244,16 @@ func TestPanicAnswersServerFailure(t *testing.T) {
 		}
 		expectWeb(t, s.Addr(), proto)
 	}
+}
+
+// testHandler answers the test zone: web.ns.svc.cluster.local, 10.0.0.1.
+func testHandler() *query.Handler {
+	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	zcfg.Prepare()
+	view := zone.NewStaticView(zcfg, []any{
+		&model.Namespace{Name: "ns"},
+		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
+			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
+	}, true)
+	return &query.Handler{Config: zcfg, View: view}
 }

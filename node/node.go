@@ -216,7 +216,6 @@ func (n *Node) startListener(e *listenerEntry, c *core) {
 		IdleTimeout: n.cfg.DNS.TCPIdleTimeout.D(), MaxConnections: n.cfg.DNS.TCPMaxConnections,
 		MaxQueries: n.cfg.DNS.TCPMaxQueries, RateLimit: e.limiter,
 		RateLimited: n.metrics.DNS.Dropped.WithLabelValues("dns://"+e.sockets.Addr(), "ratelimit"),
-		LateTimeout: n.cfg.Forward.Deadline.D() + time.Second,
 		Logger:      n.log, Panics: n.metrics.DNS.Panics}
 	props := listeners.NewProps
 	if e.cert != nil {
