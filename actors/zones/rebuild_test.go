@@ -1,7 +1,6 @@
 package zones_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,31 +21,13 @@ import (
 	"github.com/shardns/shardns/zone"
 )
 
-// syncLog is a log sink the test reads while the actors write.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // cluster is a Manager fed by the manifest source from one file the test
 // rewrites.
 type cluster struct {
 	file  string
 	cfg   *zone.Config
 	table *zone.Table
-	log   *syncLog
+	log   *testutil.SyncBuffer
 }
 
 func service(name, ip string) string {
@@ -71,21 +52,31 @@ func (c *cluster) write(t *testing.T, services ...string) {
 // fail before each batch.
 func startCluster(t *testing.T, fail func(key string, names []string), services ...string) *cluster {
 	t.Helper()
-	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &syncLog{}}
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &testutil.SyncBuffer{}}
 	c.write(t, services...)
+	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond,
+		func(cfg zones.Config) zones.Config { return zones.WithFault(cfg, fail) })
+	return c
+}
+
+// serve starts a Manager on a new table, configured by tune, and the
+// manifest source re-reading c.file every interval, and returns once the
+// manager has synced.
+func (c *cluster) serve(t *testing.T, logger *slog.Logger, interval time.Duration,
+	tune func(zones.Config) zones.Config) (*actor.ActorSystem, *actor.PID) {
+	t.Helper()
 	c.cfg = &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	c.cfg.Prepare()
 	c.table = zone.NewTable(zone.NewDirectory(c.cfg, map[string]struct{}{}, false, 0))
-	logger := slog.New(slog.NewTextHandler(c.log, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(zones.WithFault(zones.Config{Answer: c.cfg, Table: c.table,
-		Sources: []string{manifest.SourceName}, Now: time.Now, Logger: logger, Synced: &synced}, fail)))
+	manager := system.Root.Spawn(zones.NewManagerProps(tune(zones.Config{Answer: c.cfg, Table: c.table,
+		Sources: []string{manifest.SourceName}, Now: time.Now, Logger: logger, Synced: &synced})))
 	initial, err := manifest.Load(nil, []string{c.file})
 	if err != nil {
 		t.Fatal(err)
 	}
-	source := system.Root.Spawn(manifest.NewProps(manifest.Config{Files: []string{c.file}, Interval: 20 * time.Millisecond,
+	source := system.Root.Spawn(manifest.NewProps(manifest.Config{Files: []string{c.file}, Interval: interval,
 		Manager: manager, Logger: logger}, initial))
 	t.Cleanup(func() {
 		system.Root.StopFuture(source).Wait()
@@ -98,7 +89,7 @@ func startCluster(t *testing.T, fail func(key string, names []string), services 
 		}
 		return nil
 	})
-	return c
+	return system, manager
 }
 
 // check returns an error unless name.shop.svc.cluster.local has the A
