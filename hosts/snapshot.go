@@ -45,7 +45,6 @@ type Snapshot struct {
 	opts    Options
 	names   map[string]*records // name → its A and AAAA records
 	reverse map[string][]dns.RR // reverse name (…in-addr.arpa.) → PTR records
-	count   int
 }
 
 type records struct {
@@ -82,7 +81,6 @@ func NewSnapshot(opts Options, entries []Entry) *Snapshot {
 				hdr.Rrtype = dns.TypeAAAA
 				rec.aaaa = append(rec.aaaa, &dns.AAAA{Hdr: hdr, AAAA: addr.AsSlice()})
 			}
-			s.count++
 			if opts.NoReverse {
 				continue
 			}
@@ -96,9 +94,6 @@ func NewSnapshot(opts Options, entries []Entry) *Snapshot {
 	}
 	return s
 }
-
-// Len is the number of name–address pairs.
-func (s *Snapshot) Len() int { return s.count }
 
 // Lookup answers a question (lower-case, fully qualified name). The
 // records are shared: callers copy before changing them. It allocates
