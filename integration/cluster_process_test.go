@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/kubeapi"
@@ -168,14 +167,7 @@ func (l *load) finish(t *testing.T, what string) {
 // wrong answer.
 func TestClusterProcessesKillAndJoin(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := map[string]string{}
-	for i := range 6 {
-		ns := fmt.Sprintf("proc%d", i)
-		mkNamespace(t, cp.Client, ns, nil)
-		svc := mkService(t, cp.Client, clusterIPService(ns, "web"))
-		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
-	}
-	_ = corev1.ServiceTypeClusterIP
+	names := webNamespaces(t, cp, "proc", 6)
 	a := startReplicaProcess(t, cp, "r0", nil)
 	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
 	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
@@ -204,4 +196,19 @@ func TestClusterProcessesKillAndJoin(t *testing.T) {
 	settled(t, []*replicaProcess{a, b, d}, 3)
 	targets.Store([]string{a.addr, b.addr, d.addr})
 	l.finish(t, "a fourth replica joining")
+}
+
+// webNamespaces creates n namespaces prefix0… with a ClusterIP service
+// web in each, and returns each web name with its cluster IP: zones
+// enough to spread over a few replicas.
+func webNamespaces(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n int) map[string]string {
+	t.Helper()
+	names := map[string]string{}
+	for i := range n {
+		ns := fmt.Sprintf("%s%d", prefix, i)
+		mkNamespace(t, cp.Client, ns, nil)
+		svc := mkService(t, cp.Client, clusterIPService(ns, "web"))
+		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
+	}
+	return names
 }

@@ -52,13 +52,7 @@ func totalDispatches(t testing.TB, addr string) float64 {
 // and follows the ring when a replica leaves or joins.
 func TestNodeLocalAsksOwners(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := map[string]string{}
-	for i := range 6 {
-		ns := fmt.Sprintf("nodelocal%d", i)
-		mkNamespace(t, cp.Client, ns, nil)
-		svc := mkService(t, cp.Client, clusterIPService(ns, "web"))
-		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
-	}
+	names := webNamespaces(t, cp, "nodelocal", 6)
 	a := startReplicaProcess(t, cp, "r0", nil)
 	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
 	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
