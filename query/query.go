@@ -190,9 +190,12 @@ func (h *Handler) Observe(req *dns.Msg, reqSize int, t Transport, zone string, r
 // setAnswer copies the authoritative answer for name into r, with the
 // owner name spelled as asked.
 func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zone.Response) {
-	x.zone = h.Config.Domains.Route(name).Origin
-	if resp.Zone != "" {
-		x.zone = resp.Zone // a file zone
+	// The metrics label: a cluster zone's domain, or the origin of the
+	// file zone name is in, whether it was answered here or by an owner.
+	route := h.Config.Domains.Route(name)
+	x.zone = route.Origin
+	if d := h.View.Directory(); route.Kind == zone.RouteExternal && d != nil {
+		x.zone = d.FileOrigin(name)
 	}
 	r.Authoritative = !resp.Referral
 	r.Rcode = resp.Rcode

@@ -41,15 +41,9 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	c := h.Cluster
 	q := x.req.Question[0]
 	key := cache.Key{Name: name, Type: q.Qtype, Class: q.Qclass}
-	// A file zone is labelled in metrics by its origin, as when answered
-	// here; a cluster zone by its cluster domain (see setAnswer).
-	fileZone := ""
-	if d := h.View.Directory(); d != nil && h.Config.Domains.Route(name).Kind == zone.RouteExternal {
-		fileZone = d.FileOrigin(name)
-	}
 	if m, st, _ := c.Cache.Get(key, c.Now()); st == cache.Fresh {
 		c.count("hit")
-		return h.answerFromOwner(x, r, name, fileZone, m, out)
+		return h.answerFromOwner(x, r, name, m, out)
 	}
 	c.count("miss")
 	if x.t.Late == nil || c.inflight.Add(1) > c.MaxInFlight {
@@ -78,7 +72,7 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 				continue
 			}
 			c.Cache.Put(key, m, c.Now())
-			if b := h.answerFromOwner(x, resp, name, fileZone, m, nil); b != nil {
+			if b := h.answerFromOwner(x, resp, name, m, nil); b != nil {
 				x.t.Late.WriteLate(b, x.t.Client)
 			} // else the forwarder answers late itself
 			return
@@ -101,17 +95,16 @@ func (c *Cluster) count(result string) {
 // answered locally: a reverse name no owner knows (a node-local cache
 // asks owners for every reverse zone) may be known upstream. It returns
 // nil when the forwarder will answer late.
-func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name, fileZone string, m *dns.Msg, out []byte) []byte {
+func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
 	if m.Rcode == dns.RcodeNameError && h.fallsThrough(name) {
 		return h.forward(x, r, name, "", out)
 	}
-	return h.packOwner(x, r, name, fileZone, m, out)
+	return h.packOwner(x, r, name, m, out)
 }
 
-// packOwner packs an owner's (or cached) answer for name as the answer to
-// x; fileZone is the origin of the file zone name is in, if any.
-func (h *Handler) packOwner(x *exchange, r *dns.Msg, name, fileZone string, m *dns.Msg, out []byte) []byte {
+// packOwner packs an owner's (or cached) answer for name as the answer to x.
+func (h *Handler) packOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
 	h.setAnswer(x, r, name, x.req.Question[0].Name, zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra,
-		Zone: fileZone, Referral: !m.Authoritative}) // an owner's referral comes without AA
+		Referral: !m.Authoritative}) // an owner's referral comes without AA
 	return h.pack(x, r, out)
 }

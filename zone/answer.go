@@ -18,8 +18,7 @@ type Question struct {
 type Response struct {
 	External bool // not in any cluster or reverse zone, nor a mesh name: not ours to answer
 	// Remote lists the replicas to ask, in order, when the zone is held
-	// elsewhere; Zone is its key, and the key of the file zone that
-	// answered.
+	// elsewhere; Zone is its key.
 	Remote []string
 	Zone   string
 	Rcode  int

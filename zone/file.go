@@ -312,9 +312,7 @@ func answerFile(v View, key string, q Question) Response {
 		// answer that could be wrong.
 		return Response{Rcode: dns.RcodeServerFailure}
 	}
-	r := s.file.answer(q)
-	r.Zone = key
-	return r
+	return s.file.answer(q)
 }
 
 // answer answers q, following CNAMEs inside the zone.
