@@ -46,9 +46,9 @@ func (c *core) buildPlane(nodeName string) error {
 // names they have no entry for: CoreDNS does the same (hosts comes before
 // kubernetes), but it is rarely what is meant.
 func (c *core) warnHostsShadow(opts hosts.Options) {
+	empty := hosts.NewSnapshot(opts, nil)
 	for _, d := range c.answer.Domains.Cluster {
-		probe := "no-such-name." + d
-		if _, v := hosts.NewSnapshot(opts, nil).Lookup(probe, dns.TypeA); v == hosts.Fail {
+		if _, v := empty.Lookup("no-such-name."+d, dns.TypeA); v == hosts.Fail {
 			c.log.Warn("hosts.zones covers a cluster domain without hosts.fallthrough: its names get SERVFAIL "+
 				"unless a hosts entry has them (add the domain, or \".\", to hosts.fallthrough)", "domain", d)
 		}
@@ -100,7 +100,8 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 	if err != nil {
 		return nil, err
 	}
-	if err := forward.CheckLoop(addrs, listen, forward.LocalAddrs()); err != nil {
+	local := forward.LocalAddrs() // the interfaces, listed once for every check
+	if err := forward.CheckLoop(addrs, listen, local); err != nil {
 		return nil, err
 	}
 	stubAddrs := make([][]string, len(f.Stubs))
@@ -108,7 +109,7 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 		if stubAddrs[i], err = forward.ParseUpstreams(s.Upstreams, nil); err != nil {
 			return nil, fmt.Errorf("forward.stubs[%d]: %w", i, err)
 		}
-		if err := forward.CheckLoop(stubAddrs[i], listen, forward.LocalAddrs()); err != nil {
+		if err := forward.CheckLoop(stubAddrs[i], listen, local); err != nil {
 			return nil, fmt.Errorf("forward.stubs[%d]: %w", i, err)
 		}
 	}

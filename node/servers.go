@@ -119,16 +119,12 @@ type listenerChanges struct {
 func (n *Node) prepareListeners(cfg *config.Config) (*listenerChanges, error) {
 	ch := &listenerChanges{specs: map[string]*listenerSpec{}, added: map[string]*listenerEntry{},
 		certs: map[string]*listeners.Certificate{}}
-	var err error
 	for _, sp := range listenerSpecs(cfg) {
 		ch.specs[sp.key] = sp
-		if err == nil {
-			err = n.prepareListener(sp, ch)
+		if err := n.prepareListener(sp, ch); err != nil {
+			ch.abandon()
+			return nil, err
 		}
-	}
-	if err != nil {
-		ch.abandon()
-		return nil, err
 	}
 	return ch, nil
 }

@@ -147,7 +147,7 @@ func (m *Manager) onStarted(ctx actor.Context) {
 		return
 	}
 	m.publishDirectory()
-	if len(m.unsynced) > 0 && m.cfg.StartupTimeout > 0 {
+	if m.cfg.StartupTimeout > 0 {
 		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.StartupTimeout, ctx.Self(), &startupTimeout{})
 	}
 }
