@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"reflect"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/internal/fsutil"
 	"github.com/shardns/shardns/internal/ticker"
 	"github.com/shardns/shardns/model"
 )
@@ -39,7 +39,7 @@ type Snapshot struct {
 func Load(fsys fs.FS, files []string) (*Snapshot, error) {
 	s := &Snapshot{objects: map[model.Key]any{}, files: map[string][]byte{}}
 	for _, f := range files {
-		data, err := readFile(fsys, f)
+		data, err := fsutil.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
@@ -86,19 +86,12 @@ func (s *Snapshot) Diff(old *Snapshot) []model.Change {
 // changed reports whether any file's content differs from s.
 func (s *Snapshot) changed(fsys fs.FS, files []string) bool {
 	for _, f := range files {
-		data, err := readFile(fsys, f)
+		data, err := fsutil.ReadFile(fsys, f)
 		if err != nil || !bytes.Equal(data, s.files[f]) {
 			return true
 		}
 	}
 	return false
-}
-
-func readFile(fsys fs.FS, name string) ([]byte, error) {
-	if fsys == nil {
-		return os.ReadFile(name)
-	}
-	return fs.ReadFile(fsys, name)
 }
 
 // Source is the actor that serves the files and re-reads them on change.

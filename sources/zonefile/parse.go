@@ -16,13 +16,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/internal/fsutil"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -152,11 +152,11 @@ func Load(fsys fs.FS, zones []Zone, reserved []Reserved) (*Snapshot, error) {
 	s := &Snapshot{}
 	origins := map[string]string{}
 	for _, z := range zones {
-		st, err := stat(fsys, z.File)
+		st, err := fsutil.Stat(fsys, z.File)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", z.Key, err)
 		}
-		data, err := readFile(fsys, z.File)
+		data, err := fsutil.ReadFile(fsys, z.File)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", z.Key, err)
 		}
@@ -169,7 +169,7 @@ func Load(fsys fs.FS, zones []Zone, reserved []Reserved) (*Snapshot, error) {
 		}
 		origins[f.Origin] = z.Key
 		for _, r := range reserved {
-			if inZone(f.Origin, r.Zone) || inZone(r.Zone, f.Origin) {
+			if zone.InZone(f.Origin, r.Zone) || zone.InZone(r.Zone, f.Origin) {
 				return nil, fmt.Errorf("%s (%s): origin %s overlaps %s (%s): a file zone cannot share names with a cluster or reverse zone",
 					z.Key, z.File, f.Origin, r.Key, r.Zone)
 			}
@@ -179,22 +179,4 @@ func Load(fsys fs.FS, zones []Zone, reserved []Reserved) (*Snapshot, error) {
 		s.initial = append(s.initial, f)
 	}
 	return s, nil
-}
-
-// inZone reports whether name is zone or below it; both fully qualified
-// and lower-case.
-func inZone(name, zone string) bool { return dns.IsSubDomain(zone, name) }
-
-func stat(fsys fs.FS, name string) (fs.FileInfo, error) {
-	if fsys == nil {
-		return os.Stat(name)
-	}
-	return fs.Stat(fsys, name)
-}
-
-func readFile(fsys fs.FS, name string) ([]byte, error) {
-	if fsys == nil {
-		return os.ReadFile(name)
-	}
-	return fs.ReadFile(fsys, name)
 }

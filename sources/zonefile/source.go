@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/internal/fsutil"
 	"github.com/shardns/shardns/internal/ticker"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
@@ -119,14 +120,14 @@ func (s *Source) onTick(ctx actor.Context) {
 // reload returns the new zone of f when its file changed and parses, nil
 // when it did not change, and an error when it cannot be served.
 func (s *Source) reload(f *file) (*zone.FileZone, error) {
-	st, err := stat(s.cfg.FS, f.cfg.File)
+	st, err := fsutil.Stat(s.cfg.FS, f.cfg.File)
 	if err != nil {
 		return nil, err
 	}
 	if st.ModTime().Equal(f.mod) && st.Size() == f.size {
 		return nil, nil
 	}
-	data, err := readFile(s.cfg.FS, f.cfg.File)
+	data, err := fsutil.ReadFile(s.cfg.FS, f.cfg.File)
 	if err != nil {
 		return nil, err
 	}
