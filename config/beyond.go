@@ -296,8 +296,9 @@ func checkZones(bad func(key, format string, args ...any), key string, zones []s
 // there itself, so the stub would never be asked.
 func (c *Config) checkStubZones(bad func(key, format string, args ...any), key string, zones []string) {
 	k := &c.Kubernetes
+	all := k.AllZones()
 	for i, z := range zones {
-		for _, own := range append(append([]string(nil), k.Zones...), k.ReverseZones...) {
+		for _, own := range all {
 			if !underZone(z, own) {
 				continue
 			}

@@ -121,6 +121,12 @@ type KubernetesConfig struct {
 	StartupTimeout Duration `json:"startupTimeout"`
 }
 
+// AllZones returns the cluster and the reverse zones, the names whose
+// records the Kubernetes source owns.
+func (k *KubernetesConfig) AllZones() []string {
+	return append(append([]string(nil), k.Zones...), k.ReverseZones...)
+}
+
 // IstioConfig is the Istio ServiceEntry source. It connects with
 // kubernetes.kubeconfig, like the Kubernetes source.
 type IstioConfig struct {
@@ -397,11 +403,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	if len(k.Zones) == 0 {
 		bad("kubernetes.zones", "needs at least one cluster domain")
 	}
-	for i, z := range k.Zones {
-		if !ValidDomain(z) {
-			bad(fmt.Sprintf("kubernetes.zones[%d]", i), "%q is not a domain name", z)
-		}
-	}
+	checkZones(bad, "kubernetes.zones", k.Zones, false)
 	for i, z := range k.ReverseZones {
 		n := strings.ToLower(strings.TrimSuffix(z, "."))
 		underReverse := n == "in-addr.arpa" || n == "ip6.arpa" ||
@@ -430,11 +432,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	if k.StartupTimeout < 0 {
 		bad("kubernetes.startupTimeout", "must not be negative")
 	}
-	for i, z := range k.Fallthrough {
-		if !ValidDomain(z) {
-			bad(fmt.Sprintf("kubernetes.fallthrough[%d]", i), "%q is not a domain name", z)
-		}
-	}
+	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, false)
 }
 
 // validateNodeLocal rejects what a node-local process cannot do: it

@@ -133,7 +133,7 @@ func (c *converter) prefetch(ca *config.CacheConfig, o *Directive) {
 // zones: shardns never puts their answers in the response cache.
 func (c *converter) cacheDisable(o *Directive) {
 	k := c.cfg.Kubernetes
-	cluster := append(append([]string(nil), k.Zones...), k.ReverseZones...)
+	cluster := k.AllZones()
 	ok := k.Enabled && len(o.Args) >= 2 && (o.Args[0] == "success" || o.Args[0] == "denial")
 	for _, a := range o.Args[min(1, len(o.Args)):] {
 		z, err := NormalizeZone(a)

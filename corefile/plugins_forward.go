@@ -200,7 +200,7 @@ func (c *converter) dropShadowedStubs() {
 	if !k.Enabled {
 		return
 	}
-	own := append(append([]string(nil), k.Zones...), k.ReverseZones...)
+	own := k.AllZones()
 	var kept []config.StubConfig
 	var lines []int
 	var blocks []*ServerBlock

@@ -88,7 +88,7 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		}
 		k.IgnoreEmptyService = true
 	case "fallthrough":
-		k.Fallthrough = c.fallthroughZones(o, append(append([]string(nil), k.Zones...), k.ReverseZones...))
+		k.Fallthrough = c.fallthroughZones(o, k.AllZones())
 	case "kubeconfig":
 		if len(o.Args) == 0 {
 			return false

@@ -73,7 +73,7 @@ func (c *converter) filePlugin(s *server, d *Directive) {
 // alone, where CoreDNS would ask whichever plugin comes first.
 func (c *converter) dropClusterFileZones() {
 	k := c.cfg.Kubernetes
-	own := append(append([]string(nil), k.Zones...), k.ReverseZones...)
+	own := k.AllZones()
 	var kept []config.FileZoneConfig
 	for i, fz := range c.cfg.Files.Zones {
 		clash := ""
