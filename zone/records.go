@@ -2,7 +2,6 @@ package zone
 
 import (
 	"net/netip"
-	"strconv"
 	"unsafe"
 
 	"github.com/miekg/dns"
@@ -140,26 +139,10 @@ func (b *builder) name(parts ...string) string {
 	return unsafe.String(&buf[0], n)
 }
 
-// reverseName is ReverseName(a), without its garbage: the name of a
-// reverse zone's every record.
+// reverseName is ReverseName(a) in the snapshot's blocks, without
+// garbage: the name of a reverse zone's every record.
 func (b *builder) reverseName(a netip.Addr) string {
-	var buf [73]byte // 32 nibbles and their dots, then "ip6.arpa."
-	out := buf[:0]
-	a = a.Unmap()
-	if a.Is4() {
-		v := a.As4()
-		for i := 3; i >= 0; i-- {
-			out = strconv.AppendUint(out, uint64(v[i]), 10)
-			out = append(out, '.')
-		}
-		out = append(out, "in-addr.arpa."...)
-	} else {
-		const hex = "0123456789abcdef"
-		v := a.As16()
-		for i := 15; i >= 0; i-- {
-			out = append(out, hex[v[i]&0xf], '.', hex[v[i]>>4], '.')
-		}
-		out = append(out, "ip6.arpa."...)
-	}
+	var buf [maxReverseName]byte
+	out := appendReverseName(buf[:0], a)
 	return b.name(unsafe.String(&out[0], len(out)))
 }

@@ -59,12 +59,21 @@ func TestAddressRecordsAreShared(t *testing.T) {
 	t.Fatal("no additional record for host-3")
 }
 
+// Both reverse names, in a snapshot's blocks and on their own, are what
+// dns.ReverseAddr writes, without its detour through the address's text.
 func TestReverseNameWithoutGarbage(t *testing.T) {
 	b := newBuilder()
 	for _, a := range []string{"10.200.7.4", "0.0.0.0", "255.255.255.255", "::ffff:10.1.2.3", "fd00::1", "2001:db8:abcd::ff01"} {
 		addr := netip.MustParseAddr(a)
-		if got, want := b.reverseName(addr), ReverseName(addr); got != want {
+		want, err := dns.ReverseAddr(addr.Unmap().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.reverseName(addr); got != want {
 			t.Errorf("reverseName(%s) = %q, want %q", a, got, want)
+		}
+		if got := ReverseName(addr); got != want {
+			t.Errorf("ReverseName(%s) = %q, want %q", a, got, want)
 		}
 	}
 }

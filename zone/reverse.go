@@ -3,6 +3,7 @@ package zone
 import (
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -55,8 +56,32 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 
 // ReverseName is the in-addr.arpa or ip6.arpa name of a.
 func ReverseName(a netip.Addr) string {
-	name, _ := dns.ReverseAddr(a.Unmap().String())
-	return name
+	var buf [maxReverseName]byte
+	return string(appendReverseName(buf[:0], a))
+}
+
+// maxReverseName is the length of an ip6.arpa name: 32 nibbles and their
+// dots, then "ip6.arpa.".
+const maxReverseName = 73
+
+// appendReverseName appends the reverse name of a (as dns.ReverseAddr
+// writes it: decimal octets, or lower-case nibbles) to out.
+func appendReverseName(out []byte, a netip.Addr) []byte {
+	a = a.Unmap()
+	if a.Is4() {
+		v := a.As4()
+		for i := 3; i >= 0; i-- {
+			out = strconv.AppendUint(out, uint64(v[i]), 10)
+			out = append(out, '.')
+		}
+		return append(out, "in-addr.arpa."...)
+	}
+	const hex = "0123456789abcdef"
+	v := a.As16()
+	for i := 15; i >= 0; i-- {
+		out = append(out, hex[v[i]&0xf], '.', hex[v[i]>>4], '.')
+	}
+	return append(out, "ip6.arpa."...)
 }
 
 // ReverseZoneKey is the /24 or /64 reverse zone key that a's PTR lies in.
