@@ -167,9 +167,10 @@ type coreSharding struct {
 	live    *atomic.Pointer[cluster.Ring] // the ring as it changes
 }
 
-// handler is the query handler of this core for one listener.
-func (c *core) handler(addr string, m *metrics.All) *query.Handler {
-	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: "dns://" + addr,
+// handler is the query handler of this core for one listener; server is
+// its metrics label (dns://, tls:// or https:// and the address).
+func (c *core) handler(server string, m *metrics.All) *query.Handler {
+	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
 		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts}
 	if c.pods != nil {

@@ -101,9 +101,7 @@ func bindListener(sp *listenerSpec, log *slog.Logger) (*listenerEntry, error) {
 // listenerHandler is the handler of c for one listener, its metrics
 // labelled with the transport as CoreDNS does (dns://, tls://, https://).
 func (n *Node) listenerHandler(e *listenerEntry, c *core) *query.Handler {
-	h := c.handler(e.sockets.Addr(), n.metrics)
-	h.Server = e.spec.transport + "://" + e.sockets.Addr()
-	return h
+	return c.handler(e.spec.transport+"://"+e.sockets.Addr(), n.metrics)
 }
 
 // listenerChanges is what a reload does to the listeners, prepared before
