@@ -90,6 +90,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		sources = append(sources, zonefile.SourceName)
 	}
 	var kube *kubesource.Config
+	interest := &zones.Interest{} // the Kubernetes source freezes what other replicas' zones are built from
 	if k := cfg.Kubernetes; k.Enabled {
 		client, err := kubesource.NewClient(k.Kubeconfig, "shardns/"+Version)
 		if err != nil {
@@ -97,7 +98,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		}
 		kube = &kubesource.Config{Client: client, Namespaces: k.Namespaces, NamespaceSelector: k.NamespaceSelector,
 			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
-			Logger: log.With("source", kubesource.SourceName)}
+			Interest: interest, Logger: log.With("source", kubesource.SourceName)}
 		if err := kube.Validate(); err != nil {
 			return nil, err
 		}
@@ -130,7 +131,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
 			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
 		},
-		OnSettled: settled,
+		OnSettled: settled, Interest: interest,
 	}))
 	c.manager = manager
 	if initial != nil {

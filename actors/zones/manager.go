@@ -43,6 +43,9 @@ type Config struct {
 	Ring *cluster.Ring
 	// OnHandoff is told how many zones a ring change gained and lost.
 	OnHandoff func(gained, lost int)
+	// Interest, when set, is kept telling the sources which namespaces
+	// this replica's zones are built from.
+	Interest *Interest
 	// OnSettled is told when work that leaves much garbage behind has
 	// ended: the first sync, the loading of gained zones, the release of
 	// lost ones. The node returns freed memory to the OS then.
@@ -110,6 +113,7 @@ func newManager(cfg Config) *Manager {
 	for _, s := range cfg.Sources {
 		m.unsynced[s] = true
 	}
+	m.setInterest(nil)
 	return m
 }
 
@@ -171,6 +175,8 @@ func (m *Manager) onStartupTimeout() {
 func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 	if msg.From != nil {
 		m.sources[msg.Source] = msg.From
+		// It may have sorted some objects by an older ring.
+		ctx.Send(msg.From, &InterestChanged{})
 	}
 	if !m.unsynced[msg.Source] {
 		return

@@ -37,6 +37,7 @@ func (m *Manager) owns(key string) bool {
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.ring = msg.Ring
+	m.setInterest(ctx) // before the replay below, which the sources answer after it
 	var gained []string
 	lost := map[string]*actor.PID{}
 	for key := range m.zoneSize {

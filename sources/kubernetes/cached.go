@@ -1,10 +1,15 @@
 package kubernetes
 
 import (
+	"bytes"
+	"sync"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources/kubeobj"
 )
 
@@ -12,13 +17,17 @@ import (
 // identity and the model object converted from it. The zone actors and
 // their snapshots hold the same model object, so an object of a zone this
 // replica serves costs its cache entry little more than this struct; the
-// API object itself is never kept.
+// API object itself is never kept. An object of a zone other replicas own
+// is kept frozen (see frozen.go). Read object and frozen through objects.
 type cached struct {
 	namespace, name, resourceVersion string
-	// object is the model object, or nil when DNS serves nothing from
-	// the API object: an FQDN slice, a finished pod, a namespace outside
-	// kubernetes.namespaces.
+	// object is the model object, or nil when it is frozen or when DNS
+	// serves nothing from the API object: an FQDN slice, a finished pod,
+	// a namespace outside kubernetes.namespaces.
 	object any
+	// frozen is the encoded model object, when object is nil because no
+	// zone this replica owns is built from it.
+	frozen []byte
 	// err says why the API object could not be converted; such an
 	// object is logged and never served.
 	err error
@@ -33,7 +42,7 @@ func (c *cached) GetObjectMeta() metav1.Object {
 // object to a cached entry before the object enters the cache or reaches
 // the handler. Objects of namespaces outside kubernetes.namespaces keep
 // no model object. The transform is idempotent, as client-go asks.
-func transformFor(exposed func(namespace string) bool) func(any) (any, error) {
+func transformFor(exposed func(namespace string) bool, objects *objects) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		var meta metav1.ObjectMeta
 		var object any
@@ -62,6 +71,7 @@ func transformFor(exposed func(namespace string) bool) func(any) (any, error) {
 		if !exposed(c.exposedAs()) {
 			c.object, c.err = nil, nil
 		}
+		objects.sort(c) // not shared yet: no lock needed
 		return c, nil
 	}
 }
@@ -81,4 +91,80 @@ func nilIfEmpty[T any](v *T, err error) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// objects reads and sorts the model objects of cache entries: the source
+// actor freezes and thaws them when the ring changes, while informer
+// handlers and replays read them.
+type objects struct {
+	mu       sync.RWMutex
+	interest *zones.Interest
+}
+
+// get returns the model object of c, thawed if need be; nil with no error
+// means DNS serves nothing from it.
+func (o *objects) get(c *cached) (any, error) {
+	o.mu.RLock()
+	obj, frozen, err := c.object, c.frozen, c.err
+	o.mu.RUnlock()
+	if err != nil || frozen == nil {
+		return obj, err
+	}
+	return thaw(c, frozen)
+}
+
+// sameRecords reports whether a and b serve the same records: equal but
+// for their resourceVersion. Frozen forms compare as encoded.
+func (o *objects) sameRecords(a, b *cached) bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if a.frozen == nil && b.frozen == nil {
+		return withoutVersion(a.object, b.object)
+	}
+	encoded := func(c *cached) []byte {
+		if c.frozen != nil {
+			return c.frozen
+		}
+		return freeze(c.object)
+	}
+	return bytes.Equal(encoded(a), encoded(b))
+}
+
+// resort freezes or thaws c as the current interest asks.
+func (o *objects) resort(c *cached) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sort(c)
+}
+
+// sort freezes the object of c when no zone this replica owns is built
+// from it, and thaws it when one is. The caller holds the lock or owns c.
+func (o *objects) sort(c *cached) {
+	switch {
+	case c.object != nil:
+		if k, ok := kindOf(c.object); ok && !o.interest.Serves(k, c.namespace) {
+			if f := freeze(c.object); f != nil {
+				c.object, c.frozen = nil, f
+			}
+		}
+	case c.frozen != nil:
+		if o.interest.Serves(model.Kind(c.frozen[0]), c.namespace) {
+			if obj, err := thaw(c, c.frozen); err == nil {
+				c.object, c.frozen = obj, nil
+			}
+		}
+	}
+}
+
+// kindOf returns the kind of the model objects that can be frozen.
+func kindOf(obj any) (model.Kind, bool) {
+	switch obj.(type) {
+	case *model.Service:
+		return model.KindService, true
+	case *model.EndpointSlice:
+		return model.KindEndpointSlice, true
+	case *model.Pod:
+		return model.KindPod, true
+	}
+	return 0, false
 }

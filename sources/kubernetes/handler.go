@@ -17,6 +17,7 @@ type handler struct {
 	exposed func(namespace string) bool // the kubernetes.namespaces filter
 	send    func(model.Change)
 	log     *slog.Logger
+	objects *objects
 }
 
 var _ cache.ResourceEventHandler = (*handler)(nil)
@@ -25,7 +26,7 @@ var _ cache.ResourceEventHandler = (*handler)(nil)
 // means DNS does not serve it (an FQDN slice, a finished pod).
 func (h *handler) convert(obj any) (any, error) {
 	if c, ok := obj.(*cached); ok {
-		return c.object, c.err
+		return h.objects.get(c)
 	}
 	return nil, nil
 }
@@ -83,8 +84,9 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 		h.log.Warn("ignoring update the API served; still serving the previous version", "object", k.String(), "err", err)
 		return
 	}
-	old, _ := h.convert(oldObj)
-	if withoutVersion(old, m) {
+	oldC, oldOK := oldObj.(*cached)
+	newC, newOK := newObj.(*cached)
+	if oldOK && newOK && oldC.err == nil && h.objects.sameRecords(oldC, newC) {
 		return
 	}
 	h.send(model.Change{Key: k, Object: m})

@@ -24,7 +24,8 @@ func service(rv, ip string, annotations map[string]string) *corev1.Service {
 func TestHandlerDropsNoOpUpdates(t *testing.T) {
 	var sent []model.Change
 	h := &handler{kind: model.KindService, exposed: func(string) bool { return true },
-		send: func(c model.Change) { sent = append(sent, c) }, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		send: func(c model.Change) { sent = append(sent, c) }, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		objects: &objects{}}
 	cases := []struct {
 		name     string
 		old, new *corev1.Service
@@ -59,7 +60,7 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 // cachedOf is obj as the informers store it.
 func cachedOf(t *testing.T, obj any) any {
 	t.Helper()
-	out, err := transformFor(func(string) bool { return true })(obj)
+	out, err := transformFor(func(string) bool { return true }, &objects{})(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func cachedOf(t *testing.T, obj any) any {
 // The informers keep the model object and the identity, never the API
 // object; the informer's key function reads the identity.
 func TestCacheHoldsModelObjects(t *testing.T) {
-	transform := transformFor(func(ns string) bool { return ns != "hidden" })
+	transform := transformFor(func(ns string) bool { return ns != "hidden" }, &objects{})
 	s := service("7", "10.0.0.1", map[string]string{"big": "annotation"})
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	out, err := transform(s)

@@ -30,7 +30,11 @@ type Config struct {
 	LabelSelector     string     // label selector of services and endpoint slices (server-side)
 	Pods              bool       // watch pods (pods: verified)
 	NoEndpoints       bool       // do not watch endpoint slices
-	Logger            *slog.Logger
+	// Interest says which namespaces this replica's zones are built from;
+	// the objects of the others are kept frozen. Nil keeps every object
+	// as it is.
+	Interest *zones.Interest
+	Logger   *slog.Logger
 }
 
 // Validate checks the selectors, so a typo fails at start-up.
@@ -51,6 +55,7 @@ type Source struct {
 	stop    chan struct{}
 	watched []watched
 	exposed func(string) bool
+	objects *objects
 	wg      sync.WaitGroup
 }
 
@@ -72,6 +77,8 @@ func (s *Source) Receive(ctx actor.Context) {
 		s.start(ctx)
 	case *zones.Replay:
 		s.replay(ctx, msg.ID)
+	case *zones.InterestChanged:
+		s.resort()
 	case *actor.Stopping:
 		s.shutdown()
 	}
@@ -86,6 +93,7 @@ func (s *Source) start(ctx actor.Context) {
 	}
 	exposed := s.exposedFunc()
 	s.exposed = exposed
+	s.objects = &objects{interest: s.cfg.Interest}
 	self := ctx.Self()
 	client := s.cfg.Client
 	objects := func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }
@@ -106,7 +114,7 @@ func (s *Source) start(ctx actor.Context) {
 	if s.cfg.Pods {
 		list = append(list, watched{model.KindPod, informer("pods", &corev1.Pod{}, nil)})
 	}
-	transform := transformFor(exposed)
+	transform := transformFor(exposed, s.objects)
 	var synced []cache.InformerSynced
 	for _, w := range list {
 		kind := w.kind
@@ -117,7 +125,7 @@ func (s *Source) start(ctx actor.Context) {
 		if err := w.informer.SetTransform(transform); err != nil {
 			panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
 		}
-		reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: exposed, send: send, log: s.cfg.Logger})
+		reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: exposed, send: send, log: s.cfg.Logger, objects: s.objects})
 		if err != nil {
 			panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
 		}
@@ -142,7 +150,7 @@ func (s *Source) start(ctx actor.Context) {
 func (s *Source) replay(ctx actor.Context, id uint64) {
 	var changes []model.Change
 	for _, w := range s.watched {
-		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger,
+		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger, objects: s.objects,
 			send: func(c model.Change) { changes = append(changes, c) }}
 		for _, obj := range w.informer.GetStore().List() {
 			h.OnAdd(obj, false)
@@ -150,6 +158,19 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 	}
 	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
 	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
+}
+
+// resort freezes the objects no zone of this replica is built from any
+// more, and thaws those that one now is, so that the zones and the cache
+// share them again.
+func (s *Source) resort() {
+	for _, w := range s.watched {
+		for _, obj := range w.informer.GetStore().List() {
+			if c, ok := obj.(*cached); ok {
+				s.objects.resort(c)
+			}
+		}
+	}
 }
 
 // exposedFunc implements kubernetes.namespaces; the namespace selector is

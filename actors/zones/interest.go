@@ -1,0 +1,85 @@
+package zones
+
+import (
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/zone"
+)
+
+// Interest tells sources which namespaces' objects this replica's own zones
+// are built from. A source keeps every object it watches, so that a zone
+// gained later loads without asking the API; it may keep those of other
+// namespaces in a compact form. The Manager sets it whenever the ring
+// changes and then sends InterestChanged to the sources. Its methods are
+// safe for concurrent use; the zero value and nil serve everything.
+type Interest struct {
+	view atomic.Pointer[interestView]
+}
+
+// interestView is one ring's answer.
+type interestView struct {
+	ring *cluster.Ring
+	self string
+	cfg  *zone.Config
+}
+
+// InterestChanged tells a source that Interest changed, so it can re-sort
+// the objects it keeps.
+type InterestChanged struct{}
+
+// Serves reports whether objects of kind in namespace feed a zone this
+// replica owns: a service zone for Services and EndpointSlices, a pod zone
+// for Pods. Their reverse records do not count: reverse zones are keyed by
+// address and mix every namespace.
+func (i *Interest) Serves(kind model.Kind, namespace string) bool {
+	if i == nil {
+		return true
+	}
+	v := i.view.Load()
+	if v == nil || v.ring == nil {
+		return true
+	}
+	for _, origin := range v.cfg.Domains.Cluster {
+		var key string
+		switch kind {
+		case model.KindService, model.KindEndpointSlice:
+			key = zone.ServiceZoneKey(namespace, origin)
+		case model.KindPod:
+			if !v.cfg.Domains.PodZones {
+				return false
+			}
+			key = zone.PodZoneKey(namespace, origin)
+		default:
+			return true
+		}
+		if v.ring.Owns(v.self, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// Set makes i answer for ring, as seen by the member self, with the zones
+// of cfg. A nil ring serves everything.
+func (i *Interest) Set(ring *cluster.Ring, self string, cfg *zone.Config) {
+	i.view.Store(&interestView{ring: ring, self: self, cfg: cfg})
+}
+
+// setInterest publishes what the current ring gives this replica and tells
+// the sources that have synced.
+func (m *Manager) setInterest(ctx actor.Context) {
+	if m.cfg.Interest == nil {
+		return
+	}
+	m.cfg.Interest.Set(m.ring, m.cfg.Self, m.cfg.Answer)
+	if ctx == nil {
+		return
+	}
+	for _, pid := range m.sources {
+		ctx.Send(pid, &InterestChanged{})
+	}
+}
