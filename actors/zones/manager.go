@@ -67,6 +67,7 @@ type Manager struct {
 	unsynced   map[string]bool
 	zonesOf    map[model.Key][]string // zone keys each object contributes to
 	zoneSize   map[string]int         // objects contributing to each zone
+	zoneKeys   map[string]string      // the one copy of each zone key that zonesOf shares
 	children   map[string]*actor.PID
 	serial     uint32
 	podIPs     map[model.Key][]netip.Addr // for PodIndex
@@ -102,7 +103,7 @@ func newManager(cfg Config) *Manager {
 		cfg.Grace = defaultGrace
 	}
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
-		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, children: map[string]*actor.PID{},
+		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, zoneKeys: map[string]string{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
 		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
@@ -357,13 +358,22 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 	for _, z := range m.zonesOf[key] {
 		m.zoneSize[z]--
 	}
-	for _, z := range zones {
+	shared := make([]string, len(zones))
+	for i, z := range zones {
 		m.zoneSize[z]++
+		// Each object's keys were built anew, a reverse zone's as part of
+		// a longer name; the directory holds one copy of each for all.
+		if k, ok := m.zoneKeys[z]; ok {
+			shared[i] = k
+		} else {
+			shared[i] = strings.Clone(z)
+			m.zoneKeys[shared[i]] = shared[i]
+		}
 	}
 	if len(zones) == 0 {
 		delete(m.zonesOf, key)
 	} else {
-		m.zonesOf[key] = slices.Clone(zones)
+		m.zonesOf[key] = shared
 	}
 }
 
@@ -405,6 +415,7 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 			continue
 		}
 		delete(m.zoneSize, key)
+		delete(m.zoneKeys, key)
 		delete(m.grace, key)
 		if pid := m.children[key]; pid != nil {
 			ctx.Poison(pid)
