@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	cmap "github.com/orcaman/concurrent-map"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/cluster"
@@ -32,6 +33,14 @@ import (
 
 // Version is set at build time.
 var Version = "dev"
+
+func init() {
+	// protoactor's process registry spreads actors over 1024 buckets, each
+	// a concurrent map split again into SHARD_COUNT locked maps: 32,768
+	// maps, about 3 MB per process, for a few hundred actors that the
+	// buckets already keep apart. One map per bucket is enough.
+	cmap.SHARD_COUNT = 1
+}
 
 // Node is one running shardns process.
 type Node struct {
