@@ -29,7 +29,7 @@ integration: build
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzServe:./query FuzzParse:./config FuzzParse:./sources/manifest \
 	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/istio \
-	FuzzScope:./listeners FuzzParse:./corefile FuzzParse:./sources/zonefile
+	FuzzScope:./listeners FuzzParse:./corefile FuzzParse:./sources/zonefile FuzzThaw:./sources/kubernetes
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		name=$${t%%:*}; pkg=$${t#*:}; \
