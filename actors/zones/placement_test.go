@@ -4,7 +4,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,6 +58,61 @@ func TestLoadedOnlyOnceGainedZonesAnswer(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if !loaded.Load() {
 			return fmt.Errorf("a ring change that gains nothing left the replica not loaded")
+		}
+		return nil
+	})
+}
+
+// The zones a handoff releases leave memory: each lost zone's last
+// snapshot is collected once its actor has stopped.
+func TestReleasedZonesAreFreed(t *testing.T) {
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
+	var docs []string
+	for i := range 20 {
+		docs = append(docs, fmt.Sprintf("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n%d}\n", i))
+	}
+	for i := range 200 {
+		doc := service(fmt.Sprintf("s%d", i), fmt.Sprintf("10.96.%d.1", i))
+		docs = append(docs, strings.Replace(doc, "namespace: shop", fmt.Sprintf("namespace: n%d", i%20), 1))
+	}
+	c.write(t, docs...)
+	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
+		return cfg
+	})
+	shared := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
+	var mu sync.Mutex
+	held := map[string]bool{} // lost zones whose snapshot is still in memory
+	for _, key := range c.table.Keys() {
+		if shared.Owns("a", key) {
+			continue
+		}
+		held[key] = true
+		runtime.AddCleanup(c.table.SlotOf(key).Load(), func(key string) {
+			mu.Lock()
+			defer mu.Unlock()
+			delete(held, key)
+		}, key)
+	}
+	if len(held) == 0 {
+		t.Fatal("the second replica takes no zone: the test checks nothing")
+	}
+	system.Root.Send(manager, &zones.RingChanged{Ring: shared})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, key := range c.table.Keys() {
+			if !shared.Owns("a", key) {
+				return fmt.Errorf("lost zone %s is still served", key)
+			}
+		}
+		return nil
+	})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		runtime.GC()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(held) > 0 {
+			return fmt.Errorf("released zones still in memory: %v", slices.Sorted(maps.Keys(held)))
 		}
 		return nil
 	})

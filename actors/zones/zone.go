@@ -60,7 +60,22 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 		z.onRebuild(msg)
 	case *actor.Stopping:
 		z.table.RemoveSlot(z.key, z.slot)
+	case *actor.Stopped:
+		z.drop()
 	}
+}
+
+// drop lets go of the zone's state once the actor has stopped, its slot
+// already out of the table. The actor and its props (which hold the slot)
+// may outlive the stop: protoactor's child set removes a PID by
+// shortening its slice, which leaves the PID in the spare capacity, and a
+// PID caches its process, which holds both. Without this, a lost zone's
+// snapshot and source objects stayed in memory for as long as the Manager
+// lived: a few of every handful of zones a handoff released.
+func (z *zoneActor) drop() {
+	z.slot.Store(nil)
+	z.fileZone = nil
+	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
 }
 
 // onStarted resumes from the last published snapshot, so a zone actor
