@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -109,5 +110,27 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 	ns, _ := transform(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hidden"}})
 	if n := ns.(*cached); n.object != nil {
 		t.Fatal("a namespace outside kubernetes.namespaces keeps its model object")
+	}
+}
+
+// Replays and ring changes walk the cache namespace by namespace; a
+// tombstone, which has no namespace of its own here, comes last.
+func TestByNamespace(t *testing.T) {
+	tomb := cache.DeletedFinalStateUnknown{Key: "a/x"}
+	list := []any{
+		&cached{namespace: "b", name: "y"}, tomb, &cached{namespace: "a", name: "z"},
+		&cached{namespace: "b", name: "x"}, &cached{namespace: "", name: "a"}, &cached{namespace: "a", name: "b"},
+	}
+	var got []string
+	for _, obj := range byNamespace(list) {
+		if c, ok := obj.(*cached); ok {
+			got = append(got, c.namespace+"/"+c.name)
+		} else {
+			got = append(got, "tombstone")
+		}
+	}
+	want := []string{"/a", "a/b", "a/z", "b/x", "b/y", "tombstone"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

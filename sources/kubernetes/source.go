@@ -1,8 +1,11 @@
 package kubernetes
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,7 +155,7 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 	for _, w := range s.watched {
 		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger, objects: s.objects,
 			send: func(c model.Change) { changes = append(changes, c) }}
-		for _, obj := range w.informer.GetStore().List() {
+		for _, obj := range byNamespace(w.informer.GetStore().List()) {
 			h.OnAdd(obj, false)
 		}
 	}
@@ -165,12 +168,39 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 // share them again.
 func (s *Source) resort() {
 	for _, w := range s.watched {
-		for _, obj := range w.informer.GetStore().List() {
+		for _, obj := range byNamespace(w.informer.GetStore().List()) {
 			if c, ok := obj.(*cached); ok {
 				s.objects.resort(c)
 			}
 		}
 	}
+}
+
+// byNamespace orders a store's entries by namespace and name. The store
+// lists in map order, which mixes namespaces; thawed in this order, the
+// objects of one namespace, and the records of its zone built from them,
+// lie together in memory, so a zone handed to another replica frees
+// whole spans rather than holes among the zones kept.
+func byNamespace(list []any) []any {
+	slices.SortFunc(list, func(a, b any) int {
+		ca, _ := a.(*cached)
+		cb, _ := b.(*cached)
+		switch {
+		case ca == nil || cb == nil:
+			return cmp.Compare(boolInt(ca == nil), boolInt(cb == nil))
+		case ca.namespace != cb.namespace:
+			return strings.Compare(ca.namespace, cb.namespace)
+		}
+		return strings.Compare(ca.name, cb.name)
+	})
+	return list
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // exposedFunc implements kubernetes.namespaces; the namespace selector is
