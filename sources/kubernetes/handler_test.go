@@ -113,23 +113,18 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 	}
 }
 
-// Replays and ring changes walk the cache namespace by namespace; a
-// tombstone, which has no namespace of its own here, comes last.
+// Replays and ring changes walk the cache namespace by namespace.
 func TestByNamespace(t *testing.T) {
-	tomb := cache.DeletedFinalStateUnknown{Key: "a/x"}
 	list := []any{
-		&cached{namespace: "b", name: "y"}, tomb, &cached{namespace: "a", name: "z"},
-		&cached{namespace: "b", name: "x"}, &cached{namespace: "", name: "a"}, &cached{namespace: "a", name: "b"},
+		&cached{namespace: "b", name: "y"}, &cached{namespace: "a", name: "z"}, &cached{namespace: "b", name: "x"},
+		&cached{namespace: "", name: "a"}, &cached{namespace: "a", name: "b"},
 	}
 	var got []string
 	for _, obj := range byNamespace(list) {
-		if c, ok := obj.(*cached); ok {
-			got = append(got, c.namespace+"/"+c.name)
-		} else {
-			got = append(got, "tombstone")
-		}
+		c := obj.(*cached)
+		got = append(got, c.namespace+"/"+c.name)
 	}
-	want := []string{"/a", "a/b", "a/z", "b/x", "b/y", "tombstone"}
+	want := []string{"/a", "a/b", "a/z", "b/x", "b/y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}

@@ -182,25 +182,18 @@ func (s *Source) resort() {
 // lie together in memory, so a zone handed to another replica frees
 // whole spans rather than holes among the zones kept.
 func byNamespace(list []any) []any {
-	slices.SortFunc(list, func(a, b any) int {
-		ca, _ := a.(*cached)
-		cb, _ := b.(*cached)
-		switch {
-		case ca == nil || cb == nil:
-			return cmp.Compare(boolInt(ca == nil), boolInt(cb == nil))
-		case ca.namespace != cb.namespace:
-			return strings.Compare(ca.namespace, cb.namespace)
+	identity := func(obj any) (namespace, name string) {
+		if c, ok := obj.(*cached); ok { // the transform makes every entry one
+			return c.namespace, c.name
 		}
-		return strings.Compare(ca.name, cb.name)
+		return "", ""
+	}
+	slices.SortFunc(list, func(a, b any) int {
+		aNamespace, aName := identity(a)
+		bNamespace, bName := identity(b)
+		return cmp.Or(strings.Compare(aNamespace, bNamespace), strings.Compare(aName, bName))
 	})
 	return list
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // exposedFunc implements kubernetes.namespaces; the namespace selector is
