@@ -189,32 +189,39 @@ func (d *decoder) string() string {
 	return s
 }
 
-func (d *decoder) addrs() []netip.Addr {
+// list reads a count and that many elements with one; nil when there are
+// none or when the bytes are corrupt.
+func list[T any](d *decoder, one func() T) []T {
 	n := d.count()
 	if n == 0 {
 		return nil
 	}
-	out := make([]netip.Addr, 0, n)
+	out := make([]T, 0, n)
 	for range n {
-		size := int(d.byte())
-		if d.err != nil || (size != 4 && size != 16) || d.off+size > len(d.b) {
-			d.fail()
+		v := one()
+		if d.err != nil {
 			return nil
 		}
-		a, _ := netip.AddrFromSlice(d.b[d.off : d.off+size])
-		d.off += size
-		out = append(out, a)
+		out = append(out, v)
 	}
 	return out
 }
 
+func (d *decoder) addrs() []netip.Addr {
+	return list(d, func() netip.Addr {
+		size := int(d.byte())
+		if d.err != nil || (size != 4 && size != 16) || d.off+size > len(d.b) {
+			d.fail()
+			return netip.Addr{}
+		}
+		a, _ := netip.AddrFromSlice(d.b[d.off : d.off+size])
+		d.off += size
+		return a
+	})
+}
+
 func (d *decoder) ports() []model.Port {
-	n := d.count()
-	if n == 0 {
-		return nil
-	}
-	out := make([]model.Port, 0, n)
-	for range n {
+	return list(d, func() model.Port {
 		p := model.Port{Name: d.string()}
 		code := int(d.byte())
 		switch {
@@ -230,9 +237,8 @@ func (d *decoder) ports() []model.Port {
 			d.fail()
 		}
 		p.Port = int32(port)
-		out = append(out, p)
-	}
-	return out
+		return p
+	})
 }
 
 // done reports a decoding error, or bytes left over.
