@@ -9,25 +9,20 @@
 set -uo pipefail
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-20s}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for target in "$@"; do
 	name=${target%%:*}
 	pkg=${target#*:}
-	passed=false
 	for attempt in 1 2 3; do
 		echo "fuzz $name $pkg"
-		log=$(mktemp)
 		if $GO test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 5s "$pkg" 2>&1 | tee "$log"; then
-			passed=true
-		elif grep -q 'Failing input written' "$log" || ! grep -qx '    context deadline exceeded' "$log"; then
-			rm -f "$log"
+			continue 2
+		fi
+		if grep -q 'Failing input written' "$log" || ! grep -qx '    context deadline exceeded' "$log"; then
 			exit 1
-		else
-			echo "fuzz $name: the coordinator's deadline race (go.dev/issue/75804), no failing input; run $attempt of 3"
 		fi
-		rm -f "$log"
-		if $passed; then
-			break
-		fi
+		echo "fuzz $name: the coordinator's deadline race (go.dev/issue/75804), no failing input; run $attempt of 3"
 	done
-	$passed || exit 1
+	exit 1
 done
