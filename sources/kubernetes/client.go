@@ -7,8 +7,8 @@
 // Informer caches hold model objects, not API objects (see cached.go):
 // the zones share them, so a large cluster costs little memory beyond its
 // records. Objects that only other replicas' zones are built from are
-// kept frozen, in a few bytes per endpoint (see frozen.go). Updates that change nothing DNS serves are dropped before they
-// reach an actor.
+// kept frozen, in a few bytes per endpoint (see frozen.go). Updates that
+// change nothing DNS serves are dropped before they reach an actor.
 package kubernetes
 
 import (
