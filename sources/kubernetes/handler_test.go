@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,5 +128,27 @@ func TestByNamespace(t *testing.T) {
 	want := []string{"/a", "a/b", "a/z", "b/x", "b/y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// The cache entry and its model object keep no string of the decoded API
+// object, so the decoded object's memory is freed whole.
+func TestCacheKeepsNothingOfTheAPIObject(t *testing.T) {
+	s := service("7", "10.0.0.1", nil)
+	s.Spec.ExternalName = "db.example.org"
+	decoded := []string{s.Namespace, s.Name, s.ResourceVersion, s.Spec.Ports[0].Name, s.Spec.ExternalName}
+	c := cachedOf(t, s).(*cached)
+	svc := c.object.(*model.Service)
+	kept := []string{c.namespace, c.name, c.resourceVersion, svc.Namespace, svc.Name, svc.ResourceVersion,
+		svc.Ports[0].Name, svc.ExternalName}
+	for _, k := range kept {
+		for _, d := range decoded {
+			if k != "" && unsafe.StringData(k) == unsafe.StringData(d) {
+				t.Fatalf("the cache keeps %q of the API object itself, not a copy", k)
+			}
+		}
+	}
+	if c.namespace != "ns" || c.name != "web" || c.resourceVersion != "7" || svc.Ports[0].Name != "http" {
+		t.Fatalf("cached %+v with %+v, want ns/web at 7 with port http", c, svc)
 	}
 }
