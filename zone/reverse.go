@@ -90,9 +90,29 @@ func ReverseZoneKey(a netip.Addr) string { return reverseKey(ReverseName(a)) }
 // BuildReverseZone builds the snapshot of a /24 or /64 reverse zone from the
 // records its sources contribute. As in CoreDNS, a service's cluster IP
 // answers alone; otherwise every endpoint with that address answers.
+//
+// The snapshot's PTRs are ptrs packed into its own blocks: the zone actor
+// keeps them as its state from then on. The lists ptrs holds were made
+// one per source object, among the lists of every other reverse zone;
+// kept as they are, the lists of the zones a replica keeps hold the
+// memory of the zones it hands over.
 func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[model.Key][]PTR) *Snapshot {
-	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
-		soa: cfg.SOA(origin, serial), PTRs: ptrs}
+	// One text block for the targets and the owner names: at most a name
+	// for every record.
+	total, textBytes := 0, 0
+	for _, list := range ptrs {
+		total += len(list)
+		for i, p := range list {
+			if i == 0 || p.Target != list[i-1].Target {
+				textBytes += len(p.Target)
+			}
+			var buf [maxReverseName]byte
+			textBytes += len(appendReverseName(buf[:0], p.Addr))
+		}
+	}
+	b := newBuilder()
+	b.text.reserve(textBytes)
+	ptrs = packPTRs(b, ptrs, total)
 	type targets struct{ service, endpoints []PTR }
 	byAddr := map[netip.Addr]*targets{}
 	for _, src := range sortedObjectKeys(ptrs) {
@@ -109,7 +129,6 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 			}
 		}
 	}
-	b := newBuilder()
 	var namespaces blocks[string]
 	// Most zones are small: one block of each kind, sized to fit.
 	records := 0
@@ -124,6 +143,8 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 	b.rr.reserve(records)
 	b.ptr.reserve(records)
 	namespaces.reserve(records)
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]*node, len(byAddr)),
+		soa: cfg.SOA(origin, serial), PTRs: ptrs}
 	var unique []PTR
 	seen := map[string]bool{}
 	for a, t := range byAddr {
@@ -150,6 +171,27 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 		s.nodes[name] = n
 	}
 	return s
+}
+
+// packPTRs copies the total lists of ptrs into one block, their targets
+// into b's text block (a target repeated in a row is copied once).
+func packPTRs(b *builder, ptrs map[model.Key][]PTR, total int) map[model.Key][]PTR {
+	packed := make(map[model.Key][]PTR, len(ptrs))
+	var list blocks[PTR]
+	list.reserve(total)
+	for src, from := range ptrs {
+		to := list.take(len(from))
+		for i, p := range from {
+			if i > 0 && p.Target == from[i-1].Target {
+				p.Target = to[i-1].Target
+			} else {
+				p.Target = b.name(p.Target)
+			}
+			to[i] = p
+		}
+		packed[src] = to
+	}
+	return packed
 }
 
 func sortedObjectKeys[V any](m map[model.Key]V) []model.Key {

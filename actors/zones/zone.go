@@ -185,6 +185,7 @@ func (z *zoneActor) onFlush() {
 		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, z.podObjs)
 	case z.reverse:
 		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, z.ptrs)
+		z.ptrs = s.PTRs // the same lists, packed into the snapshot's blocks
 	default:
 		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, z.services, z.slices)
 	}
