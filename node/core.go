@@ -192,6 +192,7 @@ func (c *core) handler(server string, m *metrics.All) *query.Handler {
 // stop stops the sources and zones, after letting forwarded queries in
 // flight finish (at most the forward deadline).
 func (c *core) stop() {
+	c.table.Retire() // queries still in flight on this core keep their answers
 	forwarders := c.allForwarders()
 	for _, f := range forwarders {
 		f.Drain(c.cfg.Forward.Deadline.D())

@@ -14,6 +14,7 @@ type Table struct {
 	slots     atomic.Pointer[map[string]*Slot]
 	placement atomic.Pointer[map[string][]string]
 	mu        sync.Mutex // serialises copy-on-write of slots
+	retired   atomic.Bool
 }
 
 // Slot holds the latest snapshot of one zone.
@@ -94,9 +95,21 @@ func (t *Table) NewSlot(key string) *Slot {
 // SlotOf returns the slot of key, or nil.
 func (t *Table) SlotOf(key string) *Slot { return (*t.slots.Load())[key] }
 
+// Retire freezes the table as it is: the zones of a serving core that a
+// reload replaced stop, but queries that began on it still read it, and
+// get the answers it held. RemoveSlot leaves it alone from then on.
+func (t *Table) Retire() { t.retired.Store(true) }
+
+// Retired reports whether Retire was called.
+func (t *Table) Retired() bool { return t.retired.Load() }
+
 // RemoveSlot drops the slot of key if it is still slot: a zone actor that
-// stops late never removes the slot of the actor that replaced it.
+// stops late never removes the slot of the actor that replaced it. A
+// retired table keeps its slots.
 func (t *Table) RemoveSlot(key string, slot *Slot) {
+	if t.retired.Load() {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := *t.slots.Load()

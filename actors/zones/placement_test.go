@@ -117,3 +117,26 @@ func TestReleasedZonesAreFreed(t *testing.T) {
 		return nil
 	})
 }
+
+// A reload stops the zones of the replaced core over its retired table:
+// queries that began on that core still get the answers it held.
+func TestRetiredTableKeepsAnswersAfterZonesStop(t *testing.T) {
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
+	c.write(t, service("web", "10.96.0.1"), service("db", "10.96.0.2"))
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour,
+		func(cfg zones.Config) zones.Config { return cfg })
+	for name, ip := range map[string]string{"web": "10.96.0.1", "db": "10.96.0.2"} {
+		if err := c.check(name, ip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.table.Retire()
+	if err := system.Root.StopFuture(manager).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for name, ip := range map[string]string{"web": "10.96.0.1", "db": "10.96.0.2"} {
+		if err := c.check(name, ip); err != nil {
+			t.Fatalf("after the zones stopped: %v", err)
+		}
+	}
+}

@@ -72,8 +72,14 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 // PID caches its process, which holds both. Without this, a lost zone's
 // snapshot and source objects stayed in memory for as long as the Manager
 // lived: a few of every handful of zones a handoff released.
+//
+// A retired table (its core replaced by a reload) keeps the snapshot:
+// queries that began on that core still read it, and the Manager that
+// would have kept it stops with the core.
 func (z *zoneActor) drop() {
-	z.slot.Store(nil)
+	if !z.table.Retired() {
+		z.slot.Store(nil)
+	}
 	z.fileZone = nil
 	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
 }
