@@ -143,15 +143,21 @@ type entry struct {
 // the services and endpoint slices of that namespace.
 func BuildServiceZone(cfg *Config, key, origin string, serial uint32,
 	services map[string]*model.Service, slices map[string]*model.EndpointSlice) *Snapshot {
-	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
-		soa: cfg.SOA(origin, serial), Services: services, Slices: slices}
 	b := newBuilder()
 	bySvc := map[string][]*model.EndpointSlice{}
+	names := 0 // about as many as the zone will have: its map and nodes are made once
 	for _, name := range sortedKeys(slices) {
 		sl := slices[name]
 		svc := strings.ToLower(sl.ServiceName)
 		bySvc[svc] = append(bySvc[svc], sl)
+		names += len(sl.Endpoints)
 	}
+	for _, svc := range services {
+		names += 1 + len(svc.Ports)
+	}
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]*node, names),
+		soa: cfg.SOA(origin, serial), Services: services, Slices: slices}
+	b.node.reserve(names)
 	for _, name := range sortedKeys(services) {
 		svc := services[name]
 		s.addService(cfg, b, svc, bySvc[strings.ToLower(svc.Name)])
