@@ -58,7 +58,7 @@ type core struct {
 // API source that cannot be configured, is an error and nothing is left
 // running.
 func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, files fs.FS,
-	listen []string, m *metrics.All, sharding coreSharding, settled func()) (*core, error) {
+	listen []string, m *metrics.All, sharding coreSharding, memory *memoryReleaser) (*core, error) {
 	c := &core{cfg: cfg, log: log, system: system, answer: answerConfig(cfg), cluster: sharding.cluster}
 	c.table = zone.NewTable(zone.NewDirectory(c.answer, map[string]struct{}{}, false, 0))
 	c.view = c.table
@@ -128,10 +128,11 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
 		Self: sharding.self, Ring: sharding.ring, Grace: cfg.Cluster.HandoffGrace.D(), Loaded: &c.loaded,
 		OnHandoff: func(gained, lost int) {
+			memory.loading() // gained zones load now, lost ones are dropped after the grace
 			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
 			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
 		},
-		OnSettled: settled, Interest: interest,
+		OnSettled: memory.release, Interest: interest,
 	}))
 	c.manager = manager
 	if initial != nil {

@@ -1,14 +1,18 @@
 package node
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 func TestMemoryLimitFollowsConfig(t *testing.T) {
@@ -27,4 +31,53 @@ func TestMemoryLimitFollowsConfig(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("memory.limit none: heap limit %d, want none", got)
 	}
+}
+
+// gcPercent reads the collector's target without changing it.
+func gcPercent(t *testing.T) int64 {
+	t.Helper()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// While a load is under way the collector runs at loadGCPercent; the
+// configured target comes back once the last load begun has released.
+func TestLoadsRunTheCollectorTight(t *testing.T) {
+	previous := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(previous) })
+	r := startMemoryReleaser(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer r.close()
+	wantPercent := func(want int64) func() error {
+		return func() error {
+			if got := gcPercent(t); got != want || r.pending() {
+				return fmt.Errorf("GOGC %d, memory to return: %v; want GOGC %d, none", got, r.pending(), want)
+			}
+			return nil
+		}
+	}
+
+	r.loading()
+	if got := gcPercent(t); got != loadGCPercent {
+		t.Fatalf("a load runs the collector at %d, want %d", got, loadGCPercent)
+	}
+	r.release()
+	testutil.Eventually(t, 10*time.Second, wantPercent(100))
+
+	// A load that begins after the release stays tight past it.
+	r.loading()
+	r.release()
+	r.loading()
+	testutil.Eventually(t, 10*time.Second, wantPercent(loadGCPercent))
+	r.release()
+	testutil.Eventually(t, 10*time.Second, wantPercent(100))
+
+	// A lower target, or none, is left as it is.
+	debug.SetGCPercent(10)
+	r.loading()
+	if got := gcPercent(t); got != 10 {
+		t.Fatalf("GOGC=10 became %d during a load", got)
+	}
+	r.release()
+	testutil.Eventually(t, 10*time.Second, wantPercent(10))
 }

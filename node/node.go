@@ -192,8 +192,11 @@ func (n *Node) Start() error {
 	}
 	applyMemoryLimit(n.cfg.Memory, n.log)
 	n.memory = startMemoryReleaser(n.log)
-	c, err := newCore(n.system, n.cfg, n.log, n.files, n.dnsAddrs(), n.metrics, n.sharding(n.cfg), n.memory.release)
+	n.memory.loading() // the first sync; the zone manager releases when it is over
+	c, err := newCore(n.system, n.cfg, n.log, n.files, n.dnsAddrs(), n.metrics, n.sharding(n.cfg), n.memory)
 	if err != nil {
+		n.memory.close()
+		n.memory = nil
 		return err
 	}
 	n.core.Store(c)

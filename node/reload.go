@@ -34,7 +34,9 @@ func (n *Node) Reload(cfg *config.Config) error {
 	if cfg.Mode != n.cfg.Mode || !reflect.DeepEqual(cfg.Cluster, n.cfg.Cluster) {
 		return fmt.Errorf("mode and cluster.* cannot change on reload: restart the process")
 	}
-	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics, n.sharding(cfg), n.memory.release)
+	n.memory.loading()
+	defer n.memory.release() // both cores were in memory during the swap, or the new one failed
+	next, err := newCore(n.system, cfg, n.log, n.files, append(n.dnsAddrs(), cfg.DNS.Listen...), n.metrics, n.sharding(cfg), n.memory)
 	if err != nil {
 		return err
 	}
@@ -71,7 +73,6 @@ func (n *Node) Reload(cfg *config.Config) error {
 		n.swapHTTP(httpL)
 	}
 	old.stop()
-	n.memory.release() // both cores were in memory during the swap
 	n.log.Info("configuration reloaded", "dns", n.dnsAddrs(), "http", n.httpAddr())
 	return nil
 }

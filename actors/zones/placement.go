@@ -166,6 +166,7 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 		stop = append(stop, pid)
 	}
 	if len(stop) == 0 {
+		m.settled() // all gained back: the release is over all the same
 		return
 	}
 	m.publishPlacement()
