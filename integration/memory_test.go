@@ -73,8 +73,8 @@ func TestShardedMemory(t *testing.T) {
 			m := measureMemory(t, r, fmt.Sprintf("heap-%d-of-%d.pb.gz", j+1, len(rs)))
 			worst.rss, worst.anon = max(worst.rss, m.rss), max(worst.anon, m.anon)
 			t.Logf("%d replicas: %s holds %.0f records, RSS %.0f MB (%.0f MB anonymous), Go heap %.0f MB in use, "+
-				"%.0f MB live, %.0f MB in use after a collection",
-				len(rs), r.http, m.records, m.rss, m.anon, m.heapInUse, m.live, m.spans)
+				"%.0f MB live, %.0f MB in use after a collection; %.1f CPU-seconds since it started",
+				len(rs), r.http, m.records, m.rss, m.anon, m.heapInUse, m.live, m.spans, m.cpu)
 		}
 		if i == 0 {
 			single = worst
@@ -103,6 +103,7 @@ type replicaMemory struct {
 	heapInUse float64 // heap spans in use, garbage not yet collected included
 	live      float64 // heap objects reachable after a forced collection
 	spans     float64 // heap spans in use after it: live objects and the holes between them
+	cpu       float64 // CPU-seconds the replica has used: its loads, as it serves no query here
 }
 
 // measureMemory reads RSS first, undisturbed; then it fetches a heap
@@ -112,6 +113,7 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 	t.Helper()
 	m := replicaMemory{records: scrape(t, r.http, "shardns_records_held")}
 	m.rss, m.anon = procMemory(t, r.cmd.Process.Pid)
+	m.cpu = cpuSeconds(t, r.cmd.Process.Pid)
 	m.heapInUse = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
 	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
 	if err != nil {
