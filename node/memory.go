@@ -63,9 +63,11 @@ const releaseQuiet = time.Second
 // spread over every span its garbage filled before a collection. At the
 // default of 100 that is up to twice the live heap, and the spans the
 // kept objects hold stay after the load; collecting at a quarter keeps
-// them closer together. On TestShardedMemory that took 7–8% off the
-// RSS of every replica, at N = 1, 2 and 3. Between loads the configured
-// target applies again, so queries do not pay for it.
+// them closer together. On TestShardedMemory that took 3–7% off the
+// RSS of every replica, at N = 1, 2 and 3, for 30–55% more CPU while
+// loading. Between loads the configured target applies again, so queries
+// do not pay for it. The target is the process's: with several nodes in
+// one process (tests), the first to load holds it and restores it.
 const loadGCPercent = 25
 
 // memoryReleaser returns freed memory to the OS after the moments that
