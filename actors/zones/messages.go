@@ -96,6 +96,11 @@ type zoneApply struct {
 // replay's (its ID).
 type barrier struct{ tag uint64 }
 
+// repack asks a zone actor to build its published snapshot again, as it
+// is, into new memory: sent to the zones a replica keeps when it stops
+// the ones it handed over (see onReleaseZones).
+type repack struct{}
+
 // barrierDone is a zone actor's answer to barrier.
 type barrierDone struct {
 	tag uint64

@@ -170,6 +170,14 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 		return
 	}
 	m.publishPlacement()
+	// The zones kept were built among those stopped now; built again
+	// while those are still alive, they move to memory of their own, and
+	// what they shared with the stopped ones is freed whole.
+	for key, pid := range m.children {
+		if !m.grace[key] {
+			ctx.Send(pid, &repack{})
+		}
+	}
 	for _, pid := range stop {
 		ctx.Poison(pid)
 	}

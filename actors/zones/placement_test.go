@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/shardns/shardns/actors/zones"
 	ring "github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/internal/testutil"
+	"github.com/shardns/shardns/zone"
 )
 
 // A replica that announces itself as an owner is not loaded until the
@@ -137,6 +140,61 @@ func TestRetiredTableKeepsAnswersAfterZonesStop(t *testing.T) {
 	for name, ip := range map[string]string{"web": "10.96.0.1", "db": "10.96.0.2"} {
 		if err := c.check(name, ip); err != nil {
 			t.Fatalf("after the zones stopped: %v", err)
+		}
+	}
+}
+
+// When a replica stops the zones it handed over, the zones it keeps are
+// built again into new memory: same serial, same answers.
+func TestKeptZonesAreRepackedWhenLostOnesStop(t *testing.T) {
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
+	var docs []string
+	for i := range 10 {
+		docs = append(docs, fmt.Sprintf("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n%d}\n", i))
+		doc := service(fmt.Sprintf("s%d", i), fmt.Sprintf("10.96.%d.1", i))
+		docs = append(docs, strings.Replace(doc, "namespace: shop", fmt.Sprintf("namespace: n%d", i), 1))
+	}
+	c.write(t, docs...)
+	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
+		return cfg
+	})
+	shared := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
+	before := map[string]*zone.Snapshot{}
+	lost := 0
+	for _, key := range c.table.Keys() {
+		if shared.Owns("a", key) {
+			before[key] = c.table.SlotOf(key).Load()
+		} else {
+			lost++
+		}
+	}
+	if len(before) == 0 || lost == 0 {
+		t.Fatalf("the ring keeps %d zones and hands over %d: the test checks nothing", len(before), lost)
+	}
+	system.Root.Send(manager, &zones.RingChanged{Ring: shared})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for key, old := range before {
+			now := c.table.SlotOf(key).Load()
+			if now == old {
+				return fmt.Errorf("kept zone %s still has the snapshot built before the handoff", key)
+			}
+			if now.Serial != old.Serial {
+				return fmt.Errorf("kept zone %s: serial %d, was %d", key, now.Serial, old.Serial)
+			}
+		}
+		return nil
+	})
+	for i := range 10 {
+		ns := fmt.Sprintf("n%d", i)
+		if !shared.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) {
+			continue
+		}
+		q := zone.Question{Name: fmt.Sprintf("s%d.%s.svc.cluster.local.", i, ns), Type: dns.TypeA}
+		r := zone.Answer(c.cfg, c.table, q)
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != fmt.Sprintf("10.96.%d.1", i) {
+			t.Fatalf("%s after the repack: %v", q.Name, r.Answer)
 		}
 	}
 }

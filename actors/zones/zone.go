@@ -56,6 +56,8 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 		}
 	case *barrier:
 		z.onBarrier(ctx, msg)
+	case *repack:
+		z.onRepack()
 	case *rebuild:
 		z.onRebuild(msg)
 	case *actor.Stopping:
@@ -179,6 +181,23 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 func (z *zoneActor) onFlush() {
 	z.pending = false
 	z.serial = nextSerial(z.serial, z.now())
+	z.publish()
+}
+
+// onRepack builds the published snapshot again, serial and all, from
+// copies of the zone's maps: everything the zone holds moves to memory
+// allocated now. A flush on its way, or a rebuild, does that anyway.
+func (z *zoneActor) onRepack() {
+	if z.pending || z.rebuilding != 0 || z.slot.Load() == nil {
+		return
+	}
+	z.shared = true // copy the maps, even those no snapshot shares
+	z.own()
+	z.publish()
+}
+
+// publish builds the snapshot of the zone's state and publishes it.
+func (z *zoneActor) publish() {
 	var s *zone.Snapshot
 	switch {
 	case z.fileZone != nil:
