@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/actors/zones"
@@ -66,17 +67,19 @@ func TestLoadedOnlyOnceGainedZonesAnswer(t *testing.T) {
 	})
 }
 
-// The zones a handoff releases leave memory: each lost zone's last
-// snapshot is collected once its actor has stopped.
-func TestReleasedZonesAreFreed(t *testing.T) {
+// servedAlone serves namespaces n0… with services s0… (s<i> in
+// n<i mod namespaces>, at 10.96.<i>.1) from replica "a" alone, with a
+// handoff grace of 50 ms, and returns the ring that shares them with "b".
+func servedAlone(t *testing.T, namespaces, services int) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
+	t.Helper()
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
 	var docs []string
-	for i := range 20 {
+	for i := range namespaces {
 		docs = append(docs, fmt.Sprintf("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n%d}\n", i))
 	}
-	for i := range 200 {
+	for i := range services {
 		doc := service(fmt.Sprintf("s%d", i), fmt.Sprintf("10.96.%d.1", i))
-		docs = append(docs, strings.Replace(doc, "namespace: shop", fmt.Sprintf("namespace: n%d", i%20), 1))
+		docs = append(docs, strings.Replace(doc, "namespace: shop", fmt.Sprintf("namespace: n%d", i%namespaces), 1))
 	}
 	c.write(t, docs...)
 	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
@@ -84,7 +87,13 @@ func TestReleasedZonesAreFreed(t *testing.T) {
 		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
 		return cfg
 	})
-	shared := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
+	return c, system, manager, ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
+}
+
+// The zones a handoff releases leave memory: each lost zone's last
+// snapshot is collected once its actor has stopped.
+func TestReleasedZonesAreFreed(t *testing.T) {
+	c, system, manager, shared := servedAlone(t, 20, 200)
 	var mu sync.Mutex
 	held := map[string]bool{} // lost zones whose snapshot is still in memory
 	for _, key := range c.table.Keys() {
@@ -147,20 +156,7 @@ func TestRetiredTableKeepsAnswersAfterZonesStop(t *testing.T) {
 // When a replica stops the zones it handed over, the zones it keeps are
 // built again into new memory: same serial, same answers.
 func TestKeptZonesAreRepackedWhenLostOnesStop(t *testing.T) {
-	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
-	var docs []string
-	for i := range 10 {
-		docs = append(docs, fmt.Sprintf("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n%d}\n", i))
-		doc := service(fmt.Sprintf("s%d", i), fmt.Sprintf("10.96.%d.1", i))
-		docs = append(docs, strings.Replace(doc, "namespace: shop", fmt.Sprintf("namespace: n%d", i), 1))
-	}
-	c.write(t, docs...)
-	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
-		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
-		return cfg
-	})
-	shared := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
+	c, system, manager, shared := servedAlone(t, 10, 10)
 	before := map[string]*zone.Snapshot{}
 	lost := 0
 	for _, key := range c.table.Keys() {
