@@ -84,17 +84,16 @@ func transformFor(exposed func(namespace string) bool, objects *objects) func(an
 	}
 }
 
-// detachedIdentity copies what a cache entry keeps of an API object's metadata
-// out of the decoded object: the name and resourceVersion into one
-// allocation of their own, the namespace into the one copy the process
-// keeps of each. The model object is detached the same way, through its
-// frozen form, whose strings share one allocation.
+// detachedIdentity copies what a cache entry keeps of an API object's
+// metadata out of the decoded object: the name and resourceVersion into
+// one allocation of their own, the namespace into the one copy the
+// process keeps of each. The model object is detached the same way,
+// through its frozen form, whose strings share one allocation.
 //
 // Why: a decoded API object is hundreds of small allocations, and these
 // few strings outlive them. Left in place, each would keep a span of the
-// decoded objects' garbage from being freed; after an initial list of
-// every object of the cluster, those holes were most of the difference
-// between a replica's live heap and its RSS.
+// decoded objects' garbage from being freed: 2–4 MB of RSS per replica
+// after the initial list of 10k services (TestShardedMemory).
 func detachedIdentity(meta metav1.ObjectMeta) (namespace, name, resourceVersion string) {
 	var b strings.Builder
 	b.Grow(len(meta.Name) + len(meta.ResourceVersion))
