@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -153,43 +152,6 @@ func (l *listener) stop() {
 	l.conns.closeAll()
 	l.wg.Wait()
 }
-
-// serveUDP reads and answers datagrams until the socket closes. Each
-// reader reuses its buffers, and addresses travel as netip.AddrPort: no
-// allocation per packet beyond the answer.
-func (l *listener) serveUDP() {
-	conn := l.sockets.UDP.(*net.UDPConn)
-	late := udpLate{conn}
-	buf := make([]byte, 65535)
-	out := make([]byte, 0, query.MaxUDPSize)
-	for {
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			if isClosed(err) {
-				return
-			}
-			l.cfg.Logger.Warn("udp read", "err", err)
-			continue
-		}
-		if l.rateLimited(from) {
-			continue
-		}
-		t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: late, Client: from}
-		resp := l.serve(buf[:n], t, out)
-		if resp == nil {
-			continue
-		}
-		if _, err := conn.WriteToUDPAddrPort(resp, from); err != nil && !isClosed(err) {
-			l.cfg.Logger.Debug("udp write", "to", from, "err", err)
-		}
-		out = resp[:0]
-	}
-}
-
-// udpLate sends forwarded answers from the listener's socket.
-type udpLate struct{ conn *net.UDPConn }
-
-func (u udpLate) WriteLate(resp []byte, to netip.AddrPort) { u.conn.WriteToUDPAddrPort(resp, to) }
 
 // serve answers one request.
 func (l *listener) serve(req []byte, t query.Transport, out []byte) []byte {
