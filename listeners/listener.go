@@ -51,7 +51,7 @@ type Config struct {
 // Sockets are the bound sockets of one address. UDP is nil for DNS over
 // TLS and HTTPS.
 type Sockets struct {
-	UDP net.PacketConn
+	UDP *UDPSocket
 	TCP net.Listener
 }
 
@@ -69,7 +69,7 @@ func BindTCP(addr string) (*Sockets, error) {
 func Bind(addr string) (*Sockets, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	for attempt := 0; ; attempt++ {
-		udp, err := net.ListenPacket("udp", addr)
+		udp, err := listenUDP(addr)
 		if err != nil {
 			return nil, err
 		}

@@ -1,20 +1,16 @@
 package listeners
 
 import (
-	"net"
-	"net/netip"
-	"syscall"
-
 	"github.com/miekg/dns"
-	"golang.org/x/net/ipv4"
 
 	"github.com/shardns/shardns/query"
 )
 
 const (
-	// udpBatch is how many datagrams one system call reads or writes.
-	// Under load a reader finds several waiting; when idle the read
-	// returns with the one there is, so batching adds no latency.
+	// udpBatch is how many datagrams one system call reads or writes
+	// where the system has recvmmsg and sendmmsg. Under load a reader
+	// finds several waiting; when idle the read returns with the one
+	// there is, so batching adds no latency.
 	udpBatch = 16
 	// udpSlot is the room for one request. Clients' queries are far
 	// smaller (miekg/dns servers read 512 bytes); a longer datagram is
@@ -22,40 +18,16 @@ const (
 	udpSlot = 4096
 )
 
-// udpBatcher reads requests and writes answers a batch per system call
-// (recvmmsg and sendmmsg on Linux, one message per call elsewhere). On
-// loopback a write costs most of the CPU of an answer, so fewer calls
-// are the larger part of what is left to win.
-type udpBatcher struct {
-	conn *ipv4.PacketConn // ReadBatch and WriteBatch work on either family
-	in   []ipv4.Message   // requests; their buffers are reused
-	out  []ipv4.Message   // answers of the current batch
-	bufs [][]byte         // answers' buffers, reused across batches
-}
-
-func newUDPBatcher(conn *net.UDPConn) *udpBatcher {
-	b := &udpBatcher{
-		conn: ipv4.NewPacketConn(conn),
-		in:   make([]ipv4.Message, udpBatch),
-		out:  make([]ipv4.Message, udpBatch),
-		bufs: make([][]byte, udpBatch),
-	}
-	slots := make([]byte, udpBatch*udpSlot)
-	for i := range b.in {
-		b.in[i].Buffers = [][]byte{slots[i*udpSlot : (i+1)*udpSlot : (i+1)*udpSlot]}
-		b.out[i].Buffers = make([][]byte, 1)
-		b.bufs[i] = make([]byte, 0, query.MaxUDPSize)
-	}
-	return b
-}
-
 // serveUDP reads and answers datagrams until the socket closes.
 func (l *listener) serveUDP() {
-	conn := l.sockets.UDP.(*net.UDPConn)
-	late := udpLate{conn}
-	b := newUDPBatcher(conn)
+	s := l.sockets.UDP
+	b := newUDPBatcher(s, query.MaxUDPSize)
+	if b == nil {
+		return
+	}
+	defer b.done()
 	for {
-		n, err := b.conn.ReadBatch(b.in, 0)
+		n, err := b.read()
 		if err != nil {
 			if isClosed(err) {
 				return
@@ -64,55 +36,28 @@ func (l *listener) serveUDP() {
 			continue
 		}
 		answers := 0
-		for i := range b.in[:n] {
-			m := &b.in[i]
-			addr, ok := m.Addr.(*net.UDPAddr)
-			if !ok {
+		for i := range n {
+			req, truncated, from := b.request(i)
+			if !from.IsValid() || l.rateLimited(from) {
 				continue
 			}
-			from := addr.AddrPort()
-			if l.rateLimited(from) {
-				continue
-			}
-			req := m.Buffers[0][:m.N]
 			var resp []byte
-			if m.Flags&syscall.MSG_TRUNC != 0 {
-				if !query.Pending(req) {
-					continue // a response, or too short to be a query
-				}
-				resp = formatError(req, b.bufs[answers])
-			} else {
-				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: late, Client: from}
+			switch {
+			case !truncated:
+				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: s, Client: from}
 				resp = l.serve(req, t, b.bufs[answers])
+			case query.Pending(req): // not a response, and long enough
+				resp = formatError(req, b.bufs[answers])
 			}
 			if resp == nil {
 				continue
 			}
-			b.bufs[answers] = resp[:0]
-			b.out[answers].Buffers[0] = resp
-			b.out[answers].Addr = addr
+			b.answer(answers, i, resp)
 			answers++
 		}
-		l.writeUDP(b, answers)
-	}
-}
-
-// writeUDP sends the first n answers of the batch. A write that fails
-// (an unreachable client) is logged and skipped, and the rest still go.
-func (l *listener) writeUDP(b *udpBatcher, n int) {
-	for sent := 0; sent < n; {
-		k, err := b.conn.WriteBatch(b.out[sent:n], 0)
-		sent += k
-		if err != nil {
-			if isClosed(err) {
-				return
-			}
-			l.cfg.Logger.Debug("udp write", "to", b.out[sent].Addr, "err", err)
-			sent++
+		if err := b.write(answers); err != nil && !isClosed(err) {
+			l.cfg.Logger.Debug("udp write", "err", err)
 		}
-	}
-	for i := range b.out[:n] {
-		b.out[i].Addr = nil // the client's address is not kept past its answer
 	}
 }
 
@@ -126,8 +71,3 @@ func formatError(req, out []byte) []byte {
 	out[3] = dns.RcodeFormatError
 	return out
 }
-
-// udpLate sends forwarded answers from the listener's socket.
-type udpLate struct{ conn *net.UDPConn }
-
-func (u udpLate) WriteLate(resp []byte, to netip.AddrPort) { u.conn.WriteToUDPAddrPort(resp, to) }
