@@ -42,7 +42,7 @@ type Config struct {
 	IdleTimeout    time.Duration      // TCP: close after this long without a query
 	MaxConnections int                // TCP: concurrent connections; more are closed at once
 	MaxQueries     int                // TCP: queries per connection before it is closed; 0: no bound
-	UDPReaders     int                // goroutines reading the UDP socket; 0 means GOMAXPROCS
+	UDPReaders     int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)
 	RateLimit      *RateLimiter       // UDP queries per client address; nil: no limit
 	RateLimited    prometheus.Counter // counts datagrams RateLimit dropped; may be nil
 	Logger         *slog.Logger
@@ -133,7 +133,7 @@ func (l *listener) Receive(ctx actor.Context) {
 func (l *listener) start() {
 	readers := l.cfg.UDPReaders
 	if readers <= 0 {
-		readers = runtime.GOMAXPROCS(0)
+		readers = defaultUDPReaders()
 	}
 	l.conns = newConnSet()
 	proto := "tls"
@@ -146,6 +146,15 @@ func (l *listener) start() {
 	l.wg.Go(func() { l.serveTCP() })
 	l.cfg.Logger.Info("listening", "addr", l.sockets.Addr(), "proto", proto)
 }
+
+// defaultUDPReaders is one reader per two cores, at least one. Sending
+// an answer costs a reader most of its CPU in the kernel, and the other
+// cores deliver the packets: on two cores with the load generator beside
+// the server, one reader answered 10-20% more queries per CPU-second
+// than two, and spent 0.32 instead of 0.52 cores at 20k qps (a second
+// reader only takes turns with the first and wakes another thread). One
+// reader answers well over 100k qps, so more are for larger machines.
+func defaultUDPReaders() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 func (l *listener) stop() {
 	l.sockets.Close()
