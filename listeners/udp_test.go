@@ -1,11 +1,17 @@
 package listeners
 
 import (
+	"io"
+	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/query"
 )
 
 // Many clients with many queries in flight each get every answer, sent
@@ -128,4 +134,36 @@ func TestUDPDualStackAnswersIPv4Clients(t *testing.T) {
 		c.Close()
 		expectWeb(t, net.JoinHostPort("::1", port), "udp")
 	}
+}
+
+// Stopping a listener whose readers wait for a datagram returns: the
+// readers wake and leave, and the port is free again at once.
+func TestUDPStopWakesWaitingReaders(t *testing.T) {
+	s, err := Bind("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	var handler atomic.Pointer[query.Handler]
+	handler.Store(testHandler())
+	cfg := Config{Handler: &handler, UDPReaders: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	pid := system.Root.Spawn(NewProps(cfg, s))
+	addr := s.Addr()
+	expectWeb(t, addr, "udp") // the readers are running, and now wait
+	stopped := make(chan struct{})
+	go func() {
+		system.Root.StopFuture(pid).Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not stop: its readers still wait")
+	}
+	again, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatalf("the port is still held: %v", err)
+	}
+	again.Close()
 }
