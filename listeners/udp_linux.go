@@ -17,9 +17,9 @@ import (
 // block in recvmmsg, each on a thread of its own while it waits, and
 // write with sendmmsg. A socket in the poller is registered for
 // writability too, so every datagram sent and freed woke the poller's
-// thread (on loopback, at once); with two readers parking and unparking
-// through the poller, that and the scheduler's hand-offs were a third of
-// the CPU of an answer.
+// thread (on loopback, at once); that, and readers parking and
+// unparking through the poller, were about a sixth of the CPU of an
+// answer at full load (perf record, demo cluster).
 type UDPSocket struct {
 	family  int
 	local   *net.UDPAddr
@@ -29,21 +29,23 @@ type UDPSocket struct {
 	fd      int          // -1 once released
 }
 
-// listenUDP binds addr as net.ListenPacket("udp", addr) would: an IPv4
-// address gets an IPv4 socket; a wildcard or an empty host, a dual-stack
-// IPv6 one where the system has IPv6.
+// listenUDP binds addr as net.ListenPacket("udp", addr) does: a wildcard
+// or empty host gets a dual-stack IPv6 socket, which serves IPv4 clients
+// too (an IPv4 one where the system has no IPv6); any other address, a
+// socket of its family.
 func listenUDP(addr string) (*UDPSocket, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
 	}
 	ip := ua.AddrPort().Addr().Unmap()
-	if !ua.AddrPort().Addr().IsValid() {
-		ip = netip.IPv6Unspecified()
-	}
-	s, err := bindUDP(ip, ua.Port, ua.Zone)
-	if err != nil && ip == netip.IPv6Unspecified() && !ua.AddrPort().Addr().IsValid() {
-		s, err = bindUDP(netip.IPv4Unspecified(), ua.Port, "") // no IPv6 here
+	var s *UDPSocket
+	if !ip.IsValid() || ip.IsUnspecified() {
+		if s, err = bindUDP(netip.IPv6Unspecified(), ua.Port, ""); err != nil {
+			s, err = bindUDP(netip.IPv4Unspecified(), ua.Port, "")
+		}
+	} else {
+		s, err = bindUDP(ip, ua.Port, ua.Zone)
 	}
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "udp", Addr: ua, Err: err}

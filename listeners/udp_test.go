@@ -121,18 +121,23 @@ func TestUDPOversizedQueryIsFormatError(t *testing.T) {
 	expectWeb(t, addr, "udp")
 }
 
-// A listener on the IPv6 wildcard answers IPv4 clients: the answers'
-// addresses are IPv4 while the socket is IPv6.
-func TestUDPDualStackAnswersIPv4Clients(t *testing.T) {
-	s, err := Bind("[::]:0")
-	if err != nil {
-		t.Skipf("no IPv6 socket here: %v", err)
-	}
-	_, port, _ := net.SplitHostPort(spawnListener(t, Config{}, s, NewProps))
-	expectWeb(t, net.JoinHostPort("127.0.0.1", port), "udp")
-	if c, err := net.ListenPacket("udp6", "[::1]:0"); err == nil {
-		c.Close()
-		expectWeb(t, net.JoinHostPort("::1", port), "udp")
+// A listener on a wildcard address answers IPv4 clients, and IPv6 ones
+// where the system has IPv6, as Go's own sockets on a wildcard do: the
+// socket is IPv6 and the IPv4 clients' addresses are mapped.
+func TestUDPWildcardAnswersBothFamilies(t *testing.T) {
+	for _, wildcard := range []string{"[::]:0", "0.0.0.0:0", ":0"} {
+		t.Run(wildcard, func(t *testing.T) {
+			s, err := Bind(wildcard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, port, _ := net.SplitHostPort(spawnListener(t, Config{}, s, NewProps))
+			expectWeb(t, net.JoinHostPort("127.0.0.1", port), "udp")
+			if c, err := net.ListenPacket("udp6", "[::1]:0"); err == nil {
+				c.Close()
+				expectWeb(t, net.JoinHostPort("::1", port), "udp")
+			}
+		})
 	}
 }
 
