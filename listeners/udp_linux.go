@@ -72,6 +72,8 @@ func bindUDP(ip netip.Addr, port int, zone string) (*UDPSocket, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Best effort: the system caps it at net.core.rmem_max.
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, udpReceiveBuffer)
 	if family == unix.AF_INET6 && ip.IsUnspecified() {
 		// A wildcard serves IPv4 clients too, as Go's own sockets do.
 		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0); err != nil {
