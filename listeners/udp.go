@@ -17,11 +17,12 @@ const (
 	// cut here and answered FORMERR rather than read in part.
 	udpSlot = 4096
 	// udpReceiveBuffer is the socket's receive buffer asked for where
-	// the system lets a socket set it (Linux; net.core.rmem_max caps it).
-	// The usual default, 208 KiB, holds a few hundred queries; dnsperf's bursts
-	// overflowed it at full load (a few dozen of 2 million queries lost
-	// per 20 s, counted in the kernel's RcvbufErrors), and a burst of a
-	// cluster's pods resolving at once is no different.
+	// the system lets a socket set it (Linux; net.core.rmem_max caps
+	// it). The usual default, 208 KiB, holds a few hundred queries;
+	// dnsperf's bursts overflowed it at full load (a few dozen of 2
+	// million queries lost per 20 s, counted in the kernel's
+	// RcvbufErrors), and a cluster's pods resolving at once are no
+	// different.
 	udpReceiveBuffer = 1 << 20
 )
 
@@ -54,7 +55,8 @@ func (l *listener) serveUDP() {
 				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: s, Client: from}
 				resp = l.serve(req, t, b.bufs[answers])
 			case query.Pending(req): // not a response, and long enough
-				resp = formatError(req, b.bufs[answers])
+				// The rest of a message cut short cannot be read.
+				resp = query.AppendErrorReply(b.bufs[answers], req, dns.RcodeFormatError)
 			}
 			if resp == nil {
 				continue
@@ -66,15 +68,4 @@ func (l *listener) serveUDP() {
 			l.cfg.Logger.Debug("udp write", "err", err)
 		}
 	}
-}
-
-// formatError appends to out[:0] the answer to a query that did not fit
-// its slot: its header with QR and FORMERR and no sections, as the rest
-// of a message cut short cannot be read.
-func formatError(req, out []byte) []byte {
-	out = append(out[:0], req[:4]...)
-	out = append(out, make([]byte, 8)...)
-	out[2] = 0x80 | (out[2] & 0x79) // QR; keep opcode and RD
-	out[3] = dns.RcodeFormatError
-	return out
 }

@@ -109,7 +109,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	}
 	x := &exchange{req: new(dns.Msg), reqSize: len(req), t: t, zone: ".", start: time.Now()}
 	if err := x.req.Unpack(req); err != nil {
-		b := append(out[:0], errorReply(req, dns.RcodeFormatError)...)
+		b := AppendErrorReply(out, req, dns.RcodeFormatError)
 		h.observe(x, dns.RcodeFormatError, len(b))
 		return b
 	}
@@ -119,7 +119,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		r.SetRcode(x.req, dns.RcodeNotImplemented)
 		return h.pack(x, r, out)
 	case len(x.req.Question) != 1:
-		b := append(out[:0], errorReply(req, dns.RcodeFormatError)...)
+		b := AppendErrorReply(out, req, dns.RcodeFormatError)
 		h.observe(x, dns.RcodeFormatError, len(b))
 		return b
 	}
@@ -256,10 +256,11 @@ func drops(req []byte) bool { return len(req) < headerSize || req[2]&0x80 != 0 }
 // be answered through Transport.Late (it was not dropped).
 func Pending(req []byte) bool { return !drops(req) }
 
-// errorReply is a bare header answering req with rcode, for requests whose
-// body cannot be trusted. req holds at least a header.
-func errorReply(req []byte, rcode int) []byte {
-	out := make([]byte, headerSize)
+// AppendErrorReply appends to out[:0] a bare header answering req with
+// rcode, for requests whose body cannot be trusted: the ID, opcode and
+// RD of req, QR set, no sections. req holds at least a header.
+func AppendErrorReply(out, req []byte, rcode int) []byte {
+	out = append(out[:0], make([]byte, headerSize)...)
 	if len(req) >= 4 {
 		copy(out, req[:4])
 	}
