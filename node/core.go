@@ -132,7 +132,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
 			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
 		},
-		OnSettled: memory.release, Interest: interest,
+		OnReleasing: memory.loading, OnSettled: memory.release, Interest: interest,
 	}))
 	c.manager = manager
 	if initial != nil {

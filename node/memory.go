@@ -136,8 +136,11 @@ func (r *memoryReleaser) release() {
 	}
 }
 
-// pending reports whether memory freed by a load has yet to be returned.
-func (r *memoryReleaser) pending() bool { return r.asked.Load() != r.returned.Load() }
+// pending reports whether a load is under way, or memory freed by one has
+// yet to be returned.
+func (r *memoryReleaser) pending() bool {
+	return r.loads.Load() != r.released.Load() || r.asked.Load() != r.returned.Load()
+}
 
 // close stops the releaser and waits for it, and restores the collector's
 // target.

@@ -149,7 +149,7 @@ func (n *Node) registerStateMetrics() {
 		}
 		return 0
 	})
-	gauge("memory_return_pending", "1 while memory freed by loading or dropping zones waits to be returned to the OS.", func() float64 {
+	gauge("memory_return_pending", "1 while zones load or are dropped, and until the memory that freed is returned to the OS.", func() float64 {
 		if n.memory != nil && n.memory.pending() {
 			return 1
 		}

@@ -13,3 +13,10 @@ func WithFault(cfg Config, fail func(key string, names []string)) Config {
 	}
 	return cfg
 }
+
+// WithRepacked returns cfg with zone actors that call repacked with
+// their zone key each time they built their snapshot again for a repack.
+func WithRepacked(cfg Config, repacked func(key string)) Config {
+	cfg.repacked = repacked
+	return cfg
+}

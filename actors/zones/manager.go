@@ -50,10 +50,16 @@ type Config struct {
 	// ended: the first sync, the loading of gained zones, the release of
 	// lost ones. The node returns freed memory to the OS then.
 	OnSettled func()
+	// OnReleasing is told when the release of lost zones begins; it ends
+	// with OnSettled once the kept zones are built again.
+	OnReleasing func()
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.
 	fault func(key string, batch *zoneApply)
+	// repacked, set by this package's tests only, runs after a zone
+	// actor built its snapshot again for a repack.
+	repacked func(key string)
 }
 
 // Manager routes source changes to zone actors and owns the directory.
@@ -137,6 +143,10 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onReplayDone(ctx, msg)
 	case *releaseZones:
 		m.onReleaseZones(ctx, msg)
+	case *compactKept:
+		m.onCompactKept(ctx)
+	case *releaseSettled:
+		m.settled()
 	case *flushPlacement:
 		m.onPublishPlacement()
 	case *zoneRestarted:
@@ -400,7 +410,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
 			mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
 			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
-			restarted: incarnations.Add(1) > 1, fault: m.cfg.fault}
+			restarted: incarnations.Add(1) > 1, fault: m.cfg.fault, repacked: m.cfg.repacked}
 	}
 	pid := ctx.Spawn(actor.PropsFromProducer(za))
 	m.children[key] = pid

@@ -97,9 +97,20 @@ type zoneApply struct {
 type barrier struct{ tag uint64 }
 
 // repack asks a zone actor to build its published snapshot again, as it
-// is, into new memory: sent to the zones a replica keeps when it stops
-// the ones it handed over (see onReleaseZones).
+// is, into new memory, and answer repacked: sent to the zones a replica
+// keeps when it stops the ones it handed over (see onReleaseZones).
 type repack struct{}
+
+// repacked is a zone actor's answer to repack.
+type repacked struct{}
+
+// compactKept tells the Manager that the zones a release stopped are
+// gone and collected: time to build the kept ones a second time.
+type compactKept struct{}
+
+// releaseSettled tells the Manager that the rebuilds of a release are
+// done, so the memory it freed can be returned.
+type releaseSettled struct{}
 
 // barrierDone is a zone actor's answer to barrier.
 type barrierDone struct {

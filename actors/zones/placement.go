@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -169,19 +170,60 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 		m.settled() // all gained back: the release is over all the same
 		return
 	}
+	if m.cfg.OnReleasing != nil {
+		m.cfg.OnReleasing()
+	}
 	m.publishPlacement()
-	// The zones kept were built among those stopped now; built again
+	// The zones kept were built among those stopped now. Built again
 	// while those are still alive, they move to memory of their own, and
 	// what they shared with the stopped ones is freed whole.
+	done := m.repackKept(ctx)
+	for _, pid := range stop {
+		done = append(done, ctx.PoisonFuture(pid))
+	}
+	// Once the stopped zones are collected, their spans are left with
+	// holes wherever something else lived among them; built a second
+	// time, the kept zones fill those holes, and the memory of the first
+	// rebuild, packed together, is freed whole in its turn. At N = 2 that
+	// took the first replica's holes from 32 to 14 MB (TestShardedMemory).
+	after(ctx, done, runtime.GC, &compactKept{})
+}
+
+// onCompactKept builds the kept zones a second time, after the zones a
+// release stopped were collected; the release is over when they are.
+func (m *Manager) onCompactKept(ctx actor.Context) {
+	after(ctx, m.repackKept(ctx), nil, &releaseSettled{})
+}
+
+// repackKept asks every zone not in its grace period to build its
+// snapshot again, and returns the futures of their answers.
+func (m *Manager) repackKept(ctx actor.Context) []*actor.Future {
+	var done []*actor.Future
 	for key, pid := range m.children {
 		if !m.grace[key] {
-			ctx.Send(pid, &repack{})
+			done = append(done, ctx.RequestFuture(pid, &repack{}, repackTimeout))
 		}
 	}
-	for _, pid := range stop {
-		ctx.Poison(pid)
-	}
-	m.settled()
+	return done
+}
+
+// repackTimeout bounds the wait for one zone's rebuild; a zone that takes
+// longer only makes its release end early.
+const repackTimeout = 30 * time.Second
+
+// after waits, off the actor, for futures, runs then (if any), and sends
+// msg to the actor.
+func after(ctx actor.Context, futures []*actor.Future, then func(), msg any) {
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	go func() {
+		for _, f := range futures {
+			f.Wait()
+		}
+		if then != nil {
+			then()
+		}
+		root.Send(self, msg)
+	}()
 }
 
 // schedulePlacement publishes the placement once the messages already in

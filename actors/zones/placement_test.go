@@ -69,8 +69,9 @@ func TestLoadedOnlyOnceGainedZonesAnswer(t *testing.T) {
 
 // servedAlone serves namespaces n0… with services s0… (s<i> in
 // n<i mod namespaces>, at 10.96.<i>.1) from replica "a" alone, with a
-// handoff grace of 50 ms, and returns the ring that shares them with "b".
-func servedAlone(t *testing.T, namespaces, services int) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
+// handoff grace of 50 ms and the config changes of tune, and returns the
+// ring that shares them with "b".
+func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Config) zones.Config) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
 	t.Helper()
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
 	var docs []string
@@ -85,6 +86,9 @@ func servedAlone(t *testing.T, namespaces, services int) (*cluster, *actor.Actor
 	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
 	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
 		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
+		for _, tune := range tune {
+			cfg = tune(cfg)
+		}
 		return cfg
 	})
 	return c, system, manager, ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
@@ -192,5 +196,74 @@ func TestKeptZonesAreRepackedWhenLostOnesStop(t *testing.T) {
 		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != fmt.Sprintf("10.96.%d.1", i) {
 			t.Fatalf("%s after the repack: %v", q.Name, r.Answer)
 		}
+	}
+}
+
+// A release ends (OnSettled, when the node returns freed memory) only
+// once every kept zone was built again after all the lost zones had
+// stopped: that rebuild fills the holes the stopped zones left, so the
+// memory of the first rebuild is freed whole.
+func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
+	var mu sync.Mutex
+	var table *zone.Table
+	var lost []string
+	releasing := false
+	rebuiltAfterStop := map[string]bool{}
+	settled := make(chan map[string]bool, 1)
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+		cfg = zones.WithRepacked(cfg, func(key string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !releasing {
+				return
+			}
+			for _, k := range lost {
+				if table.SlotOf(k) != nil {
+					return // a lost zone has not stopped yet
+				}
+			}
+			rebuiltAfterStop[key] = true
+		})
+		cfg.OnReleasing = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			releasing = true
+		}
+		cfg.OnSettled = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if releasing {
+				select {
+				case settled <- maps.Clone(rebuiltAfterStop):
+				default:
+				}
+			}
+		}
+		return cfg
+	})
+	var kept []string
+	mu.Lock()
+	table = c.table
+	for _, key := range c.table.Keys() {
+		if shared.Owns("a", key) {
+			kept = append(kept, key)
+		} else {
+			lost = append(lost, key)
+		}
+	}
+	mu.Unlock()
+	if len(kept) == 0 || len(lost) == 0 {
+		t.Fatalf("the ring keeps %d zones and hands over %d: the test checks nothing", len(kept), len(lost))
+	}
+	system.Root.Send(manager, &zones.RingChanged{Ring: shared})
+	select {
+	case rebuilt := <-settled:
+		for _, key := range kept {
+			if !rebuilt[key] {
+				t.Errorf("the release settled before kept zone %s was built again after the lost zones stopped", key)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release did not settle")
 	}
 }

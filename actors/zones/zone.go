@@ -41,7 +41,8 @@ type zoneActor struct {
 	rebuilding uint64   // the replay a rebuild waits for; 0: not rebuilding
 	owed       []uint64 // barriers to answer once the rebuilt zone is published
 
-	fault func(key string, batch *zoneApply) // Config.fault
+	fault    func(key string, batch *zoneApply) // Config.fault
+	repacked func(key string)                   // Config.repacked
 }
 
 func (z *zoneActor) Receive(ctx actor.Context) {
@@ -58,6 +59,12 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 		z.onBarrier(ctx, msg)
 	case *repack:
 		z.onRepack()
+		if z.repacked != nil {
+			z.repacked(z.key)
+		}
+		if ctx.Sender() != nil {
+			ctx.Respond(&repacked{})
+		}
 	case *rebuild:
 		z.onRebuild(msg)
 	case *actor.Stopping:
