@@ -94,6 +94,9 @@ type KubernetesConfig struct {
 	Enabled bool `json:"enabled"`
 	// Kubeconfig path; empty uses the in-cluster service account.
 	Kubeconfig string `json:"kubeconfig"`
+	// Context of Kubeconfig to connect with; empty uses its current
+	// context. CoreDNS's kubeconfig takes one too.
+	Context string `json:"context"`
 	// Zones are the cluster domains served.
 	Zones []string `json:"zones"`
 	// ReverseZones are the reverse zones served (PTR of cluster addresses).
@@ -128,7 +131,8 @@ func (k *KubernetesConfig) AllZones() []string {
 }
 
 // IstioConfig is the Istio ServiceEntry source. It connects with
-// kubernetes.kubeconfig, like the Kubernetes source.
+// kubernetes.kubeconfig and kubernetes.context, like the Kubernetes
+// source.
 type IstioConfig struct {
 	// Enabled watches networking.istio.io ServiceEntries and answers their
 	// hosts.
@@ -431,6 +435,10 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	}
 	if k.StartupTimeout < 0 {
 		bad("kubernetes.startupTimeout", "must not be negative")
+	}
+	if k.Context != "" && k.Kubeconfig == "" {
+		// The in-cluster service account has no contexts to choose from.
+		bad("kubernetes.context", "needs kubernetes.kubeconfig")
 	}
 	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, false)
 }

@@ -128,6 +128,8 @@ func FuzzParse(f *testing.F) {
 		"- 1\n- 2\n",
 		"a: &a [*a, *a]\n",
 		"kubernetes: {enabled: true, pods: verified, kubeconfig: /k}\n",
+		"kubernetes: {enabled: true, kubeconfig: /k, context: staging}\n",
+		"kubernetes: {enabled: true, context: staging}\n",
 		"kubernetes: {enabled: false, pods: verified}\n",
 		"mode: nodelocal\n",
 		"forward: {upstreams: [\"10.0.0.53\", \"[fd00::53]:5353\", /etc/resolv.conf], policy: sequential, timeout: 1s}\n" +
@@ -189,6 +191,9 @@ func checkConfig(t *testing.T, cfg *Config) {
 	}
 	if k.Pods == "verified" && !k.Enabled {
 		t.Fatal("pods: verified accepted without the Kubernetes API source")
+	}
+	if k.Context != "" && k.Kubeconfig == "" {
+		t.Fatal("kubernetes.context accepted without kubernetes.kubeconfig")
 	}
 	if cfg.DNS.TCPIdleTimeout <= 0 || cfg.DNS.TCPMaxConnections <= 0 || cfg.Manifests.Interval <= 0 {
 		t.Fatalf("non-positive dns or manifests setting accepted: %+v %+v", cfg.DNS, cfg.Manifests)

@@ -26,6 +26,28 @@ func TestParseIstio(t *testing.T) {
 	}
 }
 
+func TestParseKubeconfigContext(t *testing.T) {
+	cases := []struct {
+		name, yaml          string
+		kubeconfig, context string
+	}{
+		{"current context", "kubernetes: {kubeconfig: /etc/k.conf}\n", "/etc/k.conf", ""},
+		{"named context", "kubernetes: {kubeconfig: /etc/k.conf, context: staging}\n", "/etc/k.conf", "staging"},
+		{"in-cluster", "kubernetes: {enabled: true}\n", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := cfg.Kubernetes; k.Kubeconfig != c.kubeconfig || k.Context != c.context {
+				t.Fatalf("kubeconfig %q context %q, want %q %q", k.Kubeconfig, k.Context, c.kubeconfig, c.context)
+			}
+		})
+	}
+}
+
 // A node-local process may say pods: verified without watching the API:
 // it routes pod names to the replicas that do.
 func TestParseNodeLocal(t *testing.T) {
@@ -57,6 +79,7 @@ func TestParseRejects(t *testing.T) {
 		{"wrong type", "kubernetes: {enabled: false, ttl: five}\n", "ttl"},
 		{"not yaml", "kubernetes: [\n", "yaml"},
 		{"verified without the API", "kubernetes: {enabled: false, pods: verified}\n", "kubernetes.pods"},
+		{"context without a kubeconfig", "kubernetes: {context: staging}\n", "kubernetes.context: needs kubernetes.kubeconfig"},
 		{"istio ttl", "kubernetes: {enabled: false}\nistio: {enabled: true, ttl: 3601}\n", "istio.ttl"},
 		{"nodelocal without replicas", "mode: nodelocal\n", "cluster.join"},
 		{"nodelocal with manifests", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nmanifests: {files: [a.yaml]}\n", "manifests.files"},

@@ -280,6 +280,38 @@ func TestCheckEmbeddedDemo(t *testing.T) {
 	}
 }
 
+// A kubeconfig context that cannot be used stops the start, naming the
+// key, before anything is served.
+func TestBadKubeconfigContextExits(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: a, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: a, context: {cluster: a, user: u}}]
+current-context: a
+`), 0o600)
+	cases := []struct{ name, kube, want string }{
+		{"unknown context", fmt.Sprintf("{enabled: true, kubeconfig: %q, context: nope}", kubeconfig),
+			`kubernetes.context "nope": no such context in ` + kubeconfig},
+		{"context without a kubeconfig", "{enabled: true, context: a}", "kubernetes.context: needs kubernetes.kubeconfig"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, "shardns.yaml")
+			os.WriteFile(path, []byte("dns: {listen: [\"127.0.0.1:0\"]}\nhttp: {listen: \"\"}\nkubernetes: "+c.kube+"\n"), 0o644)
+			out, err := exec.Command(shardnsBin, "serve", "--config", path).CombinedOutput()
+			if err == nil {
+				t.Fatal("serve started")
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("output lacks %q:\n%s", c.want, out)
+			}
+		})
+	}
+}
+
 func TestBadConfigExitsNamingTheKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(path, []byte("kubernetes: {enabled: false, ttl: 9000}\n"), 0o644)

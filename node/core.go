@@ -92,7 +92,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	var kube *kubesource.Config
 	interest := &zones.Interest{} // the Kubernetes source freezes what other replicas' zones are built from
 	if k := cfg.Kubernetes; k.Enabled {
-		client, err := kubesource.NewClient(k.Kubeconfig, "shardns/"+Version)
+		client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	}
 	var mesh *istio.Config
 	if cfg.Istio.Enabled {
-		client, disc, err := istio.NewClients(cfg.Kubernetes.Kubeconfig, "shardns/"+Version)
+		client, disc, err := istio.NewClients(cfg.Kubernetes.Kubeconfig, cfg.Kubernetes.Context, "shardns/"+Version)
 		if err != nil {
 			return nil, err
 		}

@@ -70,10 +70,11 @@ type Discovery interface {
 	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
 }
 
-// NewClients connects with kubeconfig (in-cluster when empty), as the
+// NewClients connects with kubeconfig (in-cluster when empty) and
+// kubeContext (the kubeconfig's current context when empty), as the
 // Kubernetes source does. Custom resources travel as JSON.
-func NewClients(kubeconfig, userAgent string) (dynamic.Interface, Discovery, error) {
-	cfg, err := kubesource.RESTConfig(kubeconfig, userAgent)
+func NewClients(kubeconfig, kubeContext, userAgent string) (dynamic.Interface, Discovery, error) {
+	cfg, err := kubesource.RESTConfig(kubeconfig, kubeContext, userAgent)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,27 +28,58 @@ import (
 const protobuf = "application/vnd.kubernetes.protobuf"
 
 // RESTConfig connects with kubeconfig, or with the pod's service account
-// when kubeconfig is empty. Built-in kinds travel as protobuf, which is
-// smaller and cheaper to decode than JSON; the Istio source, whose
-// custom resources have no protobuf form, switches its copy to JSON.
-func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
+// when kubeconfig is empty. A non-empty kubeContext is used in place of
+// the kubeconfig's current context. Built-in kinds travel as protobuf,
+// which is smaller and cheaper to decode than JSON; the Istio source,
+// whose custom resources have no protobuf form, switches its copy to JSON.
+func RESTConfig(kubeconfig, kubeContext, userAgent string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
+		if kubeContext != "" {
+			return nil, fmt.Errorf("kubernetes.context needs kubernetes.kubeconfig")
+		}
 		cfg, err = rest.InClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes.kubeconfig is empty and not running in a cluster: %w", err)
 		}
 	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err = kubeconfigREST(kubeconfig, kubeContext)
 		if err != nil {
-			return nil, fmt.Errorf("kubernetes.kubeconfig: %w", err)
+			return nil, err
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = protobuf
 	cfg.AcceptContentTypes = protobuf + ",application/json"
 	cfg.UserAgent = userAgent
+	return cfg, nil
+}
+
+// kubeconfigREST reads the file at kubeconfig for kubeContext, or for its
+// current context when kubeContext is empty. A context the file lacks is
+// reported here, at start-up, naming the key to fix; client-go would say
+// only "context was not found".
+func kubeconfigREST(kubeconfig, kubeContext string) (*rest.Config, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	if kubeContext != "" {
+		raw, err := cc.RawConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes.kubeconfig: %w", err)
+		}
+		if _, ok := raw.Contexts[kubeContext]; !ok {
+			return nil, fmt.Errorf("kubernetes.context %q: no such context in %s", kubeContext, kubeconfig)
+		}
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if kubeContext != "" {
+			return nil, fmt.Errorf("kubernetes.kubeconfig, context %q: %w", kubeContext, err)
+		}
+		return nil, fmt.Errorf("kubernetes.kubeconfig: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -61,9 +92,17 @@ type Client struct {
 	core, discovery rest.Interface
 }
 
-// NewClient returns a client for kubeconfig (in-cluster when empty).
+// NewClient returns a client for kubeconfig (in-cluster when empty) and
+// its current context.
 func NewClient(kubeconfig, userAgent string) (*Client, error) {
-	cfg, err := RESTConfig(kubeconfig, userAgent)
+	return NewClientContext(kubeconfig, "", userAgent)
+}
+
+// NewClientContext returns a client for kubeconfig (in-cluster when
+// empty) and kubeContext, or the kubeconfig's current context when
+// kubeContext is empty.
+func NewClientContext(kubeconfig, kubeContext, userAgent string) (*Client, error) {
+	cfg, err := RESTConfig(kubeconfig, kubeContext, userAgent)
 	if err != nil {
 		return nil, err
 	}
