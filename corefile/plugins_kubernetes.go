@@ -93,9 +93,13 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		if len(o.Args) == 0 {
 			return false
 		}
+		if len(o.Args) > 2 {
+			c.unmapped(o.Line, "kubeconfig %s: takes a file and at most one context", strings.Join(o.Args, " "))
+			break
+		}
 		k.Kubeconfig = o.Args[0]
-		if len(o.Args) > 1 {
-			c.unmapped(o.Line, "kubeconfig context %s: shardns uses the kubeconfig's current context", o.Args[1])
+		if len(o.Args) == 2 {
+			k.Context = o.Args[1]
 		}
 	case "startup_timeout":
 		if dur, ok := c.duration(o, 0); ok {

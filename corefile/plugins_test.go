@@ -162,20 +162,36 @@ func TestConvertPlugins(t *testing.T) {
 		},
 		{
 			name: "kubernetes defaults are CoreDNS's",
-			src:  ".:53 {\n  kubernetes example.cluster 10.0.0.0/16 {\n    kubeconfig /etc/k.conf ctx\n    fallthrough\n    ttl 4000\n  }\n}\n",
+			src:  ".:53 {\n  kubernetes example.cluster 10.0.0.0/16 {\n    kubeconfig /etc/k.conf\n    fallthrough\n    ttl 4000\n  }\n}\n",
 			check: func(t *testing.T, cfg *config.Config) {
 				k := cfg.Kubernetes
-				if k.Pods != "disabled" || k.Kubeconfig != "/etc/k.conf" || *k.TTL != 5 ||
+				if k.Pods != "disabled" || k.Kubeconfig != "/etc/k.conf" || k.Context != "" || *k.TTL != 5 ||
 					!reflect.DeepEqual(k.Zones, []string{"example.cluster"}) ||
 					!reflect.DeepEqual(k.ReverseZones, []string{"0.10.in-addr.arpa"}) ||
 					!reflect.DeepEqual(k.Fallthrough, []string{"example.cluster", "0.10.in-addr.arpa"}) {
 					t.Errorf("kubernetes %+v", k)
 				}
 			},
-			want: []string{
-				"Corefile:3: kubeconfig context ctx: shardns uses the kubeconfig's current context",
-				"Corefile:5: ttl 4000: must be 0 to 3600 seconds",
+			want: []string{"Corefile:5: ttl 4000: must be 0 to 3600 seconds"},
+		},
+		{
+			name: "kubeconfig with a context",
+			src:  ".:53 {\n  kubernetes cluster.local {\n    kubeconfig /etc/k.conf staging\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if k := cfg.Kubernetes; k.Kubeconfig != "/etc/k.conf" || k.Context != "staging" {
+					t.Errorf("kubeconfig %q context %q, want /etc/k.conf staging", k.Kubeconfig, k.Context)
+				}
 			},
+		},
+		{
+			name: "kubeconfig with more than a context",
+			src:  ".:53 {\n  kubernetes cluster.local {\n    kubeconfig /etc/k.conf staging extra\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if k := cfg.Kubernetes; k.Kubeconfig != "" || k.Context != "" {
+					t.Errorf("kubeconfig %q context %q, want neither", k.Kubeconfig, k.Context)
+				}
+			},
+			want: []string{"Corefile:3: kubeconfig /etc/k.conf staging extra: takes a file and at most one context"},
 		},
 		{
 			name: "proxy policies",

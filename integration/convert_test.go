@@ -27,7 +27,8 @@ import (
 
 // kubeadmCorefile is kubeadm's default Corefile
 // (corefile/testdata/kubeadm.Corefile) on loopback ports, with the test
-// apiserver's kubeconfig and a local upstream in place of resolv.conf.
+// apiserver's kubeconfig and its context named (as an out-of-cluster
+// CoreDNS may), and a local upstream in place of resolv.conf.
 const kubeadmCorefile = `.:{{dns}} {
     bind 127.0.0.1
     errors
@@ -36,7 +37,7 @@ const kubeadmCorefile = `.:{{dns}} {
     }
     ready 127.0.0.1:{{ready}}
     kubernetes cluster.local in-addr.arpa ip6.arpa {
-       kubeconfig {{kubeconfig}}
+       kubeconfig {{kubeconfig}} kubeapi
        pods insecure
        fallthrough in-addr.arpa ip6.arpa
        ttl 30
@@ -65,6 +66,9 @@ func TestConvertKubeadmCorefile(t *testing.T) {
 
 	run := renderCorefile(t, kubeadmCorefile, vars)
 	cfg, notes := convertCorefile(t, run.text, true)
+	if !strings.Contains(cfg, "context: kubeapi") {
+		t.Errorf("the kubeconfig's context is not kubernetes.context:\n%s", cfg)
+	}
 	p := startShardns(t, cfg)
 	p.waitReady(t)
 	http := p.httpAddr(t)
