@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -225,9 +226,23 @@ type ClusterConfig struct {
 	ReplicationFactor *int `json:"replicationFactor"`
 	// Label keeps clusters apart: replicas with different labels never merge.
 	Label string `json:"label"`
-	// SecretKeyFile holds a gossip encryption key (16, 24 or 32 bytes, raw
-	// or base64); empty: no encryption.
+	// SecretKeyFile holds the gossip key (16, 24 or 32 bytes, raw or
+	// base64), or several base64 keys one per line during a rotation (the
+	// first encrypts, all decrypt). The key encrypts and authenticates
+	// gossip and, through a certificate derived from it, the remote port.
 	SecretKeyFile string `json:"secretKeyFile"`
+	// Secret is namespace/name of a Secret whose data "key" holds the
+	// gossip keys in the format of secretKeyFile, read through the API at
+	// start. A replica that finds the Secret without a key generates one
+	// and writes it there, so a deployment needs no manual step.
+	Secret string `json:"secret"`
+	// Insecure lets gossip and remote listen beyond loopback without a
+	// key: any process that reaches those ports can then join the ring
+	// and answer for zones. Logged as a warning on every start.
+	Insecure bool `json:"insecure"`
+	// AdmitServices are more namespace/name Services whose endpoints may
+	// join, beside joinService's (the node-local DaemonSet's).
+	AdmitServices []string `json:"admitServices"`
 	// HandoffGrace is how long a replica keeps answering for zones it lost.
 	HandoffGrace Duration `json:"handoffGrace"`
 	// DispatchTimeout bounds one attempt at asking another replica.
@@ -473,9 +488,31 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 			bad(key, "%v", err)
 		}
 	}
+	checkNamespaced := func(key, v string) {
+		if ns, name, ok := strings.Cut(v, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			bad(key, "must be namespace/name, got %q", v)
+		}
+	}
 	if cl.JoinService != "" {
-		if ns, name, ok := strings.Cut(cl.JoinService, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			bad("cluster.joinService", "must be namespace/name, got %q", cl.JoinService)
+		checkNamespaced("cluster.joinService", cl.JoinService)
+	}
+	for _, s := range cl.AdmitServices {
+		checkNamespaced("cluster.admitServices", s)
+	}
+	if cl.Secret != "" {
+		checkNamespaced("cluster.secret", cl.Secret)
+		if cl.SecretKeyFile != "" {
+			bad("cluster.secret", "set cluster.secret or cluster.secretKeyFile, not both")
+		}
+	}
+	if cl.Clustered() && cl.SecretKeyFile == "" && cl.Secret == "" && !cl.Insecure {
+		for key, v := range map[string]string{"cluster.bind": cl.Bind, "cluster.remote": cl.Remote} {
+			if !LoopbackHostPort(v) {
+				bad(key, "%s is reachable beyond this host and no gossip key is set: any process that reaches it "+
+					"could join the ring and answer for zones. Set cluster.secretKeyFile or cluster.secret "+
+					"(docs/hardening.md, \"Trust between replicas\"), bind it to loopback, or set "+
+					"cluster.insecure: true to accept that", v)
+			}
 		}
 	}
 	if cl.HandoffGrace <= 0 {
@@ -487,6 +524,17 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	if cl.Gossip != "lan" && cl.Gossip != "fast" {
 		bad("cluster.gossip", "must be lan or fast, got %q", cl.Gossip)
 	}
+}
+
+// LoopbackHostPort reports whether host:port listens on a loopback
+// address only.
+func LoopbackHostPort(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 func (c *Config) validateResolver(bad func(key, format string, args ...any)) {

@@ -51,7 +51,7 @@ func TestParseKubeconfigContext(t *testing.T) {
 // A node-local process may say pods: verified without watching the API:
 // it routes pod names to the replicas that do.
 func TestParseNodeLocal(t *testing.T) {
-	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nkubernetes: {enabled: false, pods: verified}\n"))
+	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"], secretKeyFile: /etc/shardns/gossip.key}\nkubernetes: {enabled: false, pods: verified}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +66,11 @@ func TestParseRejects(t *testing.T) {
 		name, yaml, key string
 	}{
 		{"unknown top-level key", "kubernetes: {enabled: false}\nfoo: 1\n", `"foo"`},
+		{"gossip beyond loopback without a key", "kubernetes: {enabled: false}\ncluster: {join: [\"10.0.0.1\"], remote: \"127.0.0.1:8090\"}\n", "cluster.bind"},
+		{"remote beyond loopback without a key", "kubernetes: {enabled: false}\ncluster: {enabled: true, bind: \"127.0.0.1:7946\"}\n", "cluster.remote"},
+		{"both key sources", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, secretKeyFile: /k}\n", "cluster.secret"},
+		{"secret not namespaced", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: gossip}\n", "cluster.secret"},
+		{"admitted service not namespaced", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, admitServices: [x]}\n", "cluster.admitServices"},
 		{"unknown nested key", "kubernetes: {enabled: false, tll: 5}\n", `"tll"`},
 		{"ttl too large", "kubernetes: {enabled: false, ttl: 3601}\n", "kubernetes.ttl"},
 		{"ttl negative", "kubernetes: {enabled: false, ttl: -1}\n", "kubernetes.ttl"},
@@ -96,5 +101,21 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, c.key)
 			}
 		})
+	}
+}
+
+// Gossip and remote may listen beyond loopback with a key, or without one
+// only when the operator says so; on loopback no key is needed.
+func TestClusterTrustAccepts(t *testing.T) {
+	for _, y := range []string{
+		"cluster: {enabled: true, secretKeyFile: /etc/shardns/gossip.key}\n",
+		"cluster: {joinService: kube-system/shardns-peers, secret: kube-system/shardns-gossip, admitServices: [kube-system/shardns-nodelocal]}\n",
+		"cluster: {enabled: true, insecure: true}\n",
+		"cluster: {join: [\"127.0.0.1:7946\"], bind: \"127.0.0.1:7947\", remote: \"127.0.0.1:8090\"}\n",
+		"cluster: {join: [\"[::1]:7946\"], bind: \"[::1]:7947\", remote: \"[::1]:8090\", advertise: \"[::1]:7947\"}\n",
+	} {
+		if _, err := Parse([]byte("kubernetes: {enabled: false}\n" + y)); err != nil {
+			t.Errorf("%s: %v", y, err)
+		}
 	}
 }

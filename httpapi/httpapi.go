@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -21,6 +22,18 @@ type Ring struct {
 	Members []Member            `json:"members"`
 	Zones   map[string][]string `json:"zones"`  // zone key → owners
 	Served  []string            `json:"served"` // zones this replica answers from its own state
+	// Rejected lists the processes refused membership, gossip or the
+	// remote port (docs/hardening.md, "Trust between replicas").
+	Rejected []Rejection `json:"rejected,omitempty"`
+}
+
+// Rejection counts the refused attempts from one address for one reason.
+type Rejection struct {
+	Addr   string    `json:"addr"`
+	Name   string    `json:"name,omitempty"` // the node name it claimed
+	Reason string    `json:"reason"`
+	Count  uint64    `json:"count"`
+	Last   time.Time `json:"last"`
 }
 
 // Member is one live replica.

@@ -50,6 +50,9 @@ type Cluster struct {
 	CacheHits, CacheMisses prometheus.Counter
 	// Messages between replicas a full mailbox dropped, by mailbox.
 	MailboxDropped *prometheus.CounterVec
+	// Processes turned away from the ring or the remote port, by reason
+	// (see cluster/trust).
+	RejectedMembers *prometheus.CounterVec
 }
 
 // All is every metric of a node.
@@ -154,7 +157,10 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.MailboxDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "mailbox_dropped_total", Help: "Messages between replicas dropped because the receiving mailbox was full."},
 		[]string{"mailbox"})
+	cl.RejectedMembers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "rejected_members_total", Help: "Join attempts, gossip and remote connections or messages refused, by reason."},
+		[]string{"reason"})
 	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.OwnerDispatches, cl.OwnerDuration,
-		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped)
+		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers)
 	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/membership"
+	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/query"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
@@ -33,6 +34,14 @@ type clusterState struct {
 	dispatch   *dispatch.Client
 	members    *membership.Membership
 	announced  chan struct{} // closed once this replica owns zones
+
+	// What admits other processes (trust.go).
+	client     *kubesource.Client // joinService or secret; nil without
+	keys       [][]byte           // gossip keys, the first in use; none: plain text
+	peers      *trust.AddrSet     // joinService endpoints; nil without joinService
+	peerWatch  *kubesource.PeerWatch
+	memberIPs  *trust.AddrSet // hosts of the live members, for the remote port
+	rejections *trust.Rejections
 }
 
 // meta is what a replica tells the others: whether it owns zones yet, and
@@ -58,14 +67,29 @@ func (n *Node) startCluster() error {
 		return fmt.Errorf("cluster.remote: %w", err)
 	}
 	adv := advertiseHost(cc)
-	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), announced: make(chan struct{})}
+	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), announced: make(chan struct{}),
+		memberIPs: &trust.AddrSet{}}
+	c.rejections = trust.NewRejections(func(reason string) {
+		n.metrics.Cluster.RejectedMembers.WithLabelValues(reason).Inc()
+	}, n.log.With("component", "trust"), time.Now)
+	if err := n.startTrust(c); err != nil {
+		return err
+	}
 	// remote.Start panics when it cannot listen: find out first.
 	probe, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
+		c.stopTrust()
 		return fmt.Errorf("cluster.remote: %w", err)
 	}
 	probe.Close()
-	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr)))
+	guard, err := trust.NewGuard(trust.GuardConfig{Keys: c.keys, Admitted: c.remoteAdmitted,
+		Routes: dispatch.Routes(), Rejections: c.rejections})
+	if err != nil {
+		c.stopTrust()
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr),
+		remote.WithServerOptions(guard.ServerOptions()...), remote.WithDialOptions(remoteDialOptions(guard, host)...)))
 	c.remote.Start()
 	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.View) {
 		if core := n.core.Load(); core != nil && core.manager != nil {
@@ -80,24 +104,22 @@ func (n *Node) startCluster() error {
 	mc.NodeName, mc.Bind, mc.Seeds, mc.Label = n.name, cc.Bind, cc.Join, cc.Label
 	mc.Logger = n.log.With("component", "membership")
 	mc.Meta = meta(false, c.remoteAddr)
-	if cc.Advertise != "" {
+	mc.SecretKeys = c.keys
+	mc.Admit, mc.Rejected = c.admit, c.rejections.Record
+	switch {
+	case cc.Advertise != "":
 		mc.Advertise = gossipAdvertise(cc)
+	case bindUnspecified(cc.Bind):
+		// Gossip is advertised on the host remote is: admission checks
+		// that a member's remote address is on its gossip host.
+		mc.Advertise = net.JoinHostPort(adv, "0")
 	}
 	if cc.Gossip == "fast" {
 		mc.Timing = membership.FastTiming()
 	}
-	if cc.SecretKeyFile != "" {
-		if mc.SecretKey, err = membership.ReadSecretKey(cc.SecretKeyFile); err != nil {
-			return fmt.Errorf("cluster.secretKeyFile: %w", err)
-		}
-	}
 	if cc.JoinService != "" {
-		client, err := kubesource.NewClient(n.cfg.Kubernetes.Kubeconfig, "shardns/"+Version)
-		if err != nil {
-			return fmt.Errorf("cluster.joinService: %w", err)
-		}
 		_, gossipPort, _ := remoteBind(cc.Bind)
-		mc.SeedsFunc = kubesource.PeerSeeds(client, cc.JoinService, gossipPort)
+		mc.SeedsFunc = kubesource.PeerSeeds(c.client, cc.JoinService, gossipPort)
 	}
 	if c.members, err = membership.Start(mc); err != nil {
 		return err
@@ -110,10 +132,15 @@ func (n *Node) startCluster() error {
 // buildRing is the ring of the current live members.
 func (n *Node) buildRing() *cluster.Ring {
 	var ms []cluster.Member
+	var ips []netip.Addr
 	for _, m := range n.cluster.members.Members() {
 		owner, addr := parseMeta(m.Meta)
 		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: owner})
+		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
+			ips = append(ips, ap.Addr())
+		}
 	}
+	n.cluster.memberIPs.Set(ips)
 	return cluster.NewRing(n.name, ms, *n.cluster.cfg.ReplicationFactor)
 }
 
@@ -248,6 +275,7 @@ func (n *Node) stopCluster() {
 	}
 	n.cluster.members.Close()
 	n.cluster.remote.Shutdown(false)
+	n.cluster.stopTrust()
 }
 
 func remoteBind(addr string) (string, int, error) {

@@ -301,6 +301,11 @@ func (n *Node) debugRing() httpapi.Ring {
 		}
 	}
 	slices.Sort(r.Served)
+	if n.cluster != nil {
+		for _, rej := range n.cluster.rejections.List() {
+			r.Rejected = append(r.Rejected, httpapi.Rejection(rej))
+		}
+	}
 	return r
 }
 

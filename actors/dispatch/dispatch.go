@@ -136,3 +136,13 @@ func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtyp
 		return nil, ctx.Err()
 	}
 }
+
+// Routes names the one message type each dispatch actor takes from other
+// replicas, for the remote port's guard: everything else is refused
+// before it reaches an actor.
+func Routes() map[string]string {
+	return map[string]string{
+		ServerName:  string((&wire.ZoneQuery{}).ProtoReflect().Descriptor().FullName()),
+		repliesName: string((&wire.ZoneReply{}).ProtoReflect().Descriptor().FullName()),
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,9 +41,22 @@ type Config struct {
 	// different labels never talk, so two clusters sharing a network or a
 	// stale seed list cannot merge. At most 255 bytes.
 	Label string
-	// SecretKey, when set, encrypts and authenticates gossip with AES-GCM.
-	// 16, 24 or 32 bytes (see ReadSecretKey); every member needs the same key.
-	SecretKey []byte
+	// SecretKeys, when set, encrypt and authenticate gossip with AES-GCM:
+	// the first encrypts, each decrypts (a rotation in progress). Each is
+	// 16, 24 or 32 bytes (see ParseSecretKeys); every member needs the
+	// first key of every other member.
+	SecretKeys [][]byte
+	// Admit, when set, decides whether a node may become or stay a member:
+	// it is asked about every alive message and every node of a joining
+	// member's state, this node excepted; a non-empty reason refuses the
+	// node (its alive message is ignored, its join fails). memberlist asks
+	// under its node lock: Admit must only read memory.
+	Admit func(m Member) (reason string)
+	// Rejected, when set, is told of every refused node or gossip message:
+	// its address (ip:port), the name it claimed if known, and the reason
+	// (Admit's, or "key" and "label" for gossip that fails decryption or
+	// carries another label). It must not block.
+	Rejected func(addr, name, reason string)
 	// RejoinInterval is how often seeds that are not live members are
 	// joined again. memberlist never re-dials a peer it declared dead, so
 	// this is what merges the two sides of a healed partition.
@@ -170,14 +184,14 @@ func (c *Config) validate() error {
 	if len(c.Meta) > memberlist.MetaMaxSize {
 		return fmt.Errorf("membership: meta is %d bytes, at most %d", len(c.Meta), memberlist.MetaMaxSize)
 	}
-	if err := checkKeyLen(len(c.SecretKey)); c.SecretKey != nil && err != nil {
-		return fmt.Errorf("membership: secret key: %w", err)
+	for i, k := range c.SecretKeys {
+		if err := checkKeyLen(len(k)); err != nil {
+			return fmt.Errorf("membership: secret key %d: %w", i+1, err)
+		}
 	}
 	c.Seeds = append([]string(nil), c.Seeds...)
 	c.Meta = append([]byte(nil), c.Meta...)
-	if c.SecretKey != nil {
-		c.SecretKey = append([]byte(nil), c.SecretKey...)
-	}
+	c.SecretKeys = slices.Clone(c.SecretKeys)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestConfigValidation(t *testing.T) {
 		{"seed bad port", func(c *Config) { c.Seeds = []string{"10.0.0.1:x"} }, `seed "10.0.0.1:x"`},
 		{"label too long", func(c *Config) { c.Label = strings.Repeat("x", 256) }, "label is 256 bytes"},
 		{"meta too long", func(c *Config) { c.Meta = make([]byte, 513) }, "meta is 513 bytes"},
-		{"short key", func(c *Config) { c.SecretKey = make([]byte, 15) }, "key is 15 bytes"},
+		{"short key", func(c *Config) { c.SecretKeys = [][]byte{make([]byte, 16), make([]byte, 15)} }, "secret key 2: key is 15 bytes"},
 		{"probe timeout above interval", func(c *Config) { c.Timing.ProbeTimeout = 2 * time.Second }, "exceeds probe interval"},
 		{"negative timing", func(c *Config) { c.Timing.GossipInterval = -1 }, "must not be negative"},
 	} {
@@ -67,23 +68,27 @@ func TestZeroTimingFieldsTakeDefaults(t *testing.T) {
 	}
 }
 
-func TestReadSecretKey(t *testing.T) {
+func TestReadSecretKeys(t *testing.T) {
 	t.Parallel()
 	key16 := []byte("0123456789abcdef")
 	key32 := bytes.Repeat([]byte{0xA5}, 32)
 	for _, tc := range []struct {
 		name    string
 		content []byte
-		want    []byte
+		want    [][]byte
 		wantErr string
 	}{
-		{"base64 of 32 bytes", []byte(base64.StdEncoding.EncodeToString(key32) + "\n"), key32, ""},
-		{"base64 of 16 bytes", []byte(base64.StdEncoding.EncodeToString(key16)), key16, ""},
-		{"raw 16 bytes", key16, key16, ""},
-		{"raw 32 bytes with newline", []byte("0123456789abcdef-123456789abcdef\n"), []byte("0123456789abcdef-123456789abcdef"), ""},
+		{"base64 of 32 bytes", []byte(base64.StdEncoding.EncodeToString(key32) + "\n"), [][]byte{key32}, ""},
+		{"base64 of 16 bytes", []byte(base64.StdEncoding.EncodeToString(key16)), [][]byte{key16}, ""},
+		{"raw 16 bytes", key16, [][]byte{key16}, ""},
+		{"raw 32 bytes with newline", []byte("0123456789abcdef-123456789abcdef\n"), [][]byte{[]byte("0123456789abcdef-123456789abcdef")}, ""},
 		// 32 characters of the base64 alphabet decode to 24 bytes: base64
 		// wins, the same way on every node.
-		{"ambiguous is base64", []byte("0123456789abcdef0123456789abcdef"), mustBase64("0123456789abcdef0123456789abcdef"), ""},
+		{"ambiguous is base64", []byte("0123456789abcdef0123456789abcdef"), [][]byte{mustBase64("0123456789abcdef0123456789abcdef")}, ""},
+		// A rotation: the new key first, the old one still accepted.
+		{"two base64 keys", []byte(base64.StdEncoding.EncodeToString(key32) + "\n" + base64.StdEncoding.EncodeToString(key16) + "\n"),
+			[][]byte{key32, key16}, ""},
+		{"a bad second line", []byte(base64.StdEncoding.EncodeToString(key32) + "\nnot-a-key\n"), nil, "line 2 is not a base64 key"},
 		{"empty", []byte(" \n"), nil, "is empty"},
 		{"wrong length", []byte("too short"), nil, "key is 9 bytes"},
 		{"base64 of wrong length", []byte(base64.StdEncoding.EncodeToString(make([]byte, 20))), nil, "key is 28 bytes"},
@@ -93,7 +98,7 @@ func TestReadSecretKey(t *testing.T) {
 			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := ReadSecretKey(path)
+			got, err := ReadSecretKeys(path)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("error = %v, want one naming %s and containing %q", err, path, tc.wantErr)
@@ -103,13 +108,13 @@ func TestReadSecretKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got, tc.want) {
+			if !slices.EqualFunc(got, tc.want, bytes.Equal) {
 				t.Fatalf("key = %x, want %x", got, tc.want)
 			}
 		})
 	}
 	missing := filepath.Join(t.TempDir(), "absent.key")
-	if _, err := ReadSecretKey(missing); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := ReadSecretKeys(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("missing file: error = %v, want one naming %s", err, missing)
 	}
 }
@@ -129,7 +134,7 @@ func (r records) Handle(_ context.Context, rec slog.Record) error {
 func TestMemberlistLogGoesToSlogAtDebug(t *testing.T) {
 	t.Parallel()
 	h := records{got: make(chan slog.Record, 1)}
-	newStdLogger(slog.New(h)).Printf("[ERR] memberlist: Failed to send ping: %s", "boom")
+	newStdLogger(slog.New(h), nil).Printf("[ERR] memberlist: Failed to send ping: %s", "boom")
 	rec := <-h.got
 	attrs := map[string]string{}
 	rec.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })

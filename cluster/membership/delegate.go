@@ -1,8 +1,10 @@
 package membership
 
 import (
-	"github.com/hashicorp/memberlist"
+	"errors"
 	"sync/atomic"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // memberlist calls every method here while holding its node lock (and
@@ -48,3 +50,39 @@ func (d meta) NotifyMsg([]byte)                           {}
 func (d meta) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d meta) LocalState(join bool) []byte                { return nil }
 func (d meta) MergeRemoteState(buf []byte, join bool)     {}
+
+// admission asks Config.Admit about every node gossip tells of: an alive
+// message (a join, a refutation, new metadata) and each node of a joining
+// member's state. A refused alive message is ignored, so the node never
+// becomes a member or changes one; a refused merge fails the join, so a
+// stranger learns nothing of the members either.
+type admission struct{ m *Membership }
+
+func (a admission) NotifyAlive(n *memberlist.Node) error {
+	return a.check(n)
+}
+
+func (a admission) NotifyMerge(peers []*memberlist.Node) error {
+	for _, n := range peers {
+		if err := a.check(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a admission) check(n *memberlist.Node) error {
+	if n.Name == a.m.cfg.NodeName {
+		// Ourselves (memberlist announces us in Create); a claim of our
+		// name from elsewhere is a conflict memberlist refutes itself.
+		return nil
+	}
+	reason := a.m.cfg.Admit(Member{Name: n.Name, Addr: n.Address(), Meta: n.Meta})
+	if reason == "" {
+		return nil
+	}
+	if a.m.cfg.Rejected != nil {
+		a.m.cfg.Rejected(n.Address(), n.Name, reason)
+	}
+	return errors.New("membership: refused " + n.Name + " at " + n.Address() + ": " + reason)
+}

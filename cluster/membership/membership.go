@@ -72,7 +72,7 @@ func Start(cfg Config) (*Membership, error) {
 	}
 	bindIP, bindPort, _ := splitBind(cfg.Bind)
 	advIP, advPort, _ := splitAdvertise(cfg.Advertise)
-	stdLog := newStdLogger(cfg.Logger)
+	stdLog := newStdLogger(cfg.Logger, cfg.Rejected)
 	dialCtx, stopDials := context.WithCancel(context.Background())
 	tr, err := listen(dialCtx, bindIP, bindPort, stdLog, cfg.blocked)
 	if err != nil {
@@ -92,11 +92,20 @@ func Start(cfg Config) (*Membership, error) {
 	mc.BindAddr, mc.BindPort = bindIP, bound
 	mc.AdvertiseAddr, mc.AdvertisePort = advIP, advPort
 	mc.Label = cfg.Label
-	mc.SecretKey = cfg.SecretKey
+	if len(cfg.SecretKeys) > 0 {
+		if mc.Keyring, err = memberlist.NewKeyring(cfg.SecretKeys, cfg.SecretKeys[0]); err != nil {
+			stopDials()
+			_ = tr.Shutdown()
+			return nil, fmt.Errorf("membership: %w", err)
+		}
+	}
 	mc.Logger = stdLog
 	initial := slices.Clone(cfg.Meta)
 	m.meta.Store(&initial)
 	mc.Events, mc.Conflict, mc.Delegate = events{m}, conflicts{m}, meta{&m.meta}
+	if cfg.Admit != nil {
+		mc.Alive, mc.Merge = admission{m}, admission{m}
+	}
 	cfg.Timing.apply(mc)
 	list, err := memberlist.Create(mc)
 	if err != nil {

@@ -276,7 +276,12 @@ func TestEncryptionKeysMustMatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			keyed := func(cfg Config, key []byte) Config { cfg.SecretKey = key; return cfg }
+			keyed := func(cfg Config, key []byte) Config {
+				if key != nil {
+					cfg.SecretKeys = [][]byte{key}
+				}
+				return cfg
+			}
 			a := start(t, keyed(testConfig("a"), tc.a))
 			b := start(t, keyed(testConfig("b", a.LocalAddr()), tc.b))
 			if tc.joined {

@@ -20,6 +20,10 @@ type transport struct {
 	*memberlist.NetTransport
 	ctx     context.Context
 	blocked func(addr string) bool
+	// local is the address streams are dialed from: the bind IP when one
+	// is set, so that peers see the same address in gossip packets and
+	// streams (admission and rejections go by it), as they do in a pod.
+	local *net.TCPAddr
 }
 
 var errBlocked = errors.New("membership: address blocked by test partition")
@@ -37,7 +41,11 @@ func listen(ctx context.Context, ip string, port int, logger *log.Logger, blocke
 	for range attempts {
 		var nt *memberlist.NetTransport
 		if nt, err = memberlist.NewNetTransport(cfg); err == nil {
-			return &transport{NetTransport: nt, ctx: ctx, blocked: blocked}, nil
+			tr := &transport{NetTransport: nt, ctx: ctx, blocked: blocked}
+			if a := net.ParseIP(ip); a != nil && !a.IsUnspecified() {
+				tr.local = &net.TCPAddr{IP: a}
+			}
+			return tr, nil
 		}
 		if !strings.Contains(err.Error(), "address already in use") {
 			break
@@ -57,6 +65,9 @@ func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Durati
 		return nil, errBlocked
 	}
 	d := net.Dialer{Timeout: timeout}
+	if t.local != nil {
+		d.LocalAddr = t.local
+	}
 	c, err := d.DialContext(t.ctx, "tcp", a.Addr)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/deploy/local"
@@ -178,6 +179,12 @@ func ring(args []string) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(w, "%s\t%s\t%v\n", k, strings.Join(r.Zones[k], ","), slices.Contains(r.Served, k))
+	}
+	if len(r.Rejected) > 0 {
+		fmt.Fprintf(w, "\nREJECTED\tNAME\tREASON\tCOUNT\tLAST\n")
+		for _, rej := range r.Rejected {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", rej.Addr, rej.Name, rej.Reason, rej.Count, rej.Last.Format(time.RFC3339))
+		}
 	}
 	return w.Flush()
 }

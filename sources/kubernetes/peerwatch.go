@@ -1,0 +1,107 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardns/shardns/sources/kubeobj"
+)
+
+// PeerWatch follows the addresses of the pods behind one or more Services
+// ("namespace/name"), from their EndpointSlices, ready or not: the
+// addresses that may join the ring. Only whoever may change those
+// Services' selectors and pods (the namespace's administrators) can add
+// an address.
+type PeerWatch struct {
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	// synced reports whether every Service's slices have been listed.
+	synced []cache.InformerSynced
+}
+
+// WatchPeers starts watching services and calls onChange with every
+// address they list, at the first list and after each change. onChange
+// runs on the watch's goroutines, one call at a time.
+func WatchPeers(client *Client, services []string, logger *slog.Logger, onChange func([]netip.Addr)) *PeerWatch {
+	ctx, stop := context.WithCancel(context.Background())
+	w := &PeerWatch{stop: stop}
+	var mu sync.Mutex
+	stores := make([]cache.Store, len(services))
+	publish := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[netip.Addr]bool{}
+		var out []netip.Addr
+		for _, st := range stores {
+			if st == nil {
+				continue
+			}
+			for _, obj := range st.List() {
+				for _, a := range sliceAddrs(obj.(*discoveryv1.EndpointSlice)) {
+					if !seen[a] {
+						seen[a] = true
+						out = append(out, a)
+					}
+				}
+			}
+		}
+		onChange(out)
+	}
+	for i, svc := range services {
+		ns, name, _ := strings.Cut(svc, "/")
+		lw := cache.NewFilteredListWatchFromClient(client.discovery, "endpointslices", ns, func(o *metav1.ListOptions) {
+			o.LabelSelector = kubeobj.ServiceNameLabel + "=" + name
+		})
+		changed := func(any) { publish() }
+		inf := cache.NewSharedIndexInformer(lw, &discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
+		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+			logger.Warn("watching the peers Service failed; keeping the last known peers and retrying",
+				"service", svc, "err", err)
+		})
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: changed, DeleteFunc: changed,
+			UpdateFunc: func(_, obj any) { publish() },
+		})
+		if err != nil {
+			panic(fmt.Sprintf("kubernetes: adding a handler to a new informer: %v", err))
+		}
+		mu.Lock()
+		stores[i] = inf.GetStore()
+		mu.Unlock()
+		w.synced = append(w.synced, reg.HasSynced)
+		w.wg.Go(func() { inf.Run(ctx.Done()) })
+	}
+	return w
+}
+
+// WaitSynced waits until every Service has been listed once, or ctx ends.
+func (w *PeerWatch) WaitSynced(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), w.synced...)
+}
+
+// Stop ends the watch and waits for it.
+func (w *PeerWatch) Stop() {
+	w.stop()
+	w.wg.Wait()
+}
+
+// sliceAddrs are the valid IP addresses of a slice's endpoints.
+func sliceAddrs(s *discoveryv1.EndpointSlice) []netip.Addr {
+	var out []netip.Addr
+	for _, ep := range s.Endpoints {
+		for _, a := range ep.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
+}
