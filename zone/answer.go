@@ -18,7 +18,8 @@ type Question struct {
 type Response struct {
 	External bool // not in any cluster or reverse zone, nor a mesh name: not ours to answer
 	// Remote lists the replicas to ask, in order, when the zone is held
-	// elsewhere; Zone is its key.
+	// elsewhere; Zone is its key, "" for a pod name asked by a node that
+	// does not know the namespaces (any replica answers it).
 	Remote []string
 	Zone   string
 	Rcode  int
@@ -77,7 +78,7 @@ func answer(cfg *Config, v View, q Question, depth int) Response {
 			r = negative(dns.RcodeNameError, dir.soa[route.Origin])
 		}
 	case RouteStateless:
-		r = answerStateless(cfg, dir, route.Origin, q)
+		r = answerStateless(cfg, v, dir, route.Origin, q)
 	case RouteZone:
 		r = answerZone(cfg, v, dir, route, q, depth)
 	}
@@ -106,7 +107,7 @@ func answerApex(cfg *Config, dir *Directory, origin string, q Question) Response
 
 // answerStateless answers the names of a cluster domain that hold no zone
 // state: svc., pod names, dns-version and ns.dns.
-func answerStateless(cfg *Config, dir *Directory, origin string, q Question) Response {
+func answerStateless(cfg *Config, v View, dir *Directory, origin string, q Question) Response {
 	soa := dir.soa[origin]
 	rel := q.Name[:len(q.Name)-len(origin)]
 	switch rel {
@@ -131,14 +132,22 @@ func answerStateless(cfg *Config, dir *Directory, origin string, q Question) Res
 	if last != "pod" {
 		return negative(dns.RcodeNameError, soa)
 	}
-	return answerPod(cfg, dir, q, rest, soa)
+	return answerPod(cfg, v, dir, q, rest, soa)
 }
 
 // answerPod answers <dashed-ip>.<ns>.pod.<zone> in insecure mode: any
 // well-formed IP in an existing namespace.
-func answerPod(cfg *Config, dir *Directory, q Question, rel string, soa []dns.RR) Response {
+func answerPod(cfg *Config, v View, dir *Directory, q Question, rel string, soa []dns.RR) Response {
 	ns, rest := lastLabel(rel)
-	if cfg.Pods == PodsDisabled || !dir.HasNamespace(ns) {
+	if cfg.Pods == PodsDisabled {
+		return negative(dns.RcodeNameError, soa)
+	}
+	// The map is read as HasNamespace reads it, so a replica pays nothing
+	// for the unknown-namespaces case below.
+	if _, ok := dir.Namespaces[ns]; !ok {
+		if dir.AnyNamespace {
+			return askPodName(v, q.Name[len(rest):])
+		}
 		return negative(dns.RcodeNameError, soa)
 	}
 	if rest == "" {
@@ -156,6 +165,22 @@ func answerPod(cfg *Config, dir *Directory, q Question, rel string, soa []dns.RR
 		return Response{Answer: []dns.RR{addrRR(q.Name, ip, cfg.TTL)}}
 	}
 	return negative(dns.RcodeSuccess, soa)
+}
+
+// askPodName sends a pod name to the replicas when this node does not
+// know the namespaces (a node-local cache): whether the namespace exists,
+// and so the answer, is theirs to say. Any replica answers the name from
+// its directory, so it goes with no zone key (the key a replica computes
+// for it, which its dispatch server checks); key, the namespace's pod
+// zone, only orders the replicas, so each name is asked of the same few
+// and their answers are cached like other owners' answers.
+func askPodName(v View, key string) Response {
+	order := v.Remote(key)
+	if len(order) == 0 {
+		// No replica to ask yet: neither the address nor NXDOMAIN is known.
+		return Response{Rcode: dns.RcodeServerFailure}
+	}
+	return Response{Remote: order}
 }
 
 // podIP parses a dashed pod address: 10-0-0-1 or fd00--1.

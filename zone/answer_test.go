@@ -329,6 +329,99 @@ func TestAnswerPodsInsecure(t *testing.T) {
 	})
 }
 
+// namespacesUnknownView is what a node-local cache answers from: no
+// zone, no namespace, and the replicas to ask for any key. asked records
+// the keys the replicas were looked up for.
+type namespacesUnknownView struct {
+	dir    *Directory
+	remote []string
+	asked  []string
+}
+
+func newNamespacesUnknownView(cfg *Config, remote []string) *namespacesUnknownView {
+	dir := NewDirectory(cfg, map[string]struct{}{}, true, 1)
+	dir.AnyNamespace = true
+	return &namespacesUnknownView{dir: dir, remote: remote}
+}
+
+func (v *namespacesUnknownView) Directory() *Directory { return v.dir }
+func (v *namespacesUnknownView) Zone(string) *Snapshot { return nil }
+func (v *namespacesUnknownView) Remote(key string) []string {
+	v.asked = append(v.asked, key)
+	return v.remote
+}
+
+// A node that does not know the namespaces cannot answer a pod name
+// (pods: insecure): a replica answers NXDOMAIN for a namespace that does
+// not exist. It asks the replicas, ordered by the namespace's pod zone,
+// with the zone key a replica computes for the name, so the replica's
+// dispatch server answers it from its directory.
+func TestAnswerPodsNamespacesUnknown(t *testing.T) {
+	cfg := testConfig()
+	replica := buildView(t, cfg, true, testCluster())
+	for _, c := range []struct {
+		qname string
+		qtype uint16
+		key   string // the key the replicas are ordered by
+		// what the replica answers when asked
+		rcode  int
+		answer []string
+	}{
+		{"10-1-2-3.ns1.pod.cluster.local.", A, "ns1.pod.cluster.local.", OK,
+			[]string{"10-1-2-3.ns1.pod.cluster.local. 5 IN A 10.1.2.3"}},
+		{"10-1-2-3.nons.pod.cluster.local.", A, "nons.pod.cluster.local.", NX, nil},
+		{"fd00--9.ns2.pod.cluster.local.", AAAA, "ns2.pod.cluster.local.", OK,
+			[]string{"fd00--9.ns2.pod.cluster.local. 5 IN AAAA fd00::9"}},
+		{"10-1-2-3.ns1.pod.cluster.local.", AAAA, "ns1.pod.cluster.local.", OK, nil},
+		{"ns1.pod.cluster.local.", A, "ns1.pod.cluster.local.", OK, nil},
+		{"nons.pod.cluster.local.", A, "nons.pod.cluster.local.", NX, nil},
+		{"not-an-ip.nons.pod.cluster.local.", A, "nons.pod.cluster.local.", NX, nil},
+		{"a.10-1-2-3.ns1.pod.cluster.local.", A, "ns1.pod.cluster.local.", NX, nil},
+	} {
+		name := c.qname + "/" + dns.TypeToString[c.qtype]
+		v := newNamespacesUnknownView(cfg, []string{"b", "c"})
+		r := Answer(cfg, v, Question{Name: c.qname, Type: c.qtype})
+		if strings.Join(r.Remote, ",") != "b,c" || r.Rcode != OK || len(r.Answer) != 0 {
+			t.Errorf("%s: %+v, want it asked of b, then c", name, r)
+		}
+		if strings.Join(v.asked, ",") != c.key {
+			t.Errorf("%s: replicas ordered by %q, want %q", name, v.asked, c.key)
+		}
+		if key := KeyOf(cfg, replica, c.qname); r.Zone != key {
+			t.Errorf("%s: sent with zone %q, a replica's key for it is %q", name, r.Zone, key)
+		}
+		got := Answer(cfg, replica, Question{Name: c.qname, Type: c.qtype})
+		if len(got.Remote) != 0 || got.Rcode != c.rcode ||
+			strings.Join(rrStrings(t, got.Answer), "\n") != strings.Join(parsed(t, c.answer), "\n") {
+			t.Errorf("%s: the replica answers %+v, want %s %v", name, got, dns.RcodeToString[c.rcode], c.answer)
+		}
+	}
+
+	// Names that do not depend on a namespace are answered in place.
+	v := newNamespacesUnknownView(cfg, []string{"b", "c"})
+	runCases(t, v, cfg, []tc{
+		{qname: "pod.cluster.local.", qtype: A, soa: cl},
+		{qname: "dns-version.cluster.local.", qtype: TXT, answer: []string{`dns-version.cluster.local. 28800 IN TXT "1.1.0"`}},
+	})
+	if len(v.asked) != 0 {
+		t.Errorf("replicas looked up for %v", v.asked)
+	}
+
+	// No replica to ask yet: SERVFAIL, neither an address nor NXDOMAIN.
+	if r := Answer(cfg, newNamespacesUnknownView(cfg, []string{}), Question{Name: "10-1-2-3.ns1.pod.cluster.local.", Type: A}); r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("no replica to ask: %+v, want SERVFAIL", r)
+	}
+
+	// Pods disabled: nothing to ask.
+	off := testConfig()
+	off.Pods = PodsDisabled
+	v = newNamespacesUnknownView(off, []string{"b", "c"})
+	runCases(t, v, off, []tc{{qname: "10-1-2-3.ns1.pod.cluster.local.", qtype: A, rcode: NX, soa: cl}})
+	if len(v.asked) != 0 {
+		t.Errorf("pods disabled: replicas looked up for %v", v.asked)
+	}
+}
+
 func TestAnswerBeforeSync(t *testing.T) {
 	cfg := testConfig()
 	v := buildView(t, cfg, false, testCluster())

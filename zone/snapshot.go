@@ -104,7 +104,8 @@ func newAddressNode(v4, v6 []dns.RR) *node {
 type Directory struct {
 	Namespaces map[string]struct{} // lower-case names
 	// AnyNamespace makes every namespace possible: a node-local cache
-	// knows no namespaces and leaves NXDOMAIN to the zone's owners.
+	// knows no namespaces and leaves NXDOMAIN to the zone's owners, and
+	// pod names (pods: insecure) to the replicas.
 	AnyNamespace bool
 	Synced       bool // every source finished its initial list
 	Serial       uint32
