@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -84,6 +85,15 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 			{"cluster.local.", dns.TypeSOA},
 			{"dns-version.cluster.local.", dns.TypeTXT},
 			{"web.nodelocal0.svc.cluster.local.nodelocal0.svc.cluster.local.", dns.TypeA},
+			// Pod names (pods: insecure) exist only in a namespace that
+			// does, which the node-local process does not know.
+			{"10-244-1-10.nodelocal0.pod.cluster.local.", dns.TypeA},
+			{"10-244-1-10.nosuchns.pod.cluster.local.", dns.TypeA},
+			{"fd00--1.nodelocal1.pod.cluster.local.", dns.TypeAAAA},
+			{"10-244-1-10.nodelocal2.pod.cluster.local.", dns.TypeAAAA},
+			{"nodelocal3.pod.cluster.local.", dns.TypeA},
+			{"nosuchns.pod.cluster.local.", dns.TypeA},
+			{"not-an-ip.nodelocal4.pod.cluster.local.", dns.TypeA},
 		}
 		for _, q := range questions {
 			want, err := testutil.Exchange(a.addr, "udp", q.name, q.qtype)
@@ -107,6 +117,12 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 				t.Errorf("%s %s: node-local %s %v %v, replica %s %v %v", q.name, dns.TypeToString[q.qtype],
 					dns.RcodeToString[got.Rcode], got.Answer, got.Ns, dns.RcodeToString[want.Rcode], want.Answer, want.Ns)
 			}
+		}
+	})
+
+	t.Run("pod names", func(t *testing.T) {
+		if err := podNamesAnswer(nl.addr, 0); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -142,7 +158,11 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 	t.Run("an owner killed, then a replica joining", func(t *testing.T) {
 		var targets atomic.Value
 		targets.Store([]string{nl.addr})
-		l := startLoad(func() []string { return targets.Load().([]string) }, names)
+		withPods := maps.Clone(names)
+		for i := range 6 {
+			withPods[fmt.Sprintf("10-244-7-%d.nodelocal%d.pod.cluster.local.", i+1, i)] = fmt.Sprintf("10.244.7.%d", i+1)
+		}
+		l := startLoad(func() []string { return targets.Load().([]string) }, withPods)
 		c.cmd.Process.Kill()
 		settled(t, []*replicaProcess{a, b, nl}, 3)
 		enough(t, l, 300)
@@ -152,6 +172,9 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 		before := ownerDispatches(t, nl.http, "r2")
 		for i := range 60 {
 			if err := nxdomain(nl.addr, fmt.Sprintf("after-kill%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+				t.Fatal(err)
+			}
+			if err := podNamesAnswer(nl.addr, i+1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,6 +201,19 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 		})
 		l.finish(t, "a replica joining, asked through the node-local process")
 	})
+}
+
+// podNamesAnswer checks, through addr, a pod name (pods: insecure) in a
+// namespace that exists and one in a namespace that does not: the
+// dashed address, and NXDOMAIN, as CoreDNS answers them. Each n gives
+// names not asked before, so no cache answers them.
+func podNamesAnswer(addr string, n int) error {
+	ip := fmt.Sprintf("10.244.%d.%d", n/250, n%250+1)
+	dashed := strings.ReplaceAll(ip, ".", "-")
+	if err := answerIs(addr, fmt.Sprintf("%s.nodelocal%d.pod.cluster.local.", dashed, n%6), ip); err != nil {
+		return err
+	}
+	return nxdomain(addr, fmt.Sprintf("%s.nosuchns%d.pod.cluster.local.", dashed, n))
 }
 
 // enough waits until l has asked n questions, so a load spans more than
