@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -55,10 +56,11 @@ func TestContainerReplicas(t *testing.T) {
 	requireDocker(t)
 	prefix := fmt.Sprintf("shardns-it-%d", os.Getpid())
 	image := buildImage(t, prefix)
-	ips := createNetwork(t, prefix, 3)
-	rs := make([]replicaContainer, len(ips))
-	for i, ip := range ips {
-		rs[i] = replicaContainer{name: fmt.Sprintf("%s-%d", prefix, i), ip: ip, network: prefix}
+	ips := createNetwork(t, prefix, 4)
+	key := base64.StdEncoding.EncodeToString([]byte("shardns container test key, 32 b"))
+	rs := make([]replicaContainer, 3)
+	for i, ip := range ips[:3] {
+		rs[i] = replicaContainer{name: fmt.Sprintf("%s-%d", prefix, i), ip: ip, network: prefix, key: key}
 		seed := "" // the first replica starts the cluster; the others join it by name
 		if i > 0 {
 			seed = rs[0].name
@@ -90,12 +92,35 @@ func TestContainerReplicas(t *testing.T) {
 	mustDocker(t, "network", "connect", "--ip", rs[0].ip, rs[0].network, rs[0].name)
 	converge(t, rs, all, 30*time.Second)
 	askAll(t, rs)
+
+	// A stranger on the same network, the same image, its own records
+	// (redis at another address) and no key, told to join the first
+	// replica: refused and counted, never a member, never an answer.
+	stranger := replicaContainer{name: prefix + "-stranger", ip: ips[3], network: prefix,
+		demo: func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("10.96.20.10"), []byte("10.96.20.99")) }}
+	stranger.run(t, image, rs[0].name)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		ring, err := rs[0].ring()
+		if err != nil {
+			return err
+		}
+		for _, r := range ring.Rejected {
+			if r.Addr == stranger.ip && r.Reason == "key" {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s lists rejections %+v, none of %s for its key", rs[0].name, ring.Rejected, stranger.ip)
+	})
+	converge(t, rs, all, 5*time.Second)
+	askAll(t, rs)
 }
 
 // replicaContainer is one shardns container, reached from the host at its
 // bridge address.
 type replicaContainer struct {
 	name, ip, network string
+	key               string              // gossip key, base64; empty: cluster.insecure
+	demo              func([]byte) []byte // edits the demo cluster it serves; nil: as shipped
 }
 
 func (r replicaContainer) dnsAddr() string { return net.JoinHostPort(r.ip, "53") }
@@ -107,10 +132,15 @@ func (r replicaContainer) url(path string) string {
 // containerConfig is a replica's shardns.yaml: the first one starts the
 // cluster, the others join seed. The advertised address is left out: a
 // replica picks its first non-loopback IPv4, the bridge address.
-func containerConfig(seed string) string {
+func containerConfig(seed string, keyed bool) string {
 	membership := "enabled: true"
 	if seed != "" {
 		membership = fmt.Sprintf("join: [%q]", net.JoinHostPort(seed, "7946"))
+	}
+	if keyed {
+		membership += "\n  secretKeyFile: /etc/shardns/gossip.key"
+	} else {
+		membership += "\n  insecure: true"
 	}
 	return fmt.Sprintf(`
 dns: {listen: ["0.0.0.0:53"]}
@@ -139,7 +169,14 @@ func (r replicaContainer) run(t *testing.T, image, seed string) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"shardns.yaml": []byte(containerConfig(seed)), "demo-cluster.yaml": demo} {
+	if r.demo != nil {
+		demo = r.demo(demo)
+	}
+	files := map[string][]byte{"shardns.yaml": []byte(containerConfig(seed, r.key != "")), "demo-cluster.yaml": demo}
+	if r.key != "" {
+		files["gossip.key"] = []byte(r.key + "\n")
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}

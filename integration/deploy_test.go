@@ -13,11 +13,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -156,6 +158,7 @@ func TestDeployBase(t *testing.T) {
 	checkStatefulSet(t, objs)
 	checkServices(t, objs)
 	checkRBAC(t, objs)
+	checkTrust(t, objs, checkConfig(t, find(t, objs, "ConfigMap", "shardns-", nil)))
 	var kubeDNS corev1.Service
 	find(t, objs, "Service", "kube-dns", &kubeDNS)
 	if kubeDNS.Spec.ClusterIP != "" {
@@ -423,6 +426,72 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
+// checkTrust: the replicas get the gossip key from a Secret they may read
+// and fill and nothing else; gossip and remote are admitted from the
+// shardns pods only, DNS from anywhere; the configuration requires the
+// key and admits only the peers Services' endpoints.
+func checkTrust(t *testing.T, objs []*unstructured.Unstructured, cfg *config.Config) {
+	t.Helper()
+	var secret corev1.Secret
+	find(t, objs, "Secret", "shardns-gossip", &secret)
+	if len(secret.Data) != 0 || len(secret.StringData) != 0 {
+		t.Errorf("the gossip Secret ships data %v: a later apply would overwrite the generated key", secret.Data)
+	}
+	if want := secret.Namespace + "/" + secret.Name; cfg.Cluster.Secret != want || cfg.Cluster.Insecure {
+		t.Errorf("cluster.secret %q insecure %v, want %q and secure", cfg.Cluster.Secret, cfg.Cluster.Insecure, want)
+	}
+	if !slices.Contains(cfg.Cluster.AdmitServices, "kube-system/shardns-nodelocal-peers") || cfg.Cluster.JoinService == "" {
+		t.Errorf("cluster.joinService %q admitServices %v", cfg.Cluster.JoinService, cfg.Cluster.AdmitServices)
+	}
+	var role rbacv1.Role
+	var binding rbacv1.RoleBinding
+	find(t, objs, "Role", "shardns-gossip", &role)
+	find(t, objs, "RoleBinding", "shardns-gossip", &binding)
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) ||
+		!slices.Equal(role.Rules[0].ResourceNames, []string{"shardns-gossip"}) ||
+		!slices.Equal(role.Rules[0].Verbs, []string{"get", "update"}) {
+		t.Errorf("Role shardns-gossip %+v, want get and update on the one Secret", role.Rules)
+	}
+	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "shardns" {
+		t.Errorf("RoleBinding %+v does not bind the Role to shardns only", binding)
+	}
+	var np networkingv1.NetworkPolicy
+	find(t, objs, "NetworkPolicy", "shardns", &np)
+	var sts appsv1.StatefulSet
+	find(t, objs, "StatefulSet", "shardns", &sts)
+	if !labels.SelectorFromSet(np.Spec.PodSelector.MatchLabels).Matches(labels.Set(sts.Spec.Template.Labels)) {
+		t.Errorf("NetworkPolicy selects %v, not the replicas", np.Spec.PodSelector.MatchLabels)
+	}
+	fromPeersOnly := map[string]bool{}
+	fromAnywhere := map[string]bool{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			port := p.Port.String() + "/" + string(*p.Protocol)
+			if len(rule.From) == 0 {
+				fromAnywhere[port] = true
+				continue
+			}
+			for _, f := range rule.From {
+				if f.IPBlock != nil || f.NamespaceSelector != nil || f.PodSelector == nil ||
+					!labels.SelectorFromSet(f.PodSelector.MatchLabels).Matches(labels.Set(sts.Spec.Template.Labels)) {
+					t.Errorf("port %s admitted from %+v, want the shardns pods only", port, f)
+				}
+			}
+			fromPeersOnly[port] = true
+		}
+	}
+	for _, p := range []string{"dns/UDP", "dns-tcp/TCP", "metrics/TCP"} {
+		if !fromAnywhere[p] {
+			t.Errorf("NetworkPolicy does not admit %s from anywhere", p)
+		}
+	}
+	for _, p := range []string{"gossip/UDP", "gossip-tcp/TCP", "remote/TCP"} {
+		if !fromPeersOnly[p] || fromAnywhere[p] {
+			t.Errorf("NetworkPolicy: %s must be admitted from the shardns pods only", p)
+		}
+	}
+}
+
 // checkPodSecurityRestricted creates (dry run) a pod of the StatefulSet's
 // template in a namespace enforcing Pod Security "restricted".
 func checkPodSecurityRestricted(t *testing.T, cp *kubeapi.ControlPlane, objs []*unstructured.Unstructured) {
@@ -669,6 +738,20 @@ func TestDeployNodeLocal(t *testing.T) {
 	find(t, objs, "Service", "shardns-peers", &peers)
 	if want := peers.Namespace + "/" + peers.Name; cfg.Cluster.JoinService != want {
 		t.Errorf("cluster.joinService %q, want the peers Service %q", cfg.Cluster.JoinService, want)
+	}
+	// The replicas admit the node-local processes through their Service,
+	// and the node-local processes share the replicas' key.
+	var nlPeers corev1.Service
+	find(t, objs, "Service", "shardns-nodelocal-peers", &nlPeers)
+	if !labels.SelectorFromSet(nlPeers.Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) || !nlPeers.Spec.PublishNotReadyAddresses {
+		t.Errorf("shardns-nodelocal-peers selects %v, not every DaemonSet pod", nlPeers.Spec.Selector)
+	}
+	replicas := checkConfig(t, find(t, objs, "ConfigMap", "shardns-", nil))
+	if want := nlPeers.Namespace + "/" + nlPeers.Name; !slices.Contains(replicas.Cluster.AdmitServices, want) {
+		t.Errorf("the replicas admit %v, not %s", replicas.Cluster.AdmitServices, want)
+	}
+	if cfg.Cluster.Secret != replicas.Cluster.Secret || cfg.Cluster.Secret == "" {
+		t.Errorf("node-local cluster.secret %q, replicas' %q: they must share the key", cfg.Cluster.Secret, replicas.Cluster.Secret)
 	}
 	newApplier(t, kubeapi.Shared(t)).applyAll(t, objs)
 }
