@@ -91,7 +91,7 @@ func TestReadSecretKeys(t *testing.T) {
 		{"a bad second line", []byte(base64.StdEncoding.EncodeToString(key32) + "\nnot-a-key\n"), nil, "line 2 is not a base64 key"},
 		{"empty", []byte(" \n"), nil, "is empty"},
 		{"wrong length", []byte("too short"), nil, "key is 9 bytes"},
-		{"base64 of wrong length", []byte(base64.StdEncoding.EncodeToString(make([]byte, 20))), nil, "key is 28 bytes"},
+		{"base64 of wrong length", []byte(base64.StdEncoding.EncodeToString(make([]byte, 20))), nil, "base64 of a key is 20 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "gossip.key")

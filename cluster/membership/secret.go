@@ -43,6 +43,9 @@ func ParseSecretKeys(data []byte, where string) ([][]byte, error) {
 		}
 	}
 	if len(lines) == 1 {
+		if b, err := base64.StdEncoding.DecodeString(string(data)); err == nil {
+			return nil, fmt.Errorf("membership: secret key %s: base64 of a %w", where, checkKeyLen(len(b)))
+		}
 		return nil, fmt.Errorf("membership: secret key %s: %w (or that many bytes base64-encoded)", where, checkKeyLen(len(data)))
 	}
 	keys := make([][]byte, 0, len(lines))
