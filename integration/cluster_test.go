@@ -48,6 +48,14 @@ func startReplica(t testing.TB, name string, rf int, seeds []string) *node.Node 
 // (top-level YAML keys).
 func startReplicaWith(t testing.TB, name string, rf int, seeds []string, extra string) *node.Node {
 	t.Helper()
+	return startReplicaCluster(t, name, rf, seeds, "", extra)
+}
+
+// startReplicaCluster starts a replica whose cluster section ends with
+// clusterExtra (keys indented by two spaces) and whose configuration ends
+// with extra.
+func startReplicaCluster(t testing.TB, name string, rf int, seeds []string, clusterExtra, extra string) *node.Node {
+	t.Helper()
 	dir := t.TempDir()
 	demo, _ := local.Files.ReadFile("demo-cluster.yaml")
 	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
@@ -70,7 +78,8 @@ cluster:
   replicationFactor: %d
   gossip: fast
   handoffGrace: 3s
-%s`, name, freeTCPPort(t), strings.Join(quoted, ", "), rf, extra)
+%s
+%s`, name, freeTCPPort(t), strings.Join(quoted, ", "), rf, clusterExtra, extra)
 	return startNodeIn(t, name, dir, text)
 }
 
@@ -316,35 +325,45 @@ func TestClusterSurvivesALostReplica(t *testing.T) {
 
 // The added latency of asking another replica: the same kind of question
 // (an NXDOMAIN, different each time so no cache answers it) asked of the
-// replica that holds the zone and of one that does not.
+// replica that holds the zone and of one that does not; "key" runs the
+// replicas with a gossip key, so the remote port speaks TLS.
 func BenchmarkClusterDispatch(b *testing.B) {
-	a := startReplica(b, "a", 1, nil)
-	c := startReplica(b, "b", 1, []string{a.GossipAddr()})
-	testutil.Eventually(b, 15*time.Second, func() error {
-		if !a.Ready() || !c.Ready() || len(debugRing(b, a).Members) != 2 || len(debugRing(b, c).Members) != 2 {
-			return fmt.Errorf("not settled")
-		}
-		return nil
-	})
-	const zoneKey = "shop.svc.cluster.local."
-	local, remote := a, c
-	if !slices.Contains(debugRing(b, a).Served, zoneKey) {
-		local, remote = c, a
+	keyFile := filepath.Join(b.TempDir(), "gossip.key")
+	if err := os.WriteFile(keyFile, []byte("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600); err != nil {
+		b.Fatal(err)
 	}
-	for _, bc := range []struct {
-		name string
-		n    *node.Node
-	}{{"local", local}, {"remote", remote}} {
-		b.Run(bc.name, func(b *testing.B) {
-			addr := bc.n.DNSAddrs()[0]
-			i := 0
-			for b.Loop() {
-				i++
-				r, err := testutil.Exchange(addr, "udp", fmt.Sprintf("miss%d-%s.shop.svc.cluster.local.", i, bc.name), dns.TypeA)
-				if err != nil || r.Rcode != dns.RcodeNameError {
-					b.Fatalf("%v %v", r, err)
-				}
+	for _, setup := range []struct{ name, cluster string }{
+		{"plain", ""},
+		{"key", "  secretKeyFile: " + keyFile},
+	} {
+		a := startReplicaCluster(b, "a", 1, nil, setup.cluster, "")
+		c := startReplicaCluster(b, "b", 1, []string{a.GossipAddr()}, setup.cluster, "")
+		testutil.Eventually(b, 15*time.Second, func() error {
+			if !a.Ready() || !c.Ready() || len(debugRing(b, a).Members) != 2 || len(debugRing(b, c).Members) != 2 {
+				return fmt.Errorf("not settled")
 			}
+			return nil
 		})
+		const zoneKey = "shop.svc.cluster.local."
+		local, remote := a, c
+		if !slices.Contains(debugRing(b, a).Served, zoneKey) {
+			local, remote = c, a
+		}
+		for _, bc := range []struct {
+			name string
+			n    *node.Node
+		}{{"local", local}, {"remote", remote}} {
+			b.Run(setup.name+"/"+bc.name, func(b *testing.B) {
+				addr := bc.n.DNSAddrs()[0]
+				i := 0
+				for b.Loop() {
+					i++
+					r, err := testutil.Exchange(addr, "udp", fmt.Sprintf("miss%d-%s.shop.svc.cluster.local.", i, bc.name), dns.TypeA)
+					if err != nil || r.Rcode != dns.RcodeNameError {
+						b.Fatalf("%v %v", r, err)
+					}
+				}
+			})
+		}
 	}
 }
