@@ -33,14 +33,3 @@ func (s *AddrSet) Has(a netip.Addr) bool {
 	_, ok := (*m)[a.Unmap()]
 	return ok
 }
-
-// Known reports whether Set was called.
-func (s *AddrSet) Known() bool { return s != nil && s.p.Load() != nil }
-
-// Len is the number of addresses in the set.
-func (s *AddrSet) Len() int {
-	if m := s.p.Load(); m != nil {
-		return len(*m)
-	}
-	return 0
-}
