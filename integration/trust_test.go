@@ -113,6 +113,11 @@ func TestStrangersCannotJoin(t *testing.T) {
 		waitRejected(t, honest, s.ip, s.reason)
 	}
 	settled(t, honest, len(honest))
+	// `shardns ring` shows an operator who was turned away.
+	out, err := exec.Command(shardnsBin, "ring", "--http", honest[0].http).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "REJECTED") || !strings.Contains(string(out), strangerIPs[0]) {
+		t.Errorf("shardns ring lists no rejection of %s: %v\n%s", strangerIPs[0], err, out)
+	}
 	for _, reason := range []string{trust.ReasonKey, trust.ReasonNotPeer, trust.ReasonLabel} {
 		counted := 0.0
 		for _, r := range honest {
