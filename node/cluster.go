@@ -36,12 +36,15 @@ type clusterState struct {
 	announced  chan struct{} // closed once this replica owns zones
 
 	// What admits other processes (trust.go).
-	client     *kubesource.Client // joinService or secret; nil without
-	keys       [][]byte           // gossip keys, the first in use; none: plain text
-	peers      *trust.AddrSet     // joinService endpoints; nil without joinService
-	peerWatch  *kubesource.PeerWatch
-	memberIPs  *trust.AddrSet // hosts of the live members, for the remote port
-	rejections *trust.Rejections
+	client    *kubesource.Client // joinService or secret; nil without
+	keys      [][]byte           // gossip keys, the first in use; none: plain text
+	peers     *trust.AddrSet     // joinService endpoints; nil without joinService
+	peerWatch *kubesource.PeerWatch
+	// peersChanged is signalled when the peers Services list other
+	// addresses: membership's RejoinNow.
+	peersChanged chan struct{}
+	memberIPs    *trust.AddrSet // hosts of the live members, for the remote port
+	rejections   *trust.Rejections
 }
 
 // meta is what a replica tells the others: whether it owns zones yet, and
@@ -106,6 +109,7 @@ func (n *Node) startCluster() error {
 	mc.Meta = meta(false, c.remoteAddr)
 	mc.SecretKeys = c.keys
 	mc.Admit, mc.Rejected = c.admit, c.rejections.Record
+	mc.RejoinNow = c.peersChanged // nil without joinService
 	switch {
 	case cc.Advertise != "":
 		mc.Advertise = gossipAdvertise(cc)

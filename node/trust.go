@@ -58,8 +58,17 @@ func (n *Node) startTrust(c *clusterState) error {
 		return nil
 	}
 	c.peers = &trust.AddrSet{}
+	c.peersChanged = make(chan struct{}, 1)
 	services := append([]string{cc.JoinService}, cc.AdmitServices...)
-	c.peerWatch = kubesource.WatchPeers(c.client, services, n.log, c.peers.Set)
+	c.peerWatch = kubesource.WatchPeers(c.client, services, n.log, func(addrs []netip.Addr) {
+		c.peers.Set(addrs)
+		// A replica refused while its address was not listed yet is joined
+		// now rather than at the next rejoin round.
+		select {
+		case c.peersChanged <- struct{}{}:
+		default:
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), peerListWait)
 	defer cancel()
 	if !c.peerWatch.WaitSynced(ctx) {

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -115,4 +116,30 @@ func TestKeyRotationKeepsOneCluster(t *testing.T) {
 	a := start(t, keyed(testConfig("a"), oldKey, newKey))
 	b := start(t, keyed(testConfig("b", a.LocalAddr()), newKey, oldKey))
 	converge(t, 5*time.Second, []*Membership{a, b}, a, b)
+}
+
+// RejoinNow runs a round at once: a member refused while its address was
+// not yet admitted is joined as soon as the peers Service lists it, not a
+// RejoinInterval later.
+func TestRejoinNowRunsARound(t *testing.T) {
+	t.Parallel()
+	rounds := make(chan struct{}, 8)
+	now := make(chan struct{}, 1)
+	cfg := testConfig("a")
+	cfg.RejoinInterval = time.Hour
+	cfg.RejoinNow = now
+	cfg.SeedsFunc = func(context.Context) ([]string, error) {
+		rounds <- struct{}{}
+		return nil, nil
+	}
+	start(t, cfg)
+	<-rounds // the round of Start
+	for range 2 {
+		now <- struct{}{}
+		select {
+		case <-rounds:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no rejoin round after RejoinNow")
+		}
+	}
 }

@@ -57,6 +57,11 @@ type Config struct {
 	// (Admit's, or "key" and "label" for gossip that fails decryption or
 	// carries another label). It must not block.
 	Rejected func(addr, name, reason string)
+	// RejoinNow, when set, asks for a rejoin round at once on every
+	// receive: e.g. when the peers Service lists a new address, which Admit
+	// refused until then, so that a replica refused while its address was
+	// not yet published is taken in without waiting for RejoinInterval.
+	RejoinNow <-chan struct{}
 	// RejoinInterval is how often seeds that are not live members are
 	// joined again. memberlist never re-dials a peer it declared dead, so
 	// this is what merges the two sides of a healed partition.

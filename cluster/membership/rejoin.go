@@ -20,7 +20,8 @@ func (m *Membership) newRejoiner() *rejoiner {
 }
 
 // rejoinLoop runs a round every RejoinInterval (sooner while alone, so
-// replicas that start together find each other quickly) until ctx ends.
+// replicas that start together find each other quickly), and whenever
+// RejoinNow is signalled, until ctx ends.
 func (m *Membership) rejoinLoop(ctx context.Context, r *rejoiner) {
 	defer close(m.rejoinDone)
 	t := time.NewTimer(r.next())
@@ -30,6 +31,9 @@ func (m *Membership) rejoinLoop(ctx context.Context, r *rejoiner) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-m.cfg.RejoinNow: // nil unless set: never ready
+			// Reset below discards a tick that fired meanwhile (Go 1.23
+			// timers), so the round is not run twice.
 		}
 		r.round(ctx)
 		t.Reset(r.next())
