@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/shardns/shardns/node.Version=$(VERSION)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean image proto soak
+.PHONY: build run test unit integration fuzz check-fmt vet deps bench clean image proto soak node-test
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/shardns ./cmd/shardns
@@ -62,6 +62,15 @@ SOAK_DURATION ?= 10m
 soak: build
 	bash -o pipefail -c "SHARDNS_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 3h \
 		-run '^TestSoak\$$' ./integration | grep -E 'soak_test|^(ok|FAIL|---|panic)'"
+
+## node-test: deploy/ on a real one-node Kubernetes cluster that integration/kubenode
+## brings up on this machine (kubelet, containerd, kube-proxy, the control plane):
+## `kubectl apply -k deploy/`, names resolved from pods through kubelet's cluster DNS,
+## scaling and a rolling restart under queries, strangers refused. Needs root and
+## Docker; integration/scripts/build-node.sh builds kubelet & co. once (about 8
+## minutes cold). Not part of `make test`.
+node-test: deps build
+	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -v -timeout 40m -run '^TestNode$$' ./integration
 
 ## image: container image shardns:$(VERSION) and shardns:latest, FROM scratch (see deploy/README.md).
 image:

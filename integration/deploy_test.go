@@ -23,8 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -101,20 +103,31 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, in
 }
 
 // applier applies objects server-side with dryRun=All, as
-// `kubectl apply --server-side --dry-run=server` does.
+// `kubectl apply --server-side --dry-run=server` does, or for real.
 type applier struct {
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	real   bool // apply for real, as `kubectl apply --server-side` does
 }
 
 func newApplier(t *testing.T, cp *kubeapi.ControlPlane) *applier {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(cp.RESTConfig())
+	return newApplierFor(t, cp.RESTConfig(), false)
+}
+
+// newApplierFor applies through cfg, for real if real is set.
+func newApplierFor(t *testing.T, cfg *rest.Config, real bool) *applier {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cp.Client.Discovery()))
-	return &applier{dyn: dyn, mapper: mapper}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	return &applier{dyn: dyn, mapper: mapper, real: real}
 }
 
 func (a *applier) resource(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
@@ -129,26 +142,30 @@ func (a *applier) resource(obj *unstructured.Unstructured) (dynamic.ResourceInte
 	return a.dyn.Resource(m.Resource), nil
 }
 
-// apply applies obj with dryRun=All; force takes over fields other
-// managers own, as --force-conflicts does.
+// apply applies obj, with dryRun=All unless a.real; force takes over
+// fields other managers own, as --force-conflicts does.
 func (a *applier) apply(obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
 	r, err := a.resource(obj)
 	if err != nil {
 		return nil, err
 	}
-	return r.Apply(context.Background(), obj.GetName(), obj, metav1.ApplyOptions{
-		FieldManager: "shardns-deploy-test",
-		Force:        force,
-		DryRun:       []string{metav1.DryRunAll},
-	})
+	opts := metav1.ApplyOptions{FieldManager: "shardns-deploy-test", Force: force}
+	if !a.real {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return r.Apply(context.Background(), obj.GetName(), obj, opts)
 }
 
-// applyAll dry-runs every object and fails t naming each one refused.
+// applyAll applies every object and fails t naming each one refused.
 func (a *applier) applyAll(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
+	what := "server-side dry run"
+	if a.real {
+		what = "server-side apply"
+	}
 	for _, o := range objs {
 		if _, err := a.apply(o, true); err != nil {
-			t.Errorf("server-side dry run of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			t.Errorf("%s of %s %s/%s: %v", what, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test tiers use, when they are missing:
 # dig and dnsperf (clients), etcd (for the real kube-apiserver),
-# unbound (a real upstream resolver), kdig (DNS over TLS and HTTPS) and
-# ip (TestStrangersCannotJoin gives its processes addresses of their own).
+# unbound (a real upstream resolver), kdig (DNS over TLS and HTTPS), ip
+# (TestStrangersCannotJoin gives its processes addresses of their own), and
+# what the node tier (integration/kubenode) runs pods with: containerd and
+# runc, the CNI plugins, conntrack (kube-proxy clears UDP entries with it)
+# and a static busybox (copied into the pods' busybox image).
 set -euo pipefail
 
 need=()
@@ -12,6 +15,13 @@ command -v etcd >/dev/null || need+=(etcd-server)
 command -v unbound >/dev/null || need+=(unbound)
 command -v kdig >/dev/null || need+=(knot-dnsutils)
 command -v ip >/dev/null || need+=(iproute2)
+# A containerd already installed (Docker's containerd.io, which also brings
+# runc) is used as it is: Debian's package would replace it.
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v conntrack >/dev/null || need+=(conntrack)
+dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

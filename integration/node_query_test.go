@@ -1,0 +1,130 @@
+package integration
+
+// Pods that resolve without pause while the replicas change.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// queryFixtures creates six namespaces prefix0..prefix5 with a Service
+// svc each, so that their names fall in six zones with different owners,
+// waits until every replica answers them, and returns them as a querier
+// asks them: name.namespace, through the search path.
+func (c *nodeCluster) queryFixtures(t *testing.T, prefix string) []queried {
+	t.Helper()
+	var names []queried
+	var records []record
+	for i := range 6 {
+		ns := fmt.Sprintf("%s%d", prefix, i)
+		c.createNamespace(t, ns)
+		svc := c.createService(t, ns, "svc", "http", 80, nil, false)
+		names = append(names, queried{"svc." + ns, svc.Spec.ClusterIP})
+		records = append(records, record{"svc." + ns + ".svc.cluster.local", dns.TypeA, svc.Spec.ClusterIP})
+	}
+	c.waitRecords(t, records)
+	return names
+}
+
+// queried is a name a querier asks and the address it must get.
+type queried struct{ name, address string }
+
+// querier is a busybox pod that resolves names in a loop, one line per
+// answer: "ok NAME" or "FAIL NAME rc=N output".
+type querier struct {
+	c       *nodeCluster
+	ns, pod string
+	seen    int // answers counted at the last wait
+}
+
+// startQuerier starts a querier in ns and waits until it runs. It asks
+// with glibc's getent, which goes through the search path as most
+// programs do (name.namespace: first name.namespace.<ns>.svc.cluster.local,
+// NXDOMAIN, then name.namespace.svc.cluster.local), each question with
+// glibc's own timeout and retry.
+func (c *nodeCluster) startQuerier(t *testing.T, ns, name string, names []queried) *querier {
+	t.Helper()
+	// getent prints the address padded with blanks, then the name: the
+	// blank after it keeps 10.96.0.1 from matching 10.96.0.10.
+	script := `check() {
+  out=$(getent hosts "$1" 2>&1); rc=$?
+  case "$out" in "$2 "*) echo "ok $1";; *) echo "FAIL $1 rc=$rc $(echo "$out" | tr '\n' '|')";; esac
+}
+while true; do
+`
+	for _, q := range names {
+		script += fmt.Sprintf("  check %s %s\n", q.name, q.address)
+	}
+	script += "done\n"
+	c.runPod(t, ns, name, nil, "", "", []string{"sh", "-c", script})
+	c.waitRunning(t, ns, name)
+	return &querier{c: c, ns: ns, pod: name}
+}
+
+// count reads the querier's log: answers and the failed ones.
+func (q *querier) count(t *testing.T) (answers int, failed []string) {
+	t.Helper()
+	for _, l := range strings.Split(q.c.logs(t, q.ns, q.pod), "\n") {
+		switch {
+		case strings.HasPrefix(l, "ok "):
+			answers++
+		case strings.HasPrefix(l, "FAIL "):
+			answers++
+			failed = append(failed, l)
+		}
+	}
+	return answers, failed
+}
+
+// waitAnswers waits until the querier has given n more answers, so that a
+// phase of the test is covered by queries, and fails t at the first
+// failed answer.
+func (q *querier) waitAnswers(t *testing.T, n int, phase string) {
+	t.Helper()
+	want := q.seen + n
+	q.c.eventually(t, podTimeout, func() error {
+		answers, failed := q.count(t)
+		if len(failed) > 0 {
+			t.Fatalf("%s: %d of %d answers failed, first: %s", phase, len(failed), answers, failed[0])
+		}
+		if q.seen = answers; answers < want {
+			return fmt.Errorf("%s: the querier has %d answers, want %d", phase, answers, want)
+		}
+		return nil
+	})
+	t.Logf("%s: %d answers so far, every one right", phase, q.seen)
+}
+
+// finish stops the querier and checks its answers once more.
+func (q *querier) finish(t *testing.T) {
+	t.Helper()
+	answers, failed := q.count(t)
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d answers failed, first: %s", len(failed), answers, failed[0])
+	}
+	zero := int64(0)
+	q.c.client().CoreV1().Pods(q.ns).Delete(context.Background(), q.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	t.Logf("%d answers, every one right", answers)
+}
+
+// scale sets the StatefulSet's replicas through its scale subresource,
+// as `kubectl scale statefulset shardns` does.
+func (c *nodeCluster) scale(t *testing.T, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	c.eventually(t, podTimeout, func() error {
+		s, err := c.client().AppsV1().StatefulSets("kube-system").GetScale(ctx, "shardns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = c.client().AppsV1().StatefulSets("kube-system").UpdateScale(ctx, "shardns", s, metav1.UpdateOptions{})
+		return err // a conflict with the controller's status update is retried
+	})
+	t.Logf("scaled to %d replicas", replicas)
+}

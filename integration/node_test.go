@@ -1,0 +1,368 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardns/shardns/integration/kubenode"
+)
+
+// What a user does with deploy/ on a real cluster: one node
+// (integration/kubenode) with kubelet, containerd, kube-proxy and the
+// control plane, built from the same Kubernetes release as the apiserver
+// of the other tiers. `kubectl apply -k deploy/` as shipped, pods that
+// resolve through kubelet's cluster DNS, scaling under queries, and
+// processes outside the StatefulSet that try to join.
+
+// nodeTestEnv gates the tier: it needs root, Docker and a few minutes.
+const nodeTestEnv = "SHARDNS_NODE_TEST"
+
+// Bounds of the waits on the node; a 2-core machine starting pods next
+// to the control plane is slow, and these only bound polls.
+const (
+	replicasTimeout = 4 * time.Minute
+	podTimeout      = 2 * time.Minute
+	recordsTimeout  = time.Minute
+)
+
+func TestNode(t *testing.T) {
+	if os.Getenv(nodeTestEnv) == "" {
+		t.Skipf("set %s=1 to run the one-node cluster tier (make node-test; needs root and Docker)", nodeTestEnv)
+	}
+	n := kubenode.Start(t)
+	image := buildImage(t, fmt.Sprintf("shardns.test/shardns-%d", os.Getpid()))
+	// The name deploy/ uses, imagePullPolicy IfNotPresent: as
+	// `kind load docker-image shardns:latest` would.
+	n.ImportDockerImage(t, image, "shardns:latest")
+	c := &nodeCluster{node: n}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.diagnose(t)
+		}
+	})
+	if !t.Run("ApplyAndResolve", c.testApplyAndResolve) {
+		return
+	}
+	t.Run("ScaleUnderQueries", c.testScaleUnderQueries)
+	t.Run("RollingRestart", c.testRollingRestart)
+	t.Run("StrangersCannotJoin", c.testStrangersCannotJoin)
+}
+
+// testApplyAndResolve applies deploy/ as `kubectl apply -k deploy/` does,
+// into a kube-system that enforces Pod Security "restricted", waits for
+// the replicas, and resolves from a pod with the default
+// dnsPolicy: short names, name.namespace, a headless pod's hostname, SRV
+// and PTR, through kubelet's clusterDNS and the ndots:5 search path,
+// with busybox's nslookup and glibc's getent.
+func (c *nodeCluster) testApplyAndResolve(t *testing.T) {
+	// kube-system enforces Pod Security "restricted", as a hardened
+	// cluster's may: the StatefulSet's pods must pass it to exist.
+	ctx := context.Background()
+	patch := `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`
+	if _, err := c.client().CoreV1().Namespaces().Patch(ctx, "kube-system", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, deployDir))
+	if t.Failed() {
+		t.FailNow()
+	}
+	c.waitReplicas(t, 3)
+	t.Logf("deploy/ applied, 3 replicas ready and joined after %v", time.Since(start).Round(time.Second))
+
+	kubeDNS, err := c.client().CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kubeDNS.Spec.ClusterIP != kubenode.ClusterDNS {
+		t.Fatalf("kube-dns got clusterIP %s, but kubelet's clusterDNS (every pod's nameserver) is %s: pods resolve nothing",
+			kubeDNS.Spec.ClusterIP, kubenode.ClusterDNS)
+	}
+
+	const ns = "dnstest"
+	c.createNamespace(t, ns)
+	web := c.createService(t, ns, "web", "http", 80, map[string]string{"app": "web"}, false)
+	c.createService(t, ns, "hl", "http", 80, map[string]string{"app": "web"}, true)
+	alpha := c.runPod(t, ns, "alpha", map[string]string{"app": "web"}, "alpha", "hl", []string{"sleep", "3600"})
+	alphaIP := c.waitRunning(t, ns, alpha).Status.PodIP
+	alphaFQDN := "alpha.hl." + ns + ".svc.cluster.local"
+	webFQDN := "web." + ns + ".svc.cluster.local"
+
+	// The replicas learn of the objects through their watches; wait until
+	// every replica answers, so that the pod below sees a settled state.
+	c.waitRecords(t, []record{
+		{webFQDN, dns.TypeA, web.Spec.ClusterIP},
+		{alphaFQDN, dns.TypeA, alphaIP},
+		{"_http._tcp.web." + ns + ".svc.cluster.local", dns.TypeSRV, "0 100 80 " + webFQDN + "."},
+		{"_http._tcp.hl." + ns + ".svc.cluster.local", dns.TypeSRV, "0 100 80 " + alphaFQDN + "."},
+		{reverse(alphaIP), dns.TypePTR, alphaFQDN + "."},
+		{reverse(web.Spec.ClusterIP), dns.TypePTR, webFQDN + "."},
+	})
+
+	// busybox's nslookup tries the search path only for names without a
+	// dot; glibc (getent, as most programs resolve) applies ndots:5 to
+	// every name. So the search path of dotted names is checked with
+	// getent, and nslookup asks them in full.
+	checks := []podCheck{
+		{"resolv.conf", "cat /etc/resolv.conf", []string{
+			"nameserver " + kubenode.ClusterDNS, "search " + ns + ".svc.cluster.local svc.cluster.local cluster.local", "options ndots:5"}},
+		{"short name", "nslookup web", []string{"Name: " + webFQDN, "Address: " + web.Spec.ClusterIP}},
+		{"getent short name", "getent hosts web", []string{web.Spec.ClusterIP + " " + webFQDN}},
+		{"getent name.namespace", "getent hosts web." + ns, []string{web.Spec.ClusterIP + " " + webFQDN}},
+		{"getent kubernetes.default", "getent hosts kubernetes.default", []string{"10.96.0.1 kubernetes.default.svc.cluster.local"}},
+		{"getent headless pod hostname", "getent hosts alpha.hl", []string{alphaIP + " " + alphaFQDN}},
+		{"getent PTR of a ClusterIP", "getent hosts " + web.Spec.ClusterIP, []string{web.Spec.ClusterIP + " " + webFQDN}},
+		{"getent unknown name", "getent hosts nosuchname || echo not found", []string{"not found"}},
+		{"name.namespace in full", "nslookup " + webFQDN, []string{"Name: " + webFQDN, "Address: " + web.Spec.ClusterIP}},
+		{"headless pod hostname in full", "nslookup " + alphaFQDN, []string{"Name: " + alphaFQDN, "Address: " + alphaIP}},
+		{"SRV", "nslookup -type=SRV _http._tcp." + webFQDN, []string{"service = 0 100 80 " + webFQDN}},
+		{"SRV of a headless Service", "nslookup -type=SRV _http._tcp.hl." + ns + ".svc.cluster.local", []string{"service = 0 100 80 " + alphaFQDN}},
+		// alpha is an endpoint of both Services: a PTR for each, as
+		// CoreDNS answers (the hostname under hl, the dashed address
+		// under web).
+		{"PTR of a pod", "nslookup " + alphaIP, []string{"name = " + alphaFQDN, "name = " + strings.ReplaceAll(alphaIP, ".", "-") + "." + webFQDN}},
+		{"PTR of a ClusterIP", "nslookup " + web.Spec.ClusterIP, []string{"name = " + webFQDN}},
+	}
+	c.runChecks(t, ns, "checker", checks)
+}
+
+// podCheck is a command run in a busybox pod and the lines its output
+// must hold: each wanted line is a whole line or the end of one after a
+// blank (nslookup prints "5.0.244.10.in-addr.arpa<tab>name = ..."), with
+// runs of blanks compared as one space.
+type podCheck struct {
+	what, command string
+	want          []string
+}
+
+// runChecks runs every check in one pod with the default dnsPolicy and
+// reports each one whose output lacks a wanted line.
+func (c *nodeCluster) runChecks(t *testing.T, ns, name string, checks []podCheck) {
+	t.Helper()
+	var script strings.Builder
+	for i, ck := range checks {
+		fmt.Fprintf(&script, "echo '### %d'\n%s 2>&1\necho \"### rc=$?\"\n", i, ck.command)
+	}
+	out := c.runToCompletion(t, ns, name, script.String())
+	sections := splitSections(out)
+	for i, ck := range checks {
+		got, ok := sections[i]
+		if !ok {
+			t.Errorf("%s (%s): no output; the pod printed:\n%s", ck.what, ck.command, out)
+			continue
+		}
+		for _, w := range ck.want {
+			if !hasLine(got, w) {
+				t.Errorf("%s: `%s` printed no line ending in %q:\n%s", ck.what, ck.command, w, got)
+			}
+		}
+	}
+}
+
+var (
+	blanks     = regexp.MustCompile(`[ \t]+`)
+	sectionsRE = regexp.MustCompile(`(?m)^### (\d+)\n((?s:.*?))^### rc=\d+$`)
+)
+
+// hasLine reports whether out has a line that is want or ends in a blank
+// and want.
+func hasLine(out, want string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		l = blanks.ReplaceAllString(strings.TrimSpace(l), " ")
+		if l == want || strings.HasSuffix(l, " "+want) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitSections cuts runChecks's output at its markers.
+func splitSections(out string) map[int]string {
+	s := map[int]string{}
+	for _, m := range sectionsRE.FindAllStringSubmatch(out, -1) {
+		var i int
+		fmt.Sscan(m[1], &i)
+		s[i] = m[2]
+	}
+	return s
+}
+
+// runToCompletion runs script in a busybox pod with the default
+// dnsPolicy and returns its output once it has exited.
+func (c *nodeCluster) runToCompletion(t *testing.T, ns, name, script string) string {
+	t.Helper()
+	pod := c.runPod(t, ns, name, nil, "", "", []string{"sh", "-c", script})
+	var phase corev1.PodPhase
+	c.eventually(t, podTimeout, func() error {
+		p, err := c.client().CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if phase = p.Status.Phase; phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+			return fmt.Errorf("pod %s/%s is %s", ns, pod, phase)
+		}
+		return nil
+	})
+	return c.logs(t, ns, pod)
+}
+
+// testScaleUnderQueries scales the StatefulSet 3 → 5 → 3, as `kubectl
+// scale` does, while a pod resolves names of several namespaces (so of
+// several zones and owners) through the kube-dns ClusterIP without pause.
+// Every answer is checked: none may fail or be wrong.
+func (c *nodeCluster) testScaleUnderQueries(t *testing.T) {
+	names := c.queryFixtures(t, "scale")
+	q := c.startQuerier(t, "scale0", "querier", names)
+	q.waitAnswers(t, 3*len(names), "before scaling")
+
+	c.scale(t, 5)
+	c.waitReplicas(t, 5)
+	q.waitAnswers(t, 5*len(names), "after scaling to 5")
+
+	c.scale(t, 3)
+	c.waitReplicas(t, 3)
+	q.waitAnswers(t, 5*len(names), "after scaling back to 3")
+	q.finish(t)
+}
+
+// testRollingRestart restarts the replicas one at a time, as `kubectl
+// rollout restart statefulset shardns` (or a new image or configuration)
+// does, while a pod resolves without pause: every replica leaves and
+// comes back under its name, and no answer may fail or be wrong.
+func (c *nodeCluster) testRollingRestart(t *testing.T) {
+	names := c.queryFixtures(t, "roll")
+	q := c.startQuerier(t, "roll0", "querier", names)
+	q.waitAnswers(t, 3*len(names), "before the restart")
+	ctx := context.Background()
+	before, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
+	if _, err := c.client().AppsV1().StatefulSets("kube-system").Patch(ctx, "shardns", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.eventually(t, replicasTimeout, func() error {
+		s, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st := s.Status
+		if st.ObservedGeneration < s.Generation || st.UpdateRevision == before.Status.CurrentRevision ||
+			st.CurrentRevision != st.UpdateRevision || st.UpdatedReplicas != 3 || st.ReadyReplicas != 3 {
+			return fmt.Errorf("rollout: revision %s → %s, %d updated, %d ready", st.CurrentRevision, st.UpdateRevision, st.UpdatedReplicas, st.ReadyReplicas)
+		}
+		return nil
+	})
+	t.Logf("rolling restart done after %v", time.Since(start).Round(time.Second))
+	c.waitReplicas(t, 3)
+	q.waitAnswers(t, 5*len(names), "after the restart")
+	q.finish(t)
+}
+
+// testStrangersCannotJoin runs shardns outside the StatefulSet with
+// everything a replica has but membership of the peers Service: the same
+// image, pod spec and configuration, the replicas' RBAC and read access to
+// the gossip key. One runs in another namespace labelled as a replica, one
+// in kube-system under the replicas' own ServiceAccount but not selected
+// by shardns-peers. The replicas must refuse both and never list them.
+func (c *nodeCluster) testStrangersCannotJoin(t *testing.T) {
+	ctx := context.Background()
+	sts, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "intruder"
+	c.createNamespace(t, ns)
+	c.grantReplicaRights(t, ns)
+	intruder := strangerPod(sts, ns, "shardns-intruder", sts.Spec.Template.Labels)
+	stranger := strangerPod(sts, "kube-system", "shardns-stranger", map[string]string{"app.kubernetes.io/name": "shardns-stranger"})
+	strangers := map[string]string{} // pod IP → name
+	for _, p := range []*corev1.Pod{intruder, stranger} {
+		if _, err := c.client().CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s/%s: %v", p.Namespace, p.Name, err)
+		}
+	}
+	for _, p := range []*corev1.Pod{intruder, stranger} {
+		strangers[c.waitRunning(t, p.Namespace, p.Name).Status.PodIP] = p.Namespace + "/" + p.Name
+	}
+
+	// Each poll checks that no replica lists a stranger as a member. The
+	// strangers try again (their rejoin loop): wait until each has been
+	// refused, then until each has been refused again, so that the
+	// refusal is seen to last.
+	replicas := c.replicaPods(t)
+	reasons := map[string][]string{}
+	var first map[string]uint64
+	c.eventually(t, 2*time.Minute, func() error {
+		refused, err := refusals(t, replicas, strangers, reasons, intruder.Name, stranger.Name)
+		if err != nil {
+			return err
+		}
+		if len(refused) < len(strangers) {
+			return fmt.Errorf("refusals seen: %v; want one of each of %v", refused, strangers)
+		}
+		first = refused
+		return nil
+	})
+	// A refused stranger tries again every cluster rejoin interval (10s)
+	// or later; on a loaded machine it may take a few.
+	c.eventually(t, 3*time.Minute, func() error {
+		refused, err := refusals(t, replicas, strangers, reasons, intruder.Name, stranger.Name)
+		if err != nil {
+			return err
+		}
+		for who, n := range first {
+			if refused[who] <= n {
+				return fmt.Errorf("%s refused %d times, no new attempt refused since", who, refused[who])
+			}
+		}
+		first = refused
+		return nil
+	})
+	for who, n := range first {
+		slices.Sort(reasons[who])
+		t.Logf("%s: refused %d times (reasons %v), never a member", who, n, slices.Compact(reasons[who]))
+	}
+	c.waitReplicas(t, 3)
+}
+
+// refusals reads every replica's /debug/ring, fails t if one lists a
+// stranger (by address or name) as a member, and returns how many times
+// the replicas refused each stranger, by who (namespace/name).
+// The reasons given are appended to reasons.
+func refusals(t *testing.T, replicas []corev1.Pod, strangers map[string]string, reasons map[string][]string, names ...string) (map[string]uint64, error) {
+	t.Helper()
+	refused := map[string]uint64{}
+	for _, r := range replicas {
+		ring, err := replicaRing(r.Status.PodIP)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Name, err)
+		}
+		for _, m := range ring.Members {
+			host, _, _ := strings.Cut(m.Remote, ":")
+			if who, ok := strangers[host]; ok || slices.Contains(names, m.Name) {
+				t.Fatalf("%s lists a stranger as a member: %+v (%s)", r.Name, m, who)
+			}
+		}
+		for _, rej := range ring.Rejected {
+			if who, ok := strangers[rej.Addr]; ok {
+				refused[who] += rej.Count
+				reasons[who] = append(reasons[who], rej.Reason)
+			}
+		}
+	}
+	return refused, nil
+}
