@@ -44,7 +44,8 @@ import (
 const (
 	deployDir      = "../deploy"
 	replaceCoreDNS = "../deploy/overlays/replace-coredns"
-	// kubeDNSIP is the example address the replace-coredns overlay keeps.
+	// kubeDNSIP is kubeadm's kube-dns address, which the base sets and
+	// the replace-coredns overlay keeps.
 	kubeDNSIP = "10.96.0.10"
 	// deployTimeout bounds each wait on the apiserver (a CRD to become
 	// established, discovery to show it).
@@ -178,8 +179,11 @@ func TestDeployBase(t *testing.T) {
 	checkTrust(t, objs, checkConfig(t, find(t, objs, "ConfigMap", "shardns-", nil)))
 	var kubeDNS corev1.Service
 	find(t, objs, "Service", "kube-dns", &kubeDNS)
-	if kubeDNS.Spec.ClusterIP != "" {
-		t.Errorf("the base sets kube-dns clusterIP %q; clusters differ, only overlays may", kubeDNS.Spec.ClusterIP)
+	// kubelet's clusterDNS names a fixed address; kubeadm's is the
+	// tenth of the Service range. Without it the Service would get a
+	// random one no pod asks (TestNode/ApplyAndResolve showed it).
+	if kubeDNS.Spec.ClusterIP != kubeDNSIP {
+		t.Errorf("the base sets kube-dns clusterIP %q, want kubeadm's %s, where kubelet's clusterDNS points", kubeDNS.Spec.ClusterIP, kubeDNSIP)
 	}
 	for _, o := range objs {
 		if o.GetKind() == "ServiceMonitor" {
@@ -531,6 +535,51 @@ func checkPodSecurityRestricted(t *testing.T, cp *kubeapi.ControlPlane, objs []*
 	_, err = cp.Client.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Errorf("a shardns pod is refused under Pod Security restricted: %v", err)
+	}
+}
+
+// kubeDNSAddressPatch is the overlay deploy/README.md ("kube-dns address")
+// gives for a cluster whose kubelets name another cluster DNS address.
+const kubeDNSAddressPatch = `resources:
+  - %s
+patches:
+  - target: {kind: Service, name: kube-dns}
+    patch: |
+      - op: replace
+        path: /spec/clusterIP
+        value: 10.43.0.10
+`
+
+// The documented way to give kube-dns another address renders, changes
+// nothing else, and is accepted by a real apiserver whose Service range
+// holds it.
+func TestDeployKubeDNSAddress(t *testing.T) {
+	dir := t.TempDir()
+	deploy, err := filepath.Abs(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(kubeDNSAddressPatch, rel)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, dir)
+	var kubeDNS corev1.Service
+	find(t, objs, "Service", "kube-dns", &kubeDNS)
+	if kubeDNS.Spec.ClusterIP != "10.43.0.10" {
+		t.Errorf("kube-dns clusterIP %q, want the patched 10.43.0.10", kubeDNS.Spec.ClusterIP)
+	}
+	if base := render(t, deployDir); len(base) != len(objs) {
+		t.Errorf("the patch renders %d objects, the base %d", len(objs), len(base))
+	}
+	// The shared apiserver's Service range is 10.96.0.0/16: the patched
+	// address is outside it, and refused as users would see it.
+	a := newApplier(t, kubeapi.Shared(t))
+	if _, err := a.apply(find(t, objs, "Service", "kube-dns", nil), true); err == nil || !strings.Contains(err.Error(), "is not in the valid range") {
+		t.Errorf("applying kube-dns at 10.43.0.10 on a cluster whose range is %v: got %v, want it refused as out of range", kubeapi.ServiceCIDRs, err)
 	}
 }
 
