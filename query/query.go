@@ -170,6 +170,12 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		}
 		return h.remote(x, r, name, resp, out)
 	}
+	return h.answerHere(x, r, name, resp, out)
+}
+
+// answerHere answers x from resp, an answer from this replica's own zones.
+func (h *Handler) answerHere(x *exchange, r *dns.Msg, name string, resp zone.Response, out []byte) []byte {
+	q := x.req.Question[0]
 	h.setAnswer(x, r, name, q.Name, resp)
 	if q.Qtype == dns.TypeANY && r.Rcode == dns.RcodeSuccess && !resp.Referral {
 		// RFC 8482: a minimal answer to ANY for a name that exists.

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -14,13 +15,15 @@ import (
 // Cluster is how a replica answers names of zones that other replicas
 // hold: it asks them in the order the ring gives, and caches what they
 // answer. A replica never answers such a name from anything but an
-// owner's answer or a fresh cached one.
+// owner's answer, a fresh cached one, or its own zone once it holds it.
 type Cluster struct {
-	// Ask sends the question to the replica called member.
+	// Ask sends the question to the replica called member. An error that
+	// wraps ErrNotServed means the replica answered that it does not
+	// hold the zone (yet).
 	Ask func(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error)
 	// Cache holds owners' answers, bounded in size and by their TTLs.
 	Cache *cache.Cache
-	// Timeout bounds one attempt; Attempts bounds the replicas tried.
+	// Timeout bounds one attempt; Attempts × Timeout bounds the question.
 	Timeout  time.Duration
 	Attempts int
 	// MaxInFlight bounds questions being asked; beyond it, SERVFAIL.
@@ -35,6 +38,10 @@ type Cluster struct {
 
 	inflight atomic.Int64
 }
+
+// ErrNotServed is what Cluster.Ask wraps when the replica asked does not
+// hold the zone.
+var ErrNotServed = errors.New("query: the replica asked does not hold the zone")
 
 // remote answers a name whose zone is held elsewhere.
 func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Response, out []byte) []byte {
@@ -53,35 +60,76 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 		r.Rcode = dns.RcodeServerFailure
 		return h.pack(x, r, out)
 	}
-	zoneKey, order := resp.Zone, resp.Remote
-	if len(order) > c.Attempts {
-		order = order[:c.Attempts]
-	}
 	go func() {
 		defer c.inflight.Add(-1)
-		resp := r.Copy()
-		for _, member := range order {
-			ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
-			start := time.Now()
-			m, err := c.Ask(ctx, member, zoneKey, name, q.Qtype)
-			cancel()
-			if c.Observe != nil {
-				c.Observe(member, time.Since(start), err)
-			}
-			if err != nil {
-				continue
-			}
-			c.Cache.Put(key, m, c.Now())
-			if b := h.answerFromOwner(x, resp, name, m, nil); b != nil {
-				x.t.Late.WriteLate(b, x.t.Client)
-			} // else the forwarder answers late itself
-			return
-		}
-		h.logError(x, "no owner of the zone answered", context.DeadlineExceeded)
-		resp.Rcode = dns.RcodeServerFailure
-		x.t.Late.WriteLate(h.pack(x, resp, nil), x.t.Client)
+		if b := h.askOwners(x, r.Copy(), name, key, resp); b != nil {
+			x.t.Late.WriteLate(b, x.t.Client)
+		} // else the forwarder answers late itself
 	}()
 	return nil
+}
+
+// askOwners asks the first Attempts replicas of resp.Remote in turn, each
+// for at most Timeout, and answers x with the first answer. When none
+// answered, it waits a little and answers the question from the view
+// again: the zone may have moved meanwhile (this replica or another found
+// its owner gone and took it over), or finished loading on a replica that
+// said it does not hold it yet. A replica that did not answer at all is
+// not asked again. The question gets Attempts × Timeout in all, then
+// SERVFAIL. It returns nil when the forwarder answers late.
+func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response) []byte {
+	c := h.Cluster
+	qtype := x.req.Question[0].Qtype
+	deadline := time.Now().Add(time.Duration(c.Attempts) * c.Timeout)
+	silent := map[string]bool{}
+	pause := c.Timeout / 10
+	for {
+		for _, member := range resp.Remote[:min(len(resp.Remote), c.Attempts)] {
+			left := time.Until(deadline)
+			if silent[member] || left <= 0 {
+				continue
+			}
+			m, err := c.ask(member, resp.Zone, name, qtype, min(c.Timeout, left))
+			if err == nil {
+				c.Cache.Put(key, m, c.Now())
+				return h.answerFromOwner(x, r, name, m, nil)
+			}
+			if !errors.Is(err, ErrNotServed) {
+				silent[member] = true
+			}
+		}
+		if time.Until(deadline) <= pause {
+			break
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, c.Timeout)
+		next := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: qtype})
+		switch {
+		case len(next.Remote) > 0:
+			resp = next
+		case next.External || (next.Rcode == dns.RcodeNameError && h.fallsThrough(name)):
+			return h.forward(x, r, name, "", nil)
+		case next.Rcode == dns.RcodeServerFailure:
+			resp = next // no replica can serve the zone yet: look again later
+		default:
+			return h.answerHere(x, r, name, next, nil) // the zone is held here now
+		}
+	}
+	h.logError(x, "no owner of the zone answered", context.DeadlineExceeded)
+	r.Rcode = dns.RcodeServerFailure
+	return h.pack(x, r, nil)
+}
+
+// ask asks member once, for at most timeout.
+func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, timeout time.Duration) (*dns.Msg, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	m, err := c.Ask(ctx, member, zoneKey, name, qtype)
+	if c.Observe != nil {
+		c.Observe(member, time.Since(start), err)
+	}
+	return m, err
 }
 
 func (c *Cluster) count(result string) {

@@ -1,0 +1,169 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/zone"
+)
+
+// movingView holds zone ns.svc.cluster.local. elsewhere (at the replicas
+// of order) until here is set, then here.
+type movingView struct {
+	*zone.StaticView
+	here  atomic.Bool
+	order atomic.Pointer[[]string]
+}
+
+const movingZone = "ns.svc.cluster.local."
+
+func (v *movingView) Zone(key string) *zone.Snapshot {
+	if key == movingZone && !v.here.Load() {
+		return nil
+	}
+	return v.StaticView.Zone(key)
+}
+
+func (v *movingView) Remote(key string) []string {
+	if key == movingZone && !v.here.Load() {
+		return *v.order.Load()
+	}
+	return nil
+}
+
+// lateAnswers collects what the handler writes late.
+type lateAnswers chan []byte
+
+func (l lateAnswers) WriteLate(b []byte, _ netip.AddrPort) { l <- append([]byte(nil), b...) }
+
+// replicas plays the other replicas: each answers with what its function
+// returns, and counts the questions it was asked.
+type replicas struct {
+	mu     sync.Mutex
+	asked  map[string]int
+	answer map[string]func(ctx context.Context) (*dns.Msg, error)
+}
+
+func (r *replicas) ask(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
+	r.mu.Lock()
+	r.asked[member]++
+	f := r.answer[member]
+	r.mu.Unlock()
+	return f(ctx)
+}
+
+func (r *replicas) count(member string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.asked[member]
+}
+
+func silent(ctx context.Context) (*dns.Msg, error) { <-ctx.Done(); return nil, ctx.Err() }
+
+func notServed(context.Context) (*dns.Msg, error) { return nil, fmt.Errorf("b: %w", ErrNotServed) }
+
+func movingHandler(t *testing.T, r *replicas, order ...string) (*Handler, *movingView) {
+	t.Helper()
+	base := testHandler(t)
+	v := &movingView{StaticView: base.View.(*zone.StaticView)}
+	v.order.Store(&order)
+	base.View = v
+	base.Cluster = &Cluster{Ask: r.ask, Cache: cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute}),
+		Timeout: 100 * time.Millisecond, Attempts: 3, MaxInFlight: 10, Now: time.Now}
+	return base, v
+}
+
+// askLate serves one question for the moving zone and returns the late
+// answer, and how long it took.
+func askLate(t *testing.T, h *Handler) (*dns.Msg, time.Duration) {
+	t.Helper()
+	late := make(lateAnswers, 1)
+	start := time.Now()
+	if out := h.Serve(pack(t, query("web.ns.svc.cluster.local.", dns.TypeA)), Transport{Late: late}, nil); out != nil {
+		t.Fatalf("answered at once; want the owners asked")
+	}
+	select {
+	case b := <-late:
+		m := new(dns.Msg)
+		if err := m.Unpack(b); err != nil {
+			t.Fatal(err)
+		}
+		return m, time.Since(start)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no late answer")
+	}
+	return nil, 0
+}
+
+// The owner does not answer and the next replica does not hold the zone:
+// when the zone moves here meanwhile (this replica found the owner gone
+// and loaded it), the question is answered from it, not SERVFAIL, and the
+// silent owner is asked once.
+func TestAskOwnersAnswersFromAZoneThatMovedHere(t *testing.T) {
+	var v *movingView
+	r := &replicas{asked: map[string]int{}, answer: map[string]func(context.Context) (*dns.Msg, error){
+		"x": silent,
+		"b": func(ctx context.Context) (*dns.Msg, error) {
+			v.here.Store(true) // meanwhile, the zone loaded here
+			return notServed(ctx)
+		}}}
+	h, v := movingHandler(t, r, "x", "b")
+	m, _ := askLate(t, h)
+	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
+		t.Fatalf("answer %v, want the zone's own", m)
+	}
+	if n := r.count("x"); n != 1 {
+		t.Fatalf("the silent owner was asked %d times, want once", n)
+	}
+}
+
+// A replica that said it does not hold the zone yet (it is loading it) is
+// asked again, and its answer is the answer.
+func TestAskOwnersAsksAgainAReplicaThatWasLoading(t *testing.T) {
+	var asked atomic.Int32
+	owner := func(ctx context.Context) (*dns.Msg, error) {
+		if asked.Add(1) < 3 {
+			return notServed(ctx) // still loading
+		}
+		m := new(dns.Msg)
+		m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+		m.Authoritative = true
+		rr, _ := dns.NewRR("web.ns.svc.cluster.local. 5 IN A 10.0.0.1")
+		m.Answer = []dns.RR{rr}
+		return m, nil
+	}
+	r := &replicas{asked: map[string]int{}, answer: map[string]func(context.Context) (*dns.Msg, error){"b": owner}}
+	h, _ := movingHandler(t, r, "b")
+	m, _ := askLate(t, h)
+	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
+		t.Fatalf("answer %v, want the loaded replica's", m)
+	}
+}
+
+// Nobody ever answers: SERVFAIL, never NXDOMAIN, within Attempts × Timeout
+// and a pause.
+func TestAskOwnersGivesUpWithServfail(t *testing.T) {
+	r := &replicas{asked: map[string]int{}, answer: map[string]func(context.Context) (*dns.Msg, error){
+		"x": silent, "b": notServed}}
+	h, _ := movingHandler(t, r, "x", "b")
+	m, took := askLate(t, h)
+	if m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
+	}
+	// A bound, not a measurement: the question must not outlive its
+	// budget by much, however slow the machine.
+	if budget := time.Duration(h.Cluster.Attempts) * h.Cluster.Timeout; took > 3*budget {
+		t.Fatalf("SERVFAIL after %v, want within about %v", took, budget)
+	}
+	if r.count("x") != 1 || r.count("b") < 2 {
+		t.Fatalf("asked x %d and b %d times; want x once, b again after pauses", r.count("x"), r.count("b"))
+	}
+}
