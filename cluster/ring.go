@@ -57,6 +57,10 @@ type Member struct {
 	Name   string // stable node name
 	Remote string // host:port of its actor remote
 	Owner  bool   // false for node-local caches, which own no zones
+	// Down is set when this replica found the member's actor remote port
+	// refusing connections: its process is gone although gossip has not
+	// declared it dead yet. A member that is down owns nothing here.
+	Down bool
 }
 
 // Ring is an immutable view of the live members: who owns what. Every
@@ -76,7 +80,7 @@ func NewRing(self string, members []Member, replication int) *Ring {
 	sort.Slice(r.Members, func(i, j int) bool { return r.Members[i].Name < r.Members[j].Name })
 	for _, m := range r.Members {
 		r.byName[m.Name] = m
-		if m.Owner {
+		if m.Owner && !m.Down {
 			r.owners = append(r.owners, m.Name)
 		}
 	}
@@ -94,8 +98,8 @@ func (r *Ring) Order(zoneKey string) []string {
 // Owns reports whether member owns zoneKey.
 func (r *Ring) Owns(member, zoneKey string) bool {
 	if r.Replication <= 0 || r.Replication >= len(r.owners) {
-		_, ok := r.byName[member]
-		return ok && r.byName[member].Owner
+		m, ok := r.byName[member]
+		return ok && m.Owner && !m.Down
 	}
 	for _, o := range Owners(r.owners, zoneKey, r.Replication) {
 		if o == member {
@@ -105,8 +109,8 @@ func (r *Ring) Owns(member, zoneKey string) bool {
 	return false
 }
 
-// HasOwners reports whether any member owns zones, so there is someone
-// to ask.
+// HasOwners reports whether any member owns zones (and is not down), so
+// there is someone to ask.
 func (r *Ring) HasOwners() bool { return len(r.owners) > 0 }
 
 // Member returns the member called name.

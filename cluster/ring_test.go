@@ -135,3 +135,42 @@ func TestRingHasOwners(t *testing.T) {
 		t.Error("a ring with an owner says it has none")
 	}
 }
+
+// A member found down owns nothing: each of its zones goes to the member
+// that came after it in the order, and no other zone moves, so a replica
+// that takes a down member out of its ring only gains zones.
+func TestRingDownMemberHandsItsZonesToTheNext(t *testing.T) {
+	up := []Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}}
+	down := slices.Clone(up)
+	down[2].Down = true
+	before, after := NewRing("a", up, 1), NewRing("a", down, 1)
+	moved := 0
+	for i := range 300 {
+		key := fmt.Sprintf("ns%d.svc.cluster.local.", i)
+		old, order := before.Order(key), after.Order(key)
+		if slices.Contains(order, "c") || after.Owns("c", key) {
+			t.Fatalf("%s: down member c is still in %v", key, order)
+		}
+		want := slices.DeleteFunc(slices.Clone(old), func(m string) bool { return m == "c" })
+		if !slices.Equal(order, want) {
+			t.Fatalf("%s: order %v with c down, want %v (was %v)", key, order, want, old)
+		}
+		if old[0] == "c" {
+			moved++
+		}
+		for _, m := range []string{"a", "b"} {
+			if before.Owns(m, key) && !after.Owns(m, key) {
+				t.Fatalf("%s: %s lost the zone when c went down", key, m)
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("c owned no zone")
+	}
+	if NewRing("a", down, 0).Owns("c", "x.") {
+		t.Fatal("replication 0: a down member owns a zone")
+	}
+	if NewRing("a", []Member{{Name: "r0", Owner: true, Down: true}}, 1).HasOwners() {
+		t.Fatal("a ring whose only owner is down says it has one")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -250,7 +251,40 @@ type ClusterConfig struct {
 	// Gossip is lan (memberlist's LAN timing) or fast (sub-second failure
 	// detection, for tests on one host).
 	Gossip string `json:"gossip"`
+	// FailureDetection tunes how soon gossip declares dead a replica that
+	// stopped answering, against how often it suspects one that was only
+	// slow; zero fields keep the gossip profile's.
+	FailureDetection FailureDetectionConfig `json:"failureDetection"`
 }
+
+// FailureDetectionConfig tunes memberlist's failure detector (SWIM with
+// Lifeguard). A replica that stops answering is suspected after it misses
+// a probe round and declared dead suspicionMult probe intervals later
+// unless it refutes: with up to 9 replicas, about 1 to 2 probe intervals
+// plus suspicionMult × probeInterval after it stopped. A replica whose
+// process exits is found sooner, whatever this says, by the replicas that
+// find its remote port closed (docs/hardening.md).
+type FailureDetectionConfig struct {
+	// ProbeInterval is how often a replica probes one other member.
+	// Default: 1s with gossip lan, 200ms with fast. At least 50ms.
+	ProbeInterval Duration `json:"probeInterval"`
+	// ProbeTimeout is how long a probe waits for its ack before other
+	// members are asked to probe too. Default: half the probe interval;
+	// at most the probe interval.
+	ProbeTimeout Duration `json:"probeTimeout"`
+	// SuspicionMult is how many probe intervals a suspected member has to
+	// refute before it is declared dead (scaled up by log10 of the member
+	// count from 10 members). Default: 4 with gossip lan, 3 with fast.
+	SuspicionMult int `json:"suspicionMult"`
+}
+
+// gossipProbeInterval is each gossip profile's probe interval, as
+// cluster/membership's DefaultTiming and FastTiming set it.
+var gossipProbeInterval = map[string]Duration{"lan": Duration(time.Second), "fast": Duration(200 * time.Millisecond)}
+
+// minProbeInterval bounds cluster.failureDetection.probeInterval: below
+// it, probes cost more than they tell on any network.
+const minProbeInterval = Duration(50 * time.Millisecond)
 
 // Clustered reports whether this replica joins others.
 func (c ClusterConfig) Clustered() bool { return c.Enabled || len(c.Join) > 0 || c.JoinService != "" }
@@ -523,6 +557,23 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	}
 	if cl.Gossip != "lan" && cl.Gossip != "fast" {
 		bad("cluster.gossip", "must be lan or fast, got %q", cl.Gossip)
+	}
+	fd := cl.FailureDetection
+	if fd.ProbeInterval != 0 && fd.ProbeInterval < minProbeInterval {
+		bad("cluster.failureDetection.probeInterval", "must be at least %v, got %v", minProbeInterval.D(), fd.ProbeInterval.D())
+	}
+	interval := fd.ProbeInterval
+	if interval == 0 {
+		interval = gossipProbeInterval[cl.Gossip]
+	}
+	switch {
+	case fd.ProbeTimeout < 0:
+		bad("cluster.failureDetection.probeTimeout", "must not be negative")
+	case fd.ProbeTimeout > interval:
+		bad("cluster.failureDetection.probeTimeout", "must not exceed the probe interval (%v), got %v", interval.D(), fd.ProbeTimeout.D())
+	}
+	if fd.SuspicionMult < 0 {
+		bad("cluster.failureDetection.suspicionMult", "must be at least 1, got %d", fd.SuspicionMult)
 	}
 }
 

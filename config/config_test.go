@@ -80,6 +80,12 @@ func TestParseRejects(t *testing.T) {
 		{"mode", "kubernetes: {enabled: false}\nmode: primary\n", "mode"},
 		{"reverse zone", "kubernetes: {enabled: false, reverseZones: [example.com]}\n", "kubernetes.reverseZones[0]"},
 		{"replication factor", "kubernetes: {enabled: false}\ncluster: {replicationFactor: -1}\n", "cluster.replicationFactor"},
+		{"probe interval too short", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: 10ms}}\n", "cluster.failureDetection.probeInterval"},
+		{"probe interval negative", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: -1s}}\n", "cluster.failureDetection.probeInterval"},
+		{"probe timeout over the interval", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: 300ms, probeTimeout: 400ms}}\n", "cluster.failureDetection.probeTimeout"},
+		{"probe timeout over the fast profile's interval", "kubernetes: {enabled: false}\ncluster: {gossip: fast, failureDetection: {probeTimeout: 300ms}}\n", "cluster.failureDetection.probeTimeout"},
+		{"suspicion multiplier", "kubernetes: {enabled: false}\ncluster: {failureDetection: {suspicionMult: -2}}\n", "cluster.failureDetection.suspicionMult"},
+		{"unknown failure detection key", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeIntervall: 1s}}\n", `"probeIntervall"`},
 		{"duration", "kubernetes: {enabled: false}\nmanifests: {interval: soon}\n", "soon"},
 		{"wrong type", "kubernetes: {enabled: false, ttl: five}\n", "ttl"},
 		{"not yaml", "kubernetes: [\n", "yaml"},
@@ -116,6 +122,24 @@ func TestClusterTrustAccepts(t *testing.T) {
 	} {
 		if _, err := Parse([]byte("kubernetes: {enabled: false}\n" + y)); err != nil {
 			t.Errorf("%s: %v", y, err)
+		}
+	}
+}
+
+// cluster.failureDetection leaves the gossip profile alone unless set, and
+// takes any consistent setting.
+func TestFailureDetectionAccepts(t *testing.T) {
+	if fd := Default().Cluster.FailureDetection; fd != (FailureDetectionConfig{}) {
+		t.Fatalf("failureDetection defaults to %+v, want the gossip profile's (zero)", fd)
+	}
+	for _, y := range []string{
+		"cluster: {failureDetection: {probeInterval: 250ms}}\n",
+		"cluster: {failureDetection: {probeInterval: 250ms, probeTimeout: 250ms, suspicionMult: 2}}\n",
+		"cluster: {failureDetection: {probeTimeout: 900ms}}\n",
+		"cluster: {gossip: fast, failureDetection: {suspicionMult: 6}}\n",
+	} {
+		if _, err := Parse([]byte("kubernetes: {enabled: false}\n" + y)); err != nil {
+			t.Fatalf("%q: %v", y, err)
 		}
 	}
 }

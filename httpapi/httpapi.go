@@ -41,6 +41,9 @@ type Member struct {
 	Name   string `json:"name"`
 	Remote string `json:"remote,omitempty"`
 	Owner  bool   `json:"owner"` // false while it loads (or for node-local caches)
+	// Down: its remote port refused a connection, so it owns nothing here
+	// although gossip still lists it.
+	Down bool `json:"down,omitempty"`
 }
 
 // Config is what the endpoints report on.

@@ -53,6 +53,9 @@ type Cluster struct {
 	// Processes turned away from the ring or the remote port, by reason
 	// (see cluster/trust).
 	RejectedMembers *prometheus.CounterVec
+	// Members found down (their remote port refused a connection) before
+	// gossip declared them dead (see cluster/liveness).
+	MembersDown prometheus.Counter
 }
 
 // All is every metric of a node.
@@ -160,7 +163,10 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.RejectedMembers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "rejected_members_total", Help: "Join attempts, gossip and remote connections or messages refused, by reason."},
 		[]string{"reason"})
+	cl.MembersDown = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "members_down_total", Help: "Members found down because their remote port refused a connection; " +
+			"they own no zone here until they serve again or gossip declares them dead."})
 	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.OwnerDispatches, cl.OwnerDuration,
-		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers)
+		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers, cl.MembersDown)
 	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/miekg/dns"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/cluster/liveness"
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/config"
@@ -45,6 +48,13 @@ type clusterState struct {
 	peersChanged chan struct{}
 	memberIPs    *trust.AddrSet // hosts of the live members, for the remote port
 	rejections   *trust.Rejections
+
+	// Members whose remote port refused a connection (cluster/liveness):
+	// they own nothing in this replica's ring until they serve again or
+	// gossip drops them.
+	liveness    *liveness.Checker
+	liveChanged chan struct{} // a member was found down or up again
+	endpoints   *eventstream.Subscription
 }
 
 // meta is what a replica tells the others: whether it owns zones yet, and
@@ -94,13 +104,18 @@ func (n *Node) startCluster() error {
 	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr),
 		remote.WithServerOptions(guard.ServerOptions()...), remote.WithDialOptions(remoteDialOptions(guard, host)...)))
 	c.remote.Start()
+	timing := gossipTiming(cc)
+	if err := n.startLiveness(c, guard, host, timing.ProbeInterval); err != nil {
+		return err
+	}
 	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.View) {
 		if core := n.core.Load(); core != nil && core.manager != nil {
 			return core.answer, core.table
 		}
 		return nil, nil // starting, or node-local: no zone is served here
-	}, n.metrics.Cluster.MailboxDropped)
+	}, func(zoneKey string) { c.suspectOwnersBefore(n.ring.Load(), zoneKey) }, n.metrics.Cluster.MailboxDropped)
 	if err != nil {
+		c.stopLiveness(n.system)
 		return err
 	}
 	mc := membership.DefaultConfig()
@@ -118,14 +133,13 @@ func (n *Node) startCluster() error {
 		// that a member's remote address is on its gossip host.
 		mc.Advertise = net.JoinHostPort(adv, "0")
 	}
-	if cc.Gossip == "fast" {
-		mc.Timing = membership.FastTiming()
-	}
+	mc.Timing = timing
 	if cc.JoinService != "" {
 		_, gossipPort, _ := remoteBind(cc.Bind)
 		mc.SeedsFunc = kubesource.PeerSeeds(c.client, cc.JoinService, gossipPort)
 	}
 	if c.members, err = membership.Start(mc); err != nil {
+		c.stopLiveness(n.system)
 		return err
 	}
 	n.cluster = c
@@ -133,13 +147,21 @@ func (n *Node) startCluster() error {
 	return nil
 }
 
-// buildRing is the ring of the current live members.
+// buildRing is the ring of the current live members; those found down
+// own nothing in it.
 func (n *Node) buildRing() *cluster.Ring {
 	var ms []cluster.Member
 	var ips []netip.Addr
-	for _, m := range n.cluster.members.Members() {
+	members := n.cluster.members.Members()
+	remotes := make(map[string]string, len(members))
+	for _, m := range members {
+		_, remotes[m.Name] = parseMeta(m.Meta)
+	}
+	n.cluster.liveness.Retain(remotes)
+	for _, m := range members {
 		owner, addr := parseMeta(m.Meta)
-		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: owner})
+		down := m.Name != n.name && n.cluster.liveness.Down(m.Name, addr)
+		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: owner, Down: down})
 		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
 			ips = append(ips, ap.Addr())
 		}
@@ -163,6 +185,8 @@ func (n *Node) watchRing() {
 			if !ok {
 				return
 			}
+			n.publishRing()
+		case <-n.cluster.liveChanged:
 			n.publishRing()
 		case <-tick.C:
 			n.maybeAnnounce()
@@ -234,7 +258,14 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 			if !ok || mem.Remote == "" {
 				return nil, fmt.Errorf("%s is not a member", member)
 			}
-			return n.cluster.dispatch.Ask(ctx, mem.Remote, zoneKey, name, qtype)
+			m, err := n.cluster.dispatch.Ask(ctx, mem.Remote, zoneKey, name, qtype)
+			switch {
+			case errors.Is(err, dispatch.ErrNotServed):
+				return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)
+			case err != nil:
+				n.cluster.liveness.Suspect(member, mem.Remote) // no answer: is it gone?
+			}
+			return m, err
 		},
 		Cache: cache.New(cache.Config{Size: c.Cache.Size, SuccessMaxTTL: sec(c.Cache.MaxTTL),
 			DenialMaxTTL: sec(c.Cache.DenialMaxTTL)}),
@@ -277,6 +308,7 @@ func (n *Node) stopCluster() {
 	if n.cluster == nil {
 		return
 	}
+	n.cluster.stopLiveness(n.system)
 	n.cluster.members.Close()
 	n.cluster.remote.Shutdown(false)
 	n.cluster.stopTrust()

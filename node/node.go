@@ -281,7 +281,7 @@ func (n *Node) debugRing() httpapi.Ring {
 		ring = cluster.NewRing(n.name, []cluster.Member{{Name: n.name, Owner: true}}, 0)
 	}
 	for _, m := range ring.Members {
-		r.Members = append(r.Members, httpapi.Member{Name: m.Name, Remote: m.Remote, Owner: m.Owner})
+		r.Members = append(r.Members, httpapi.Member{Name: m.Name, Remote: m.Remote, Owner: m.Owner, Down: m.Down})
 	}
 	keys := map[string]bool{}
 	for _, k := range c.table.Keys() {

@@ -41,27 +41,47 @@ var ErrNotServed = errors.New("dispatch: zone not served by that replica")
 // them).
 type Source func() (*zone.Config, zone.View)
 
+// Unserved is told the zone key of each question the server answered
+// "not served" for a zone it knows of but does not hold complete: the
+// asking replica got no answer from the replicas before this one in the
+// zone's order, which may be gone. It must not block.
+type Unserved func(zoneKey string)
+
 // server answers ZoneQuery messages.
-type server struct{ source Source }
+type server struct {
+	source   Source
+	unserved Unserved
+}
 
 func (s *server) Receive(ctx actor.Context) {
 	q, ok := ctx.Message().(*wire.ZoneQuery)
 	if !ok {
 		return
 	}
-	ctx.Respond(Answer(s.source, q))
+	reply, elsewhere := answer(s.source, q)
+	ctx.Respond(reply)
+	if elsewhere && s.unserved != nil && q.Zone != "" {
+		s.unserved(q.Zone)
+	}
 }
 
 // Answer is the server's reply to q.
 func Answer(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
-	reply := &wire.ZoneReply{Id: q.Id}
+	reply, _ := answer(source, q)
+	return reply
+}
+
+// answer is Answer, and whether the zone is one this replica knows to be
+// held by others (or still loading here).
+func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere bool) {
+	reply = &wire.ZoneReply{Id: q.Id}
 	cfg, view := source()
 	if cfg == nil || q.Qtype > 0xFFFF {
-		return reply
+		return reply, false
 	}
 	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype)})
 	if resp.External || len(resp.Remote) > 0 || zone.KeyOf(cfg, view, q.Name) != q.Zone {
-		return reply // not a zone this replica serves now
+		return reply, len(resp.Remote) > 0 // not a zone this replica serves now
 	}
 	m := new(dns.Msg)
 	m.SetQuestion(q.Name, uint16(q.Qtype))
@@ -70,10 +90,10 @@ func Answer(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
 	m.Compress = true
 	b, err := m.Pack()
 	if err != nil {
-		return reply
+		return reply, false
 	}
 	reply.Served, reply.Msg = true, b
-	return reply
+	return reply, false
 }
 
 // Client asks other replicas. It is safe for concurrent use.
@@ -86,11 +106,12 @@ type Client struct {
 
 // Start spawns the server and the reply actor on system, which must have
 // remote started, and returns the client. dropped counts, by mailbox
-// (actor name), the messages their full mailboxes dropped.
-func Start(system *actor.ActorSystem, source Source, dropped *prometheus.CounterVec) (*Client, error) {
+// (actor name), the messages their full mailboxes dropped; unserved may
+// be nil.
+func Start(system *actor.ActorSystem, source Source, unserved Unserved, dropped *prometheus.CounterVec) (*Client, error) {
 	c := &Client{system: system}
 	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &server{source: source}
+		return &server{source: source, unserved: unserved}
 	}, actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(ServerName)))), ServerName); err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}

@@ -87,6 +87,25 @@ func (g *Guard) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithTransportCredentials(g.client)}
 }
 
+// ClientHandshake runs this replica's side of the handshake on conn,
+// dialled to another replica's remote port at addr, as a dispatch would,
+// and returns the connection to use; on failure it closes conn. It is how
+// a replica checks that another one serves (cluster/liveness) without the
+// other counting a connection that stops mid-handshake as a stranger's.
+func (g *Guard) ClientHandshake(ctx context.Context, addr string, conn net.Conn) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	secured, _, err := g.client.ClientHandshake(ctx, host, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return secured, nil
+}
+
 // receiveMethod is protoactor's one stream method, the only one it uses.
 const receiveMethod = "/remote.Remoting/Receive"
 

@@ -1,14 +1,18 @@
 package trust
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
 )
 
 var testRoutes = map[string]string{
@@ -160,4 +164,95 @@ func TestRejectionsCountAndBound(t *testing.T) {
 	if n := len(r.List()); n != maxRejections {
 		t.Fatalf("%d rejections kept, want %d", n, maxRejections)
 	}
+}
+
+// ClientHandshake completes against a guarded remote port that holds the same
+// key, and the port counts no refusal for it; with another key it fails.
+func TestClientHandshakeChecksARemotePortWithoutARefusal(t *testing.T) {
+	t.Parallel()
+	k1 := []byte("0123456789abcdef0123456789abcdef")
+	k2 := []byte("fedcba9876543210fedcba9876543210")
+	for _, tc := range []struct {
+		name           string
+		client, server [][]byte
+		ok             bool
+	}{
+		{"plain text", nil, nil, true},
+		{"same key", [][]byte{k1}, [][]byte{k1}, true},
+		{"other key", [][]byte{k2}, [][]byte{k1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rej := NewRejections(nil, nil, time.Now)
+			admitted := func(netip.Addr) bool { return true }
+			server, err := NewGuard(GuardConfig{Keys: tc.server, Admitted: admitted, Routes: testRoutes, Rejections: rej})
+			if err != nil {
+				t.Fatal(err)
+			}
+			client, err := NewGuard(GuardConfig{Keys: tc.client, Admitted: admitted, Routes: testRoutes,
+				Rejections: NewRejections(nil, nil, time.Now)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inner, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := &closeWatcher{Listener: inner, closed: make(chan struct{}, 1)}
+			srv := grpc.NewServer(server.ServerOptions()...)
+			go srv.Serve(l)
+			defer srv.Stop()
+			conn, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			secured, err := client.ClientHandshake(ctx, l.Addr().String(), conn)
+			if tc.ok && err != nil {
+				t.Fatalf("handshake: %v", err)
+			}
+			if !tc.ok && err == nil {
+				t.Fatal("handshake with another key succeeded")
+			}
+			if err == nil {
+				secured.Close()
+			}
+			// The server closes the connection after it recorded a refusal,
+			// if it records one.
+			select {
+			case <-l.closed:
+			case <-ctx.Done():
+				t.Fatal("the server never closed the connection")
+			}
+			if got := rej.List(); tc.ok == (len(got) != 0) {
+				t.Fatalf("refusals recorded: %+v", got)
+			}
+		})
+	}
+}
+
+// closeWatcher signals when the server closes a connection it accepted.
+type closeWatcher struct {
+	net.Listener
+	closed chan struct{}
+}
+
+func (l *closeWatcher) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, closed: l.closed}, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *watchedConn) Close() error {
+	c.once.Do(func() { c.closed <- struct{}{} })
+	return c.Conn.Close()
 }

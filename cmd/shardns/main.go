@@ -169,6 +169,9 @@ func ring(args []string) error {
 		if m.Name == r.Self {
 			me = " (this replica)"
 		}
+		if m.Down {
+			me = " (down: its remote port refuses connections)"
+		}
 		fmt.Fprintf(w, "%s%s\t%s\t%v\n", m.Name, me, m.Remote, m.Owner)
 	}
 	fmt.Fprintf(w, "\nZONE\tOWNERS\tSERVED HERE\n")

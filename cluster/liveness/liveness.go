@@ -1,0 +1,242 @@
+// Package liveness finds members whose process is gone before gossip
+// declares them dead.
+//
+// memberlist cannot tell a crashed member from a slow one: it suspects a
+// member that misses a probe round and declares it dead only after a
+// suspicion period (about 5 s with the LAN timing), so that a member that
+// was merely busy can refute. A refused connection is not ambiguous: the
+// member's host answered that nothing listens on the member's actor
+// remote port, which its process opens before it joins and keeps until it
+// exits. So a crash, an OOM kill or kill -9 is known at once to any
+// replica that tries to reach the member; a member that is slow, paused
+// or behind a network that drops packets is never found down here (its
+// port accepts, or the check times out) and is left to gossip.
+//
+// A Checker checks a member when there is a reason to (its connection
+// broke, a question to it went unanswered, another replica asked for a
+// zone it owns) and at most once per interval; a member found down is
+// checked again every interval and is up again as soon as its port
+// accepts a connection. What being down means is the caller's business
+// (node: the member owns no zone in this replica's ring).
+package liveness
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config configures a Checker.
+type Config struct {
+	// Dial connects to a member's actor remote address, completes the
+	// handshake a dispatch would, waits for the member to speak and
+	// closes the connection: nil means the member's process serves. An
+	// error that is a refused connection means it is gone; one that is a
+	// connection closed or reset before the member spoke is checked again
+	// a moment later; any other proves nothing. Required.
+	Dial func(ctx context.Context, addr string) error
+	// Timeout bounds one check. A check that times out proves nothing.
+	Timeout time.Duration
+	// Interval is the least time between two checks of one member, and
+	// how often a member found down is checked again.
+	Interval time.Duration
+	// Changed is told when a member is found down or up again. It is
+	// called from the checker's goroutines and must not block.
+	Changed func(member string, down bool)
+	// Logger receives a line for each change; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Checker keeps the members found down. Its methods are safe for
+// concurrent use.
+type Checker struct {
+	cfg  Config
+	ctx  context.Context // ends at Close, aborting checks in flight
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	down   map[string]string    // member → the remote address that refused
+	last   map[string]time.Time // member → when its last check began
+	live   map[string]string    // the members of the last Retain; nil before it
+	closed bool
+}
+
+// New returns a Checker and starts the loop that checks down members
+// again. Close stops it.
+func New(cfg Config) (*Checker, error) {
+	switch {
+	case cfg.Dial == nil:
+		return nil, errors.New("liveness: Dial is required")
+	case cfg.Timeout <= 0 || cfg.Interval <= 0:
+		return nil, errors.New("liveness: Timeout and Interval must be positive")
+	}
+	if cfg.Changed == nil {
+		cfg.Changed = func(string, bool) {}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Checker{cfg: cfg, down: map[string]string{}, last: map[string]time.Time{}}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.wg.Go(c.recheckLoop)
+	return c, nil
+}
+
+// Suspect checks member, whose actor remote listens at addr, in the
+// background, unless it is already down at addr or was checked less than
+// an interval ago. It never blocks.
+func (c *Checker) Suspect(member, addr string) {
+	if addr == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.cfg.Now()
+	if c.closed || c.down[member] == addr || now.Sub(c.last[member]) < c.cfg.Interval {
+		return
+	}
+	c.last[member] = now
+	c.wg.Go(func() { c.check(member, addr) })
+}
+
+// Down reports whether member was found down at addr: a member that
+// comes back at another address is not.
+func (c *Checker) Down(member, addr string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.down[member]
+	return ok && a == addr
+}
+
+// Retain forgets the members that are not in live (member → remote
+// address) at the address they were found down at: gossip has declared
+// them dead, or they came back elsewhere; checks that end later do not
+// bring them back. The caller rebuilds what depends on Down after it, so
+// Changed is not called.
+func (c *Checker) Retain(live map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = make(map[string]string, len(live))
+	for m, addr := range live {
+		c.live[m] = addr
+	}
+	for m, addr := range c.down {
+		if live[m] != addr {
+			delete(c.down, m)
+		}
+	}
+	for m := range c.last {
+		if _, ok := live[m]; !ok {
+			delete(c.last, m)
+		}
+	}
+}
+
+// Close stops the checks and waits for them.
+func (c *Checker) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.wg.Wait()
+}
+
+// closedRetries and closedPause: a process being torn down may close the
+// connections it served before its listening socket, so a check right
+// after its connection broke can find the port accepting, then reset.
+// Such a check is made again a moment later, when the port refuses.
+const (
+	closedRetries = 3
+	closedPause   = 20 * time.Millisecond
+)
+
+// check dials member and records what it proves.
+func (c *Checker) check(member, addr string) {
+	var err error
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+		err = c.cfg.Dial(ctx, addr)
+		cancel()
+		if !closed(err) || try == closedRetries {
+			break
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(closedPause):
+		}
+	}
+	refused := Refused(err)
+	if err != nil && !refused {
+		return // slow, filtered, unreachable or closing: for gossip to decide
+	}
+	c.mu.Lock()
+	was, wasDown := c.down[member]
+	switch {
+	case c.live != nil && c.live[member] != addr:
+		// Gossip dropped the member (or moved it) while it was checked.
+		c.mu.Unlock()
+		return
+	case refused && (!wasDown || was != addr):
+		c.down[member] = addr
+	case !refused && wasDown && was == addr:
+		delete(c.down, member)
+	default:
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if refused {
+		c.cfg.Logger.Warn("liveness: a member's remote port refuses connections; it owns no zone here until it serves again or gossip declares it dead",
+			"member", member, "remote", addr)
+	} else {
+		c.cfg.Logger.Info("liveness: a member found down serves again", "member", member, "remote", addr)
+	}
+	c.cfg.Changed(member, refused)
+}
+
+// recheckLoop checks every down member again each interval.
+func (c *Checker) recheckLoop() {
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		down := make(map[string]string, len(c.down))
+		for m, a := range c.down {
+			down[m] = a
+			c.last[m] = c.cfg.Now()
+		}
+		c.mu.Unlock()
+		for m, a := range down {
+			c.check(m, a)
+		}
+	}
+}
+
+// Refused reports whether err is a connection refused: the host is up and
+// nothing listens on the port.
+func Refused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// closed reports whether err is a connection that was accepted, then
+// closed or reset before the other end spoke.
+func closed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
