@@ -47,9 +47,10 @@ deps:
 ## bench: dnsperf against shardns and CoreDNS side by side on a real apiserver with
 ## 1k services (queries per server CPU-second and their ratio, CPU at 20k qps,
 ## latency, RSS; CoreDNS is built once by integration/scripts/build-coredns.sh),
-## Go benchmarks with -benchmem, and the added latency of asking another replica.
+## Go benchmarks with -benchmem, the added latency of asking another replica, and
+## how long queries fail when one of three replicas (rf 1) is killed under load.
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 30m -run '^(TestDNSPerf|TestShardedMemory)\$$' ./integration | grep -E '(perf|memory)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 40m -run '^(TestDNSPerf|TestShardedMemory|TestKillWindow)\$$' ./integration | grep -E '(perf|memory|failover)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration

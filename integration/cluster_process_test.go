@@ -29,6 +29,13 @@ func startReplicaProcess(t *testing.T, cp *kubeapi.ControlPlane, name string, se
 
 func startReplicaProcessRF(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int) *replicaProcess {
 	t.Helper()
+	return startReplicaProcessWith(t, cp, name, seeds, rf, "gossip: fast\n  handoffGrace: 5s")
+}
+
+// startReplicaProcessWith starts a replica whose cluster section ends with
+// extra (indented by two spaces after its first line).
+func startReplicaProcessWith(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string) *replicaProcess {
+	t.Helper()
 	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	join := "enabled: true"
 	if len(seeds) > 0 {
@@ -45,9 +52,8 @@ cluster:
   bind: %q
   remote: "127.0.0.1:%d"
   replicationFactor: %d
-  gossip: fast
-  handoffGrace: 5s
-`, cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf)
+  %s
+`, cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf, extra)
 	p := startShardns(t, cfg)
 	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
 }
