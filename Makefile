@@ -21,9 +21,10 @@ test: deps check-fmt vet unit fuzz integration
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
-## integration: the built binary over real sockets with real clients.
+## integration: the built binary over real sockets with real clients, and deploy/
+## on a one-node Kubernetes cluster (TestNode, skipped without root and Docker).
 integration: build
-	$(GO) test -count=1 -timeout 20m ./integration/...
+	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -timeout 30m ./integration/...
 
 ## fuzz: each fuzz target for FUZZTIME (seed corpora are in testdata/fuzz); a run
 ## that only hit Go 1.26's fuzz deadline race is run again (see scripts/fuzz.sh).
@@ -64,12 +65,13 @@ soak: build
 	bash -o pipefail -c "SHARDNS_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 3h \
 		-run '^TestSoak\$$' ./integration | grep -E 'soak_test|^(ok|FAIL|---|panic)'"
 
-## node-test: deploy/ on a real one-node Kubernetes cluster that integration/kubenode
-## brings up on this machine (kubelet, containerd, kube-proxy, the control plane):
-## `kubectl apply -k deploy/`, names resolved from pods through kubelet's cluster DNS,
-## scaling and a rolling restart under queries, strangers refused. Needs root and
-## Docker; integration/scripts/build-node.sh builds kubelet & co. once (about 8
-## minutes cold). Not part of `make test`.
+## node-test: only the node tier of `make integration`: deploy/ on a real one-node
+## Kubernetes cluster that integration/kubenode brings up on this machine (kubelet,
+## containerd, kube-proxy, the control plane): `kubectl apply -k deploy/`, names
+## resolved from pods through kubelet's cluster DNS, scaling and a rolling restart
+## under queries, strangers refused. Needs root and Docker (skipped without);
+## integration/scripts/build-node.sh builds kubelet & co. once. `go test` runs it
+## only with SHARDNS_NODE_TEST=1: it changes the host's network while it runs.
 node-test: deps build
 	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -v -timeout 40m -run '^TestNode$$' ./integration
 

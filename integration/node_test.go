@@ -22,10 +22,12 @@ import (
 // (integration/kubenode) with kubelet, containerd, kube-proxy and the
 // control plane, built from the same Kubernetes release as the apiserver
 // of the other tiers. `kubectl apply -k deploy/` as shipped, pods that
-// resolve through kubelet's cluster DNS, scaling under queries, and
-// processes outside the StatefulSet that try to join.
+// resolve through kubelet's cluster DNS, scaling and a rolling restart
+// under queries, and processes outside the StatefulSet that try to join.
 
-// nodeTestEnv gates the tier: it needs root, Docker and a few minutes.
+// nodeTestEnv gates the tier: it adds a bridge, iptables rules and
+// mounts to the host while it runs, which `go test` should not do
+// unasked. make integration (so make test) and make node-test set it.
 const nodeTestEnv = "SHARDNS_NODE_TEST"
 
 // Bounds of the waits on the node; a 2-core machine starting pods next
@@ -38,7 +40,7 @@ const (
 
 func TestNode(t *testing.T) {
 	if os.Getenv(nodeTestEnv) == "" {
-		t.Skipf("set %s=1 to run the one-node cluster tier (make node-test; needs root and Docker)", nodeTestEnv)
+		t.Skipf("set %s=1 to run the one-node cluster tier, as make integration and make node-test do (it needs root and Docker, and changes the host's network while it runs)", nodeTestEnv)
 	}
 	n := kubenode.Start(t)
 	image := buildImage(t, fmt.Sprintf("shardns.test/shardns-%d", os.Getpid()))
