@@ -43,7 +43,7 @@ func TestNode(t *testing.T) {
 		t.Skipf("set %s=1 to run the one-node cluster tier, as make integration and make node-test do (it needs root and Docker, and changes the host's network while it runs)", nodeTestEnv)
 	}
 	n := kubenode.Start(t)
-	image := buildImage(t, fmt.Sprintf("shardns.test/shardns-%d", os.Getpid()))
+	image := buildImage(t, fmt.Sprintf("%sshardns-%d", kubenode.ImageDomain, os.Getpid()))
 	// The name deploy/ uses, imagePullPolicy IfNotPresent: as
 	// `kind load docker-image shardns:latest` would.
 	n.ImportDockerImage(t, image, "shardns:latest")
@@ -319,9 +319,10 @@ func (c *nodeCluster) testStrangersCannotJoin(t *testing.T) {
 		first = refused
 		return nil
 	})
-	// A refused stranger tries again every cluster rejoin interval (10s)
-	// or later; on a loaded machine it may take a few.
-	c.eventually(t, 3*time.Minute, func() error {
+	// A refused stranger tries again when it finds the replicas gone
+	// (its probes go unanswered) or at its rejoin interval: 2 to 60
+	// seconds here, longer on a loaded machine.
+	c.eventually(t, 4*time.Minute, func() error {
 		refused, err := refusals(t, replicas, strangers, reasons, intruder.Name, stranger.Name)
 		if err != nil {
 			return err

@@ -66,6 +66,7 @@ func removeLeftovers(t testing.TB, kubeProxy string) {
 		}
 	}
 	errs = append(errs, restoreTunables()...)
+	errs = append(errs, removeImages()...)
 	for _, d := range []string{dataDir(), stateDir} {
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, err)
@@ -346,6 +347,29 @@ func restoreTunables() []error {
 		}
 		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("restoring sysctl %s: %w", k, err))
+		}
+	}
+	return errs
+}
+
+// ImageDomain is the registry domain of the Docker images the node
+// builds, and under which a test names the ones it builds to import: a
+// run removes those a killed run left.
+const ImageDomain = "shardns.test/"
+
+// removeImages removes the tier's Docker images that a killed run left.
+// Under the host lock no other run has one: they are built after Start.
+func removeImages() []error {
+	out, err := exec.Command("docker", "images", "--format", "{{.Repository}}:{{.Tag}}").Output()
+	if err != nil {
+		return nil // no Docker: no image either
+	}
+	var errs []error
+	for _, ref := range strings.Fields(string(out)) {
+		if strings.HasPrefix(ref, ImageDomain) {
+			if _, err := run("docker", "rmi", ref); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errs

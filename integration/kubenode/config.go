@@ -11,11 +11,11 @@ const (
 	// busyboxPath is Debian's busybox-static.
 	busyboxPath = "/bin/busybox"
 	// Image names of the node's own images, imported into containerd; the
-	// .test domain can be pulled from nowhere.
-	pauseImage = "shardns.test/pause:1"
+	// .test domain (ImageDomain) can be pulled from nowhere.
+	pauseImage = ImageDomain + "pause:1"
 	// BusyboxImage holds busybox (nslookup, wget, sh) and glibc's getent,
 	// which resolves as most programs do (search path, ndots).
-	BusyboxImage = "shardns.test/busybox:1"
+	BusyboxImage = ImageDomain + "busybox:1"
 )
 
 // containerdConfig: the CRI plugin of Debian's containerd 1.6, on its own
