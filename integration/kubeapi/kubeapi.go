@@ -449,7 +449,7 @@ func (c *ControlPlane) stop() {
 func (c *ControlPlane) logTails(t testing.TB) {
 	t.Helper()
 	for _, name := range []string{"apiserver.log", "etcd.log"} {
-		t.Logf("kubeapi: last %d lines of %s:\n%s", logTailLines, name, tail(c.path(name), logTailLines))
+		t.Logf("kubeapi: last %d lines of %s:\n%s", logTailLines, name, Tail(c.path(name), logTailLines))
 	}
 }
 

@@ -69,7 +69,7 @@ func (p *process) waitReady(timeout time.Duration, ready func() bool) error {
 		select {
 		case <-p.done:
 			err := fmt.Errorf("kubeapi: %s exited before it was ready (%v); last %d lines of %s:\n%s",
-				p.name, p.err, logTailLines, p.log, tail(p.log, logTailLines))
+				p.name, p.err, logTailLines, p.log, Tail(p.log, logTailLines))
 			if p.logSinceStartContains("address already in use") {
 				err = fmt.Errorf("%w: %w", errPortTaken, err)
 			}
@@ -78,7 +78,7 @@ func (p *process) waitReady(timeout time.Duration, ready func() bool) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kubeapi: %s not ready after %v; last %d lines of %s:\n%s",
-				p.name, timeout, logTailLines, p.log, tail(p.log, logTailLines))
+				p.name, timeout, logTailLines, p.log, Tail(p.log, logTailLines))
 		}
 	}
 }
@@ -117,9 +117,10 @@ func (p *process) logSinceStartContains(s string) bool {
 	return err == nil && bytes.Contains(b, []byte(s))
 }
 
-// tail returns the last n lines of the file at path, reading at most its
+// Tail returns the last n lines of the file at path, reading at most its
 // last 256 KiB (apiserver logs grow large), or a note on why it cannot.
-func tail(path string, n int) string {
+// The node tier (integration/kubenode) shows its components' logs with it.
+func Tail(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)

@@ -48,6 +48,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/shardns/shardns/integration/kubeapi"
 )
 
 // Version is the Kubernetes version the node runs (integration/apiserver's
@@ -158,7 +160,7 @@ func (n *Node) ImportDockerImage(t testing.TB, image, as string) {
 // kube-controller-manager, kube-scheduler, kubelet, kube-proxy,
 // containerd), for a test's failure message.
 func (n *Node) Log(component string, lines int) string {
-	return tail(n.path(component+".log"), lines)
+	return kubeapi.Tail(n.path(component+".log"), lines)
 }
 
 func (n *Node) boot() error {
@@ -256,7 +258,7 @@ func (n *Node) exitedComponent() error {
 	defer n.mu.Unlock()
 	for _, p := range n.procs {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("kubenode: %s exited (%v); last %d lines of its log:\n%s", p.name, err, logTailLines, tail(p.log, logTailLines))
+			return fmt.Errorf("kubenode: %s exited (%v); last %d lines of its log:\n%s", p.name, err, logTailLines, kubeapi.Tail(p.log, logTailLines))
 		}
 	}
 	return nil

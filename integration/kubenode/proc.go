@@ -2,12 +2,13 @@ package kubenode
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shardns/shardns/integration/kubeapi"
 )
 
 // proc is a running server of the node whose output goes to a log file.
@@ -60,12 +61,12 @@ func (p *proc) waitReady(timeout time.Duration, ready func() error) error {
 		select {
 		case <-p.done:
 			return fmt.Errorf("kubenode: %s exited before it was ready (%v); last %d lines of %s:\n%s",
-				p.name, p.err, logTailLines, p.log, tail(p.log, logTailLines))
+				p.name, p.err, logTailLines, p.log, kubeapi.Tail(p.log, logTailLines))
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kubenode: %s not ready after %v (%v); last %d lines of %s:\n%s",
-				p.name, timeout, err, logTailLines, p.log, tail(p.log, logTailLines))
+				p.name, timeout, err, logTailLines, p.log, kubeapi.Tail(p.log, logTailLines))
 		}
 	}
 }
@@ -96,29 +97,6 @@ func (p *proc) stop(grace time.Duration) {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
-}
-
-// tail returns the last n lines of the file at path, reading at most its
-// last 256 KiB, or a note on why it cannot.
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	defer f.Close()
-	const maxRead = 256 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > maxRead {
-		f.Seek(st.Size()-maxRead, io.SeekStart)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return fmt.Sprintf("(reading log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // run runs a command to completion and returns its combined output, with
