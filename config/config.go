@@ -541,7 +541,7 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	}
 	if cl.Clustered() && cl.SecretKeyFile == "" && cl.Secret == "" && !cl.Insecure {
 		for key, v := range map[string]string{"cluster.bind": cl.Bind, "cluster.remote": cl.Remote} {
-			if !LoopbackHostPort(v) {
+			if !loopbackHostPort(v) {
 				bad(key, "%s is reachable beyond this host and no gossip key is set: any process that reaches it "+
 					"could join the ring and answer for zones. Set cluster.secretKeyFile or cluster.secret "+
 					"(docs/hardening.md, \"Trust between replicas\"), bind it to loopback, or set "+
@@ -577,9 +577,9 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	}
 }
 
-// LoopbackHostPort reports whether host:port listens on a loopback
+// loopbackHostPort reports whether host:port listens on a loopback
 // address only.
-func LoopbackHostPort(hostPort string) bool {
+func loopbackHostPort(hostPort string) bool {
 	host, _, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		return false
