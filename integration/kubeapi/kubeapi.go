@@ -366,7 +366,7 @@ func (c *ControlPlane) startEtcd() error {
 			return err
 		}
 		c.etcd = p
-		err = p.waitReady(etcdReadyTimeout, func() bool { return httpOK(plainHTTP, c.etcdURL+"/health", "") })
+		err = p.waitReady(etcdReadyTimeout, func() bool { return HTTPOK(plainHTTP, c.etcdURL+"/health", "") == nil })
 		if err == nil {
 			return nil
 		}
@@ -422,9 +422,9 @@ func (c *ControlPlane) startAPIServer() error {
 		// /readyz covers etcd, the RBAC bootstrap policy and the other
 		// post-start hooks; the system namespaces are created by a
 		// controller that only starts then, so they are checked too.
-		return httpOK(insecure, base+"/readyz", c.token) &&
-			httpOK(insecure, base+"/api/v1/namespaces/default", c.token) &&
-			httpOK(insecure, base+"/api/v1/namespaces/kube-system", c.token)
+		return HTTPOK(insecure, base+"/readyz", c.token) == nil &&
+			HTTPOK(insecure, base+"/api/v1/namespaces/default", c.token) == nil &&
+			HTTPOK(insecure, base+"/api/v1/namespaces/kube-system", c.token) == nil
 	})
 	if err != nil {
 		p.stop(apiserverStopGrace)
@@ -481,7 +481,7 @@ func apiserverBinary() (string, error) {
 	script := filepath.Join(filepath.Dir(file), "..", "scripts", "build-apiserver.sh")
 	// Test binaries of several packages run in parallel, and the script
 	// does not guard against two builds writing the same file.
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "shardns-build-apiserver.lock"))
+	unlock, err := LockFile(filepath.Join(os.TempDir(), "shardns-build-apiserver.lock"))
 	if err != nil {
 		return "", err
 	}
@@ -531,20 +531,23 @@ func waitPortFree(addr string, timeout time.Duration) error {
 // readiness deadline.
 var plainHTTP = &http.Client{Timeout: 5 * time.Second}
 
-// httpOK reports whether GET url answers 200, with token as bearer token
-// if not empty.
-func httpOK(client *http.Client, url, token string) bool {
+// HTTPOK returns nil if GET url answers 200, with token as bearer token
+// if not empty. The node tier polls its components with it too.
+func HTTPOK(client *http.Client, url, token string) error {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return err
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
 }

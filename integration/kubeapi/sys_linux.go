@@ -14,9 +14,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// lockFile takes an exclusive lock on the file at path, waiting for other
-// processes holding it, and returns its release.
-func lockFile(path string) (unlock func(), err error) {
+// LockFile takes an exclusive lock on the file at path, waiting for other
+// processes holding it, and returns its release. The node tier
+// (integration/kubenode) takes the same locks.
+func LockFile(path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, err

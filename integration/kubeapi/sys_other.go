@@ -8,6 +8,6 @@ import "syscall"
 // servers of a test binary that dies without its cleanups keep running.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
-// lockFile does not lock: concurrent first builds of the apiserver are only
+// LockFile does not lock: concurrent first builds of the apiserver are only
 // guarded on Linux, where the tests run.
-func lockFile(string) (unlock func(), err error) { return func() {}, nil }
+func LockFile(string) (unlock func(), err error) { return func() {}, nil }

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardns/shardns/integration/kubeapi"
 )
 
 func (n *Node) startContainerd() error {
@@ -40,7 +42,7 @@ func (n *Node) startEtcd() error {
 		return err
 	}
 	hc := &http.Client{Timeout: 5 * time.Second}
-	return p.waitReady(etcdReady, func() error { return httpOK(hc, client+"/health", "") })
+	return p.waitReady(etcdReady, func() error { return kubeapi.HTTPOK(hc, client+"/health", "") })
 }
 
 // startAPIServer starts the apiserver on the bridge address, where pods
@@ -73,7 +75,7 @@ func (n *Node) startAPIServer() error {
 	base := fmt.Sprintf("https://%s:%d", hostIP, apiserverPort)
 	return p.waitReady(apiserverReady, func() error {
 		for _, path := range []string{"/readyz", "/api/v1/namespaces/default", "/api/v1/namespaces/kube-system"} {
-			if err := httpOK(hc, base+path, n.token); err != nil {
+			if err := kubeapi.HTTPOK(hc, base+path, n.token); err != nil {
 				return err
 			}
 		}
@@ -163,7 +165,7 @@ func (n *Node) nodeUsable(ctx context.Context, hc *http.Client) error {
 			return n.untaint(ctx, node)
 		}
 	}
-	if err := httpOK(hc, "http://127.0.0.1:"+strconv.Itoa(proxyHealthz)+"/healthz", ""); err != nil {
+	if err := kubeapi.HTTPOK(hc, "http://127.0.0.1:"+strconv.Itoa(proxyHealthz)+"/healthz", ""); err != nil {
 		return fmt.Errorf("kube-proxy: %w", err)
 	}
 	for _, ns := range []string{"default", "kube-system"} {

@@ -258,17 +258,3 @@ func portsInUse() []string {
 	}
 	return used
 }
-
-// lockFile takes an exclusive lock on the file at path, waiting for other
-// processes holding it, and returns its release.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil
-}

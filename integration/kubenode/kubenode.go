@@ -36,7 +36,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,7 +307,7 @@ func buildBinaries() (binaries, error) {
 		return binaries{}, errors.New("kubenode: cannot locate the package source to find the build scripts")
 	}
 	scripts := filepath.Join(filepath.Dir(file), "..", "scripts")
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "shardns-build-apiserver.lock"))
+	unlock, err := kubeapi.LockFile(filepath.Join(os.TempDir(), "shardns-build-apiserver.lock"))
 	if err != nil {
 		return binaries{}, err
 	}
@@ -340,25 +339,4 @@ func buildBinaries() (binaries, error) {
 		kubelet:           bin("kubelet"),
 		kubeProxy:         bin("kube-proxy"),
 	}, nil
-}
-
-// httpOK returns nil if GET url answers 200, with token as bearer token
-// if not empty.
-func httpOK(client *http.Client, url, token string) error {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
 }
