@@ -363,7 +363,13 @@ func requireDocker(t *testing.T) {
 // at the end.
 func buildImage(t *testing.T, name string) string {
 	t.Helper()
-	const version = "it-test"
+	return buildImageVersion(t, name, "it-test")
+}
+
+// buildImageVersion builds the image as `make image VERSION=version` does,
+// tagged name:version and name:latest, and returns name:version.
+func buildImageVersion(t *testing.T, name, version string) string {
+	t.Helper()
 	t.Cleanup(func() { docker("rmi", name+":"+version, name+":latest") })
 	cmd := exec.Command("../scripts/image.sh")
 	cmd.Env = append(os.Environ(), "IMAGE="+name, "VERSION="+version)

@@ -3,7 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,13 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardns/shardns/integration/kubenode"
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 // What a user does with deploy/ on a real cluster: one node
 // (integration/kubenode) with kubelet, containerd, kube-proxy and the
 // control plane, built from the same Kubernetes release as the apiserver
 // of the other tiers. `kubectl apply -k deploy/` as shipped, pods that
-// resolve through kubelet's cluster DNS, scaling and a rolling restart
+// resolve through kubelet's cluster DNS, scaling and a rolling update
 // under queries, and processes outside the StatefulSet that try to join.
 
 // nodeTestEnv gates the tier: it adds a bridge, iptables rules and
@@ -57,7 +62,7 @@ func TestNode(t *testing.T) {
 		return
 	}
 	t.Run("ScaleUnderQueries", c.testScaleUnderQueries)
-	t.Run("RollingRestart", c.testRollingRestart)
+	t.Run("RollingUpdate", c.testRollingUpdate)
 	t.Run("StrangersCannotJoin", c.testStrangersCannotJoin)
 }
 
@@ -238,24 +243,75 @@ func (c *nodeCluster) testScaleUnderQueries(t *testing.T) {
 	q.finish(t)
 }
 
-// testRollingRestart restarts the replicas one at a time, as `kubectl
-// rollout restart statefulset shardns` (or a new image or configuration)
-// does, while a pod resolves without pause: every replica leaves and
-// comes back under its name, and no answer may fail or be wrong.
-func (c *nodeCluster) testRollingRestart(t *testing.T) {
+// testRollingUpdate rolls the replicas to a new image tag and a changed
+// configuration the way a user does: an overlay of deploy/ that sets the
+// image tag and merges a new shardns.yaml into the generated ConfigMap
+// (whose new hash-suffixed name changes the pod template), applied with
+// `kubectl apply -k`. The StatefulSet replaces its pods one at a time while
+// a pod resolves without pause: no answer may fail or be wrong, and then
+// every replica runs the new build and answers with the new settings.
+func (c *nodeCluster) testRollingUpdate(t *testing.T) {
 	names := c.queryFixtures(t, "roll")
 	q := c.startQuerier(t, "roll0", "querier", names)
-	q.waitAnswers(t, 3*len(names), "before the restart")
+	q.waitAnswers(t, 3*len(names), "before the update")
 	ctx := context.Background()
 	before, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
-	if _, err := c.client().AppsV1().StatefulSets("kube-system").Patch(ctx, "shardns", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+
+	// The new image: the same source built as another version, so that
+	// the binary itself tells which build a replica runs.
+	const version = "rolled"
+	image := buildImageVersion(t, fmt.Sprintf("%sshardns-%s-%d", kubenode.ImageDomain, version, os.Getpid()), version)
+	c.node.ImportDockerImage(t, image, "shardns:"+version)
+
+	// The new configuration: deploy/'s shardns.yaml with another record TTL,
+	// a change every answer shows.
+	const ttl = 10
+	base, err := os.ReadFile(deployDir + "/base/shardns.yaml")
+	if err != nil {
 		t.Fatal(err)
 	}
+	changed := strings.Replace(string(base), "\n  ttl: 30\n", fmt.Sprintf("\n  ttl: %d\n", ttl), 1)
+	if changed == string(base) {
+		t.Fatal("deploy/base/shardns.yaml has no `kubernetes.ttl: 30` line to change")
+	}
+	overlay := t.TempDir()
+	// kustomize takes a relative path only, as an overlay in its own
+	// folder beside deploy/ would have.
+	abs, err := filepath.Abs(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy, err := filepath.Rel(overlay, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: kube-system
+resources:
+  - %s
+images:
+  - name: shardns
+    newTag: %s
+configMapGenerator:
+  - name: shardns
+    behavior: merge
+    files:
+      - shardns.yaml
+`, deploy, version)
+	for name, content := range map[string]string{"kustomization.yaml": kustomization, "shardns.yaml": changed} {
+		if err := os.WriteFile(filepath.Join(overlay, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start := time.Now()
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, overlay))
+	if t.Failed() {
+		t.FailNow()
+	}
 	c.eventually(t, replicasTimeout, func() error {
 		s, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
 		if err != nil {
@@ -268,10 +324,59 @@ func (c *nodeCluster) testRollingRestart(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("rolling restart done after %v", time.Since(start).Round(time.Second))
-	c.waitReplicas(t, 3)
-	q.waitAnswers(t, 5*len(names), "after the restart")
+	t.Logf("rolling update done after %v", time.Since(start).Round(time.Second))
+	pods := c.waitReplicas(t, 3)
+	q.waitAnswers(t, 5*len(names), "after the update")
 	q.finish(t)
+
+	// A name no replica has answered yet, so that no cache holds it: its
+	// first answer carries the configured TTL.
+	svc := c.createService(t, "roll0", "fresh", "http", 80, nil, false)
+	fresh := record{"fresh.roll0.svc.cluster.local", dns.TypeA, svc.Spec.ClusterIP}
+	c.waitRecords(t, []record{fresh})
+	for _, p := range pods {
+		if img := p.Spec.Containers[0].Image; img != "shardns:"+version {
+			t.Errorf("%s runs image %s, want shardns:%s", p.Name, img, version)
+		}
+		if err := checkBuildVersion(p.Status.PodIP, version); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+		m, err := testutil.Exchange(net.JoinHostPort(p.Status.PodIP, "53"), "udp", dns.Fqdn(fresh.name), dns.TypeA)
+		if err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+			continue
+		}
+		for _, rr := range m.Answer {
+			if got := rr.Header().Ttl; got > ttl {
+				t.Errorf("%s answers %s with TTL %d, want at most the new kubernetes.ttl %d", p.Name, fresh.name, got, ttl)
+			}
+		}
+	}
+}
+
+// buildVersionRE finds the version label of shardns_build_info.
+var buildVersionRE = regexp.MustCompile(`(?m)^shardns_build_info\{[^}]*version="([^"]*)"`)
+
+// checkBuildVersion reads the replica's /metrics and checks the version
+// its binary reports.
+func checkBuildVersion(podIP, want string) error {
+	resp, err := http.Get("http://" + net.JoinHostPort(podIP, "8080") + "/metrics")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	m := buildVersionRE.FindSubmatch(body)
+	if m == nil {
+		return fmt.Errorf("/metrics has no shardns_build_info")
+	}
+	if string(m[1]) != want {
+		return fmt.Errorf("runs shardns %s, want %s", m[1], want)
+	}
+	return nil
 }
 
 // testStrangersCannotJoin runs shardns outside the StatefulSet with
