@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,13 @@ func startReplicaProcessRF(t *testing.T, cp *kubeapi.ControlPlane, name string, 
 // extra (indented by two spaces after its first line).
 func startReplicaProcessWith(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string) *replicaProcess {
 	t.Helper()
+	return startReplicaProcessLameduck(t, cp, name, seeds, rf, extra, 0)
+}
+
+// startReplicaProcessLameduck is startReplicaProcessWith with an
+// http.lameduck: how long the replica answers after SIGTERM.
+func startReplicaProcessLameduck(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string, lameduck time.Duration) *replicaProcess {
+	t.Helper()
 	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	join := "enabled: true"
 	if len(seeds) > 0 {
@@ -43,7 +51,7 @@ func startReplicaProcessWith(t *testing.T, cp *kubeapi.ControlPlane, name string
 	}
 	cfg := fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
-http: {listen: "127.0.0.1:0", lameduck: 0s, pprof: true}
+http: {listen: "127.0.0.1:0", lameduck: %s, pprof: true}
 kubernetes: {enabled: true, kubeconfig: %q}
 forward: {upstreams: []}
 cluster:
@@ -53,7 +61,7 @@ cluster:
   remote: "127.0.0.1:%d"
   replicationFactor: %d
   %s
-`, cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf, extra)
+`, lameduck, cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf, extra)
 	p := startShardns(t, cfg)
 	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
 }
@@ -202,6 +210,58 @@ func TestClusterProcessesKillAndJoin(t *testing.T) {
 	settled(t, []*replicaProcess{a, b, d}, 3)
 	targets.Store([]string{a.addr, b.addr, d.addr})
 	l.finish(t, "a fourth replica joining")
+}
+
+// Every replica stopped at once, as when the StatefulSet is deleted or
+// scaled to zero: each leaves the ring at the start of its lameduck and
+// sees the others leave, while clients (kube-proxy has not dropped the
+// endpoints yet) still ask all of them. Until their lameducks end, the
+// replicas must keep answering every name right.
+func TestClusterStopAllAtOnce(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	names := webNamespaces(t, cp, "stopall", 6)
+	const lameduck = 10 * time.Second
+	extra := "gossip: fast\n  handoffGrace: 5s"
+	a := startReplicaProcessLameduck(t, cp, "r0", nil, 2, extra, lameduck)
+	b := startReplicaProcessLameduck(t, cp, "r1", []string{a.gossip}, 2, extra, lameduck)
+	c := startReplicaProcessLameduck(t, cp, "r2", []string{a.gossip}, 2, extra, lameduck)
+	rs := []*replicaProcess{a, b, c}
+	settled(t, rs, 3)
+
+	l := startLoad(func() []string { return []string{a.addr, b.addr, c.addr} }, names)
+	for _, r := range rs {
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := time.Now()
+	// Each replica has seen every other one leave: its ring lists no
+	// other member.
+	testutil.Eventually(t, lameduck/2, func() error {
+		for _, r := range rs {
+			ring, err := r.ring(t)
+			if err != nil {
+				return err
+			}
+			for _, m := range ring.Members {
+				if m.Name != ring.Self {
+					return fmt.Errorf("%s still lists %s", ring.Self, m.Name)
+				}
+			}
+		}
+		return nil
+	})
+	for _, r := range rs {
+		for name, ip := range names {
+			if err := answerIs(r.addr, name, ip); err != nil {
+				t.Errorf("after every replica left the ring: %v", err)
+			}
+		}
+	}
+	if took := time.Since(stopped); took >= lameduck {
+		t.Fatalf("the checks took %v, longer than the lameduck: they prove nothing", took)
+	}
+	l.finish(t, "every replica stopping at once")
 }
 
 // webNamespaces creates n namespaces prefix0… with a ClusterIP service

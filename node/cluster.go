@@ -167,7 +167,25 @@ func (n *Node) buildRing() *cluster.Ring {
 		}
 	}
 	n.cluster.memberIPs.Set(ips)
+	if n.leaving.Load() && n.announcedOwner() && !hasLiveOwner(ms) {
+		// Every replica is stopping at once (the StatefulSet deleted or
+		// scaled to zero): each has left and sees the others leave, so
+		// the ring would have no owner and every query would fail while
+		// kube-proxy still sends them here. The last ones standing answer
+		// from what they hold, alone, until their lameduck ends.
+		ms = append(ms, cluster.Member{Name: n.name, Remote: n.cluster.remoteAddr, Owner: true})
+	}
 	return cluster.NewRing(n.name, ms, *n.cluster.cfg.ReplicationFactor)
+}
+
+// hasLiveOwner reports whether a member owns zones and is not found down.
+func hasLiveOwner(ms []cluster.Member) bool {
+	for _, m := range ms {
+		if m.Owner && !m.Down {
+			return true
+		}
+	}
+	return false
 }
 
 // watchRing rebuilds the ring on every membership change and tells the

@@ -64,6 +64,9 @@ type Node struct {
 	http      *httpapi.Server
 	started   bool
 	stopped   bool
+	// leaving is set once Stop has begun: the replica has left (or is
+	// leaving) the ring and answers only for its lameduck.
+	leaving atomic.Bool
 
 	httpConfigured string      // http.listen the running server was bound for
 	pprof          atomic.Bool // http.pprof of the running configuration
@@ -371,6 +374,7 @@ func (n *Node) Stop(lameduck time.Duration) {
 	if n.http != nil {
 		n.http.EnterLameduck()
 	}
+	n.leaving.Store(true)
 	n.leaveCluster() // the others take over this replica's zones now
 	if lameduck > 0 && n.started {
 		n.log.Info("lameduck: /ready fails, queries are still answered", "duration", lameduck)
