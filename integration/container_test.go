@@ -363,8 +363,11 @@ func requireDocker(t *testing.T) {
 // at the end.
 func buildImage(t *testing.T, name string) string {
 	t.Helper()
-	return buildImageVersion(t, name, "it-test")
+	return buildImageVersion(t, name, buildVersion)
 }
+
+// buildVersion is the version buildImage's binary reports.
+const buildVersion = "it-test"
 
 // buildImageVersion builds the image as `make image VERSION=version` does,
 // tagged name:version and name:latest, and returns name:version.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -30,6 +32,9 @@ import (
 // and what its tests share.
 type nodeCluster struct {
 	node *kubenode.Node
+	// coreDNSImage is the CoreDNS image imported into the node, once a
+	// test needed it (coreDNSImageOnNode).
+	coreDNSImage string
 }
 
 func (c *nodeCluster) client() kubernetes.Interface { return c.node.Client }
@@ -151,7 +156,13 @@ type record struct {
 // directly at its pod address.
 func (c *nodeCluster) waitRecords(t *testing.T, records []record) {
 	t.Helper()
-	pods := c.replicaPods(t)
+	c.waitRecordsAt(t, c.replicaPods(t), records)
+}
+
+// waitRecordsAt waits until every one of pods answers every record, asked
+// directly at its pod address.
+func (c *nodeCluster) waitRecordsAt(t *testing.T, pods []corev1.Pod, records []record) {
+	t.Helper()
 	c.eventually(t, recordsTimeout, func() error {
 		for _, p := range pods {
 			for _, r := range records {
@@ -179,6 +190,23 @@ func askRecord(addr string, r record) error {
 		got = append(got, data)
 	}
 	return fmt.Errorf("%s %s: %s %v, want %s", r.name, dns.TypeToString[r.qtype], dns.RcodeToString[m.Rcode], got, r.data)
+}
+
+// dnsPods lists the ready pods that kube-dns selects (k8s-app: kube-dns):
+// the replicas, and CoreDNS's where it runs.
+func (c *nodeCluster) dnsPods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	list, err := c.client().CoreV1().Pods("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			ready = append(ready, p)
+		}
+	}
+	return ready
 }
 
 // replicaPods lists the StatefulSet's pods.
@@ -226,10 +254,22 @@ func (c *nodeCluster) createService(t *testing.T, ns, name, port string, number 
 	return svc
 }
 
+// podOption changes a pod runPod creates.
+type podOption func(*corev1.Pod)
+
+// withDNSConfig gives the pod dnsPolicy None and cfg as its resolv.conf,
+// as kubelet would write it with another clusterDNS.
+func withDNSConfig(cfg *corev1.PodDNSConfig) podOption {
+	return func(p *corev1.Pod) {
+		p.Spec.DNSPolicy = corev1.DNSNone
+		p.Spec.DNSConfig = cfg
+	}
+}
+
 // runPod creates a busybox pod with the default dnsPolicy running
-// command, with the hostname and subdomain given if not empty, and
-// returns its name.
-func (c *nodeCluster) runPod(t *testing.T, ns, name string, labels map[string]string, hostname, subdomain string, command []string) string {
+// command, with the hostname and subdomain given if not empty, changed
+// by opts, and returns its name.
+func (c *nodeCluster) runPod(t *testing.T, ns, name string, labels map[string]string, hostname, subdomain string, command []string, opts ...podOption) string {
 	t.Helper()
 	zero := int64(0)
 	pod := &corev1.Pod{
@@ -246,6 +286,9 @@ func (c *nodeCluster) runPod(t *testing.T, ns, name string, labels map[string]st
 				Command:         command,
 			}},
 		},
+	}
+	for _, o := range opts {
+		o(pod)
 	}
 	if _, err := c.client().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -366,5 +409,24 @@ func strangerPod(sts *appsv1.StatefulSet, ns, name string, labels map[string]str
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec:       *sts.Spec.Template.Spec.DeepCopy(),
+	}
+}
+
+// podSecurityEnforce is the namespace label Pod Security admission
+// enforces.
+const podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+
+// enforcePodSecurity labels kube-system to enforce level, as `kubectl label
+// namespace kube-system pod-security.kubernetes.io/enforce=level
+// --overwrite` does; "" removes the label.
+func (c *nodeCluster) enforcePodSecurity(t *testing.T, level string) {
+	t.Helper()
+	value := "null"
+	if level != "" {
+		value = strconv.Quote(level)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, podSecurityEnforce, value)
+	if _, err := c.client().CoreV1().Namespaces().Patch(context.Background(), "kube-system", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

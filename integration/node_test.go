@@ -17,7 +17,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardns/shardns/integration/kubenode"
 	"github.com/shardns/shardns/internal/testutil"
@@ -64,6 +63,9 @@ func TestNode(t *testing.T) {
 	t.Run("ScaleUnderQueries", c.testScaleUnderQueries)
 	t.Run("RollingUpdate", c.testRollingUpdate)
 	t.Run("StrangersCannotJoin", c.testStrangersCannotJoin)
+	t.Run("NodeLocal", c.testNodeLocal)
+	t.Run("RollBackToCoreDNS", c.testRollBackToCoreDNS)
+	t.Run("ReplaceCoreDNS", c.testReplaceCoreDNS)
 }
 
 // testApplyAndResolve applies deploy/ as `kubectl apply -k deploy/` does,
@@ -76,10 +78,7 @@ func (c *nodeCluster) testApplyAndResolve(t *testing.T) {
 	// kube-system enforces Pod Security "restricted", as a hardened
 	// cluster's may: the StatefulSet's pods must pass it to exist.
 	ctx := context.Background()
-	patch := `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`
-	if _, err := c.client().CoreV1().Namespaces().Patch(ctx, "kube-system", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.enforcePodSecurity(t, "restricted")
 	start := time.Now()
 	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, deployDir))
 	if t.Failed() {
@@ -153,15 +152,16 @@ type podCheck struct {
 	want          []string
 }
 
-// runChecks runs every check in one pod with the default dnsPolicy and
-// reports each one whose output lacks a wanted line.
-func (c *nodeCluster) runChecks(t *testing.T, ns, name string, checks []podCheck) {
+// runChecks runs every check in one pod, with the default dnsPolicy
+// unless opts change it, and reports each one whose output lacks a
+// wanted line.
+func (c *nodeCluster) runChecks(t *testing.T, ns, name string, checks []podCheck, opts ...podOption) {
 	t.Helper()
 	var script strings.Builder
 	for i, ck := range checks {
 		fmt.Fprintf(&script, "echo '### %d'\n%s 2>&1\necho \"### rc=$?\"\n", i, ck.command)
 	}
-	out := c.runToCompletion(t, ns, name, script.String())
+	out := c.runToCompletion(t, ns, name, script.String(), opts...)
 	sections := splitSections(out)
 	for i, ck := range checks {
 		got, ok := sections[i]
@@ -207,9 +207,9 @@ func splitSections(out string) map[int]string {
 
 // runToCompletion runs script in a busybox pod with the default
 // dnsPolicy and returns its output once it has exited.
-func (c *nodeCluster) runToCompletion(t *testing.T, ns, name, script string) string {
+func (c *nodeCluster) runToCompletion(t *testing.T, ns, name, script string, opts ...podOption) string {
 	t.Helper()
-	pod := c.runPod(t, ns, name, nil, "", "", []string{"sh", "-c", script})
+	pod := c.runPod(t, ns, name, nil, "", "", []string{"sh", "-c", script}, opts...)
 	var phase corev1.PodPhase
 	c.eventually(t, podTimeout, func() error {
 		p, err := c.client().CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
@@ -250,6 +250,7 @@ func (c *nodeCluster) testScaleUnderQueries(t *testing.T) {
 // `kubectl apply -k`. The StatefulSet replaces its pods one at a time while
 // a pod resolves without pause: no answer may fail or be wrong, and then
 // every replica runs the new build and answers with the new settings.
+// Applying deploy/ again rolls them back, under the same queries.
 func (c *nodeCluster) testRollingUpdate(t *testing.T) {
 	names := c.queryFixtures(t, "roll")
 	q := c.startQuerier(t, "roll0", "querier", names)
@@ -312,22 +313,10 @@ configMapGenerator:
 	if t.Failed() {
 		t.FailNow()
 	}
-	c.eventually(t, replicasTimeout, func() error {
-		s, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		st := s.Status
-		if st.ObservedGeneration < s.Generation || st.UpdateRevision == before.Status.CurrentRevision ||
-			st.CurrentRevision != st.UpdateRevision || st.UpdatedReplicas != 3 || st.ReadyReplicas != 3 {
-			return fmt.Errorf("rollout: revision %s → %s, %d updated, %d ready", st.CurrentRevision, st.UpdateRevision, st.UpdatedReplicas, st.ReadyReplicas)
-		}
-		return nil
-	})
+	c.waitRollout(t, before.Status.CurrentRevision)
 	t.Logf("rolling update done after %v", time.Since(start).Round(time.Second))
 	pods := c.waitReplicas(t, 3)
 	q.waitAnswers(t, 5*len(names), "after the update")
-	q.finish(t)
 
 	// A name no replica has answered yet, so that no cache holds it: its
 	// first answer carries the configured TTL.
@@ -352,6 +341,46 @@ configMapGenerator:
 			}
 		}
 	}
+
+	// And back to deploy/ as shipped, as `kubectl apply -k deploy/` does
+	// after a bad update, still under queries; the later subtests start
+	// from there.
+	updated, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, deployDir))
+	if t.Failed() {
+		t.FailNow()
+	}
+	c.waitRollout(t, updated.Status.CurrentRevision)
+	t.Logf("rolled back to deploy/ after %v", time.Since(start).Round(time.Second))
+	for _, p := range c.waitReplicas(t, 3) {
+		if err := checkBuildVersion(p.Status.PodIP, buildVersion); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+	}
+	q.waitAnswers(t, 5*len(names), "after rolling back")
+	q.finish(t)
+}
+
+// waitRollout waits until the StatefulSet has left revision from and
+// every replica runs the new one, ready.
+func (c *nodeCluster) waitRollout(t *testing.T, from string) {
+	t.Helper()
+	c.eventually(t, replicasTimeout, func() error {
+		s, err := c.client().AppsV1().StatefulSets("kube-system").Get(context.Background(), "shardns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st := s.Status
+		if st.ObservedGeneration < s.Generation || st.UpdateRevision == from ||
+			st.CurrentRevision != st.UpdateRevision || st.UpdatedReplicas != *s.Spec.Replicas || st.ReadyReplicas != *s.Spec.Replicas {
+			return fmt.Errorf("rollout: revision %s → %s, %d updated, %d ready", st.CurrentRevision, st.UpdateRevision, st.UpdatedReplicas, st.ReadyReplicas)
+		}
+		return nil
+	})
 }
 
 // buildVersionRE finds the version label of shardns_build_info.

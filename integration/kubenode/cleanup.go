@@ -22,7 +22,8 @@ import (
 // removeLeftovers removes everything a run of the node leaves on the
 // host, whether it stopped cleanly or was killed: the processes that name
 // the node's directories, the containers and their shims, the mounts, the
-// network namespaces, kube-proxy's rules, the bridge and the directories.
+// network namespaces, kube-proxy's rules, the bridge, the node-local
+// DaemonSet's interface (NodeLocalLink) and the directories.
 // kubeProxy may be empty when its binary is not known. It logs what it
 // cannot remove and goes on.
 func removeLeftovers(t testing.TB, kubeProxy string) {
@@ -60,9 +61,13 @@ func removeLeftovers(t testing.TB, kubeProxy string) {
 	errs = append(errs, removeKubeChains()...)
 	errs = append(errs, removeOurRules()...)
 	errs = append(errs, removeCgroups(cgroups)...)
-	if _, err := net.InterfaceByName(bridge); err == nil {
-		if _, err := run("ip", "link", "del", bridge); err != nil {
-			errs = append(errs, err)
+	// The pods' bridge, and the interface of the node-local DaemonSet,
+	// which its pods leave on the host when they go.
+	for _, link := range []string{bridge, NodeLocalLink} {
+		if _, err := net.InterfaceByName(link); err == nil {
+			if _, err := run("ip", "link", "del", link); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	errs = append(errs, restoreTunables()...)

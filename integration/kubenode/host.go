@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -46,6 +47,36 @@ const (
 	hostIP         = "10.244.0.1" // the bridge's address: the node's InternalIP
 	apiserverSvcIP = "10.96.0.1"
 )
+
+// NodeLocalLink is the interface the init container of
+// deploy/components/nodelocal adds to the host to hold the node-local
+// cache's link-local address. It outlives the DaemonSet's pods, as
+// NodeLocal DNSCache's does, so the node's cleanup removes it.
+const NodeLocalLink = "shardns0"
+
+// PrepareNodeLocalLink readies NodeLocalLink on a host whose kernel has
+// no dummy interface driver (minimal virtual machine kernels): it
+// creates the interface as an empty bridge, which holds a local address
+// as a dummy interface does, and the init container, which keeps an
+// existing interface, adds the address and sets it up. Where the driver
+// exists it leaves the host as it is, and the init container creates the
+// dummy interface itself. It reports whether it made the bridge.
+func (n *Node) PrepareNodeLocalLink(t testing.TB) bool {
+	t.Helper()
+	if _, err := net.InterfaceByName(NodeLocalLink); err == nil {
+		return false
+	}
+	if _, err := run("ip", "link", "add", NodeLocalLink, "type", "dummy"); err == nil {
+		if _, err := run("ip", "link", "del", NodeLocalLink); err != nil {
+			t.Fatal("kubenode:", err)
+		}
+		return false
+	}
+	if _, err := run("ip", "link", "add", NodeLocalLink, "type", "bridge"); err != nil {
+		t.Fatal("kubenode:", err)
+	}
+	return true
+}
 
 // ClusterDNS is the address kubelet gives pods as their nameserver
 // (--cluster-dns), kubeadm's default: the tenth address of the Service

@@ -155,6 +155,16 @@ func (n *Node) ImportDockerImage(t testing.TB, image, as string) {
 	}
 }
 
+// TagImage gives an image of the node's containerd another name, as a
+// manifest names it (e.g. BusyboxImage as "busybox:1.36", for an
+// imagePullPolicy IfNotPresent that then pulls nothing).
+func (n *Node) TagImage(t testing.TB, image, as string) {
+	t.Helper()
+	if err := tagImage(image, as); err != nil {
+		t.Fatal("kubenode:", err)
+	}
+}
+
 // Log returns the end of a component's log (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kubelet, kube-proxy,
 // containerd), for a test's failure message.
