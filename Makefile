@@ -68,8 +68,9 @@ soak: build
 ## node-test: only the node tier of `make integration`: deploy/ on a real one-node
 ## Kubernetes cluster that integration/kubenode brings up on this machine (kubelet,
 ## containerd, kube-proxy, the control plane): `kubectl apply -k deploy/`, names
-## resolved from pods through kubelet's cluster DNS, scaling and a rolling restart
-## under queries, strangers refused. Needs root and Docker (skipped without);
+## resolved from pods through kubelet's cluster DNS, scaling and a rolling update
+## under queries, strangers refused, the node-local overlay, the switch from
+## CoreDNS and back. Needs root and Docker (skipped without);
 ## integration/scripts/build-node.sh builds kubelet & co. once. `go test` runs it
 ## only with SHARDNS_NODE_TEST=1: it changes the host's network while it runs.
 node-test: deps build
