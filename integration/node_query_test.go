@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,9 +43,12 @@ type querier struct {
 	c       *nodeCluster
 	ns, pod string
 	seen    int // answers counted at the last wait
-	// excused is how many failed answers of the log a phase excused
-	// (excuse); the others fail the test.
-	excused int
+	// Failed lookups before excuseEnd, up to excuseMax, are excused
+	// (excuseUntil); excused counts those logged.
+	excuseEnd time.Time
+	excuseMax int
+	excuseWhy string
+	excused   int
 }
 
 // startQuerier starts a querier in ns and waits until it runs. It asks
@@ -94,8 +98,8 @@ func (q *querier) waitAnswers(t *testing.T, n int, phase string) {
 	want := q.seen + n
 	q.c.eventually(t, podTimeout, func() error {
 		answers, failed := q.count(t)
-		if len(failed) > q.excused {
-			t.Fatalf("%s: %d of %d answers failed, first: %s", phase, len(failed)-q.excused, answers, failed[q.excused])
+		if failed = q.unexcused(t, failed); len(failed) > 0 {
+			t.Fatalf("%s: %d of %d answers failed, first: %s", phase, len(failed), answers, failed[0])
 		}
 		if q.seen = answers; answers < want {
 			return fmt.Errorf("%s: the querier has %d answers, want %d", phase, answers, want)
@@ -105,39 +109,61 @@ func (q *querier) waitAnswers(t *testing.T, n int, phase string) {
 	t.Logf("%s: %d answers so far, every one right", phase, q.seen)
 }
 
-// excuse waits until the querier has given n more answers, then lets up
-// to max answers that failed since the last wait pass, logged, for a
-// phase whose failures are not shardns's to prevent; more fail t. The
-// querier asks one name at a time, so the n answers come after any lookup
-// of the phase still waiting.
-func (q *querier) excuse(t *testing.T, n, max int, why string) {
+// excuseUntil lets up to max lookups that fail before end (by the time
+// on their FAIL line) pass, for a phase whose failures are not shardns's
+// to prevent; each is logged when seen. Lookups failing later, or more
+// than max, fail t as usual.
+func (q *querier) excuseUntil(end time.Time, max int, why string) {
+	q.excuseEnd, q.excuseMax, q.excuseWhy = end, max, why
+}
+
+// unexcused drops from failed the lookups excuseUntil lets pass, and
+// logs those the first time.
+func (q *querier) unexcused(t *testing.T, failed []string) []string {
 	t.Helper()
-	want := q.seen + n
-	var answers int
-	var failed []string
-	q.c.eventually(t, podTimeout, func() error {
-		if answers, failed = q.count(t); answers < want {
-			return fmt.Errorf("%s: the querier has %d answers, want %d", why, answers, want)
-		}
-		return nil
-	})
-	failed = failed[q.excused:]
-	if len(failed) > max {
-		t.Fatalf("%s: %d answers failed, at most %d excused; first: %s", why, len(failed), max, failed[0])
-	}
+	var left []string
+	excused := 0
 	for _, f := range failed {
-		t.Logf("excused (%s): %s", why, f)
+		if at, ok := failedAt(f, q.excuseEnd); ok && !at.After(q.excuseEnd) && excused < q.excuseMax {
+			if excused++; excused > q.excused {
+				q.excused = excused
+				t.Logf("excused (%s): %s", q.excuseWhy, f)
+			}
+			continue
+		}
+		left = append(left, f)
 	}
-	q.excused += len(failed)
-	q.seen = answers
+	return left
+}
+
+// failedAt reads the time of day on a FAIL line ("at 15:04:05"), as the
+// time of that day nearest to near.
+func failedAt(line string, near time.Time) (time.Time, bool) {
+	_, rest, ok := strings.Cut(line, " at ")
+	if !ok || len(rest) < 8 {
+		return time.Time{}, false
+	}
+	clock, err := time.Parse("15:04:05", rest[:8])
+	if err != nil {
+		return time.Time{}, false
+	}
+	near = near.UTC()
+	at := time.Date(near.Year(), near.Month(), near.Day(), clock.Hour(), clock.Minute(), clock.Second(), 0, time.UTC)
+	switch {
+	case at.Sub(near) > 12*time.Hour:
+		at = at.AddDate(0, 0, -1)
+	case near.Sub(at) > 12*time.Hour:
+		at = at.AddDate(0, 0, 1)
+	}
+	return at, true
 }
 
 // finish stops the querier and checks its answers once more.
 func (q *querier) finish(t *testing.T) {
 	t.Helper()
 	answers, failed := q.count(t)
-	if len(failed) > q.excused {
-		t.Fatalf("%d of %d answers failed, first: %s", len(failed)-q.excused, answers, failed[q.excused])
+	if failed = q.unexcused(t, failed); len(failed) > 0 {
+		t.Fatalf("%d of %d answers failed, first: %s", len(failed), answers, failed[0])
 	}
 	zero := int64(0)
 	q.c.client().CoreV1().Pods(q.ns).Delete(context.Background(), q.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})

@@ -250,7 +250,7 @@ func (c *nodeCluster) testScaleUnderQueries(t *testing.T) {
 // `kubectl apply -k`. The StatefulSet replaces its pods one at a time while
 // a pod resolves without pause: no answer may fail or be wrong, and then
 // every replica runs the new build and answers with the new settings.
-// Applying deploy/ again rolls them back, under the same queries.
+// Applying deploy/ again rolls them back.
 func (c *nodeCluster) testRollingUpdate(t *testing.T) {
 	names := c.queryFixtures(t, "roll")
 	q := c.startQuerier(t, "roll0", "querier", names)
@@ -317,6 +317,7 @@ configMapGenerator:
 	t.Logf("rolling update done after %v", time.Since(start).Round(time.Second))
 	pods := c.waitReplicas(t, 3)
 	q.waitAnswers(t, 5*len(names), "after the update")
+	q.finish(t)
 
 	// A name no replica has answered yet, so that no cache holds it: its
 	// first answer carries the configured TTL.
@@ -343,8 +344,8 @@ configMapGenerator:
 	}
 
 	// And back to deploy/ as shipped, as `kubectl apply -k deploy/` does
-	// after a bad update, still under queries; the later subtests start
-	// from there.
+	// after a bad update, so that the later subtests start from there
+	// (applying an overlay of deploy/ would roll the replicas again).
 	updated, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -361,8 +362,6 @@ configMapGenerator:
 			t.Errorf("%s: %v", p.Name, err)
 		}
 	}
-	q.waitAnswers(t, 5*len(names), "after rolling back")
-	q.finish(t)
 }
 
 // waitRollout waits until the StatefulSet has left revision from and
