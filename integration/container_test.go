@@ -219,6 +219,20 @@ func (r replicaContainer) ready() error {
 	return nil
 }
 
+// ownerMembers returns the members of ring, sorted, or an error naming
+// the first that owns no zone yet.
+func ownerMembers(ring httpapi.Ring) ([]string, error) {
+	var names []string
+	for _, m := range ring.Members {
+		if !m.Owner {
+			return nil, fmt.Errorf("member %s owns no zone yet", m.Name)
+		}
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // converge waits until every replica of rs is ready and its /debug/ring
 // lists exactly the members want, each of them an owner.
 func converge(t *testing.T, rs []replicaContainer, want []string, timeout time.Duration) {
@@ -233,14 +247,11 @@ func converge(t *testing.T, rs []replicaContainer, want []string, timeout time.D
 			if err != nil {
 				return err
 			}
-			var names []string
-			for _, m := range ring.Members {
-				if !m.Owner {
-					return fmt.Errorf("%s: %s does not own zones yet", r.name, m.Name)
-				}
-				names = append(names, m.Name)
+			names, err := ownerMembers(ring)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
 			}
-			if slices.Sort(names); !slices.Equal(names, want) {
+			if !slices.Equal(names, want) {
 				return fmt.Errorf("%s sees members %v, want %v", r.name, names, want)
 			}
 		}

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
@@ -47,14 +45,7 @@ func servedServiceZones(t *testing.T, r *replicaProcess) int {
 // NXDOMAIN for a name that exists, or zones moving under load before the
 // failure (a false failover). It runs only with SHARDNS_BENCH=1.
 func TestKillWindow(t *testing.T) {
-	if os.Getenv("SHARDNS_BENCH") == "" {
-		t.Skip("set SHARDNS_BENCH=1 (make bench)")
-	}
-	cp := kubeapi.Start(t)
-	client, err := kubernetes.NewForConfig(cp.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, client := benchControlPlane(t)
 	start := time.Now()
 	lines := generateCluster(t, client, 50, 2000, 10)
 	t.Logf("generated 2000 services and 20000 endpoints in %v", time.Since(start).Round(time.Second))

@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -24,14 +21,7 @@ import (
 // everything. With SHARDNS_PROFILE_DIR set, it writes each replica's heap
 // profile there (go tool pprof -top FILE).
 func TestShardedMemory(t *testing.T) {
-	if os.Getenv("SHARDNS_BENCH") == "" {
-		t.Skip("set SHARDNS_BENCH=1 (make bench)")
-	}
-	cp := kubeapi.Start(t)
-	client, err := kubernetes.NewForConfig(cp.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, client := benchControlPlane(t)
 	start := time.Now()
 	generateCluster(t, client, 100, 10000, 10)
 	t.Logf("generated 10000 services and 100000 endpoints in %v", time.Since(start).Round(time.Second))

@@ -84,14 +84,11 @@ func (c *nodeCluster) waitReplicas(t *testing.T, want int) []corev1.Pod {
 			if err != nil {
 				return fmt.Errorf("%s: %w", p.Name, err)
 			}
-			var members []string
-			for _, m := range ring.Members {
-				if !m.Owner {
-					return fmt.Errorf("%s: member %s owns no zone yet", p.Name, m.Name)
-				}
-				members = append(members, m.Name)
+			members, err := ownerMembers(ring)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
 			}
-			if slices.Sort(members); !slices.Equal(members, names) {
+			if !slices.Equal(members, names) {
 				return fmt.Errorf("%s sees members %v, want %v", p.Name, members, names)
 			}
 		}

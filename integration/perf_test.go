@@ -520,3 +520,19 @@ func TestPropagation(t *testing.T) {
 		len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)*99/100].Round(time.Millisecond),
 		took[len(took)-1].Round(time.Millisecond))
 }
+
+// benchControlPlane skips t unless SHARDNS_BENCH is set (make bench), then
+// starts a control plane of its own, as the benchmarks' loads need one
+// nothing else shares.
+func benchControlPlane(t *testing.T) (*kubeapi.ControlPlane, kubernetes.Interface) {
+	t.Helper()
+	if os.Getenv("SHARDNS_BENCH") == "" {
+		t.Skip("set SHARDNS_BENCH=1 (make bench)")
+	}
+	cp := kubeapi.Start(t)
+	client, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, client
+}

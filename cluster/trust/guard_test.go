@@ -113,19 +113,23 @@ func handshake(t *testing.T, clientKeys, serverKeys [][]byte) (clientErr, server
 	return clientErr, <-done
 }
 
+// Two gossip keys for the TLS tests.
+var (
+	testKey1 = []byte("0123456789abcdef0123456789abcdef")
+	testKey2 = []byte("fedcba9876543210fedcba9876543210")
+)
+
 func TestRemoteTLSPinsTheGossipKey(t *testing.T) {
 	t.Parallel()
-	k1 := []byte("0123456789abcdef0123456789abcdef")
-	k2 := []byte("fedcba9876543210fedcba9876543210")
 	for _, tc := range []struct {
 		name           string
 		client, server [][]byte
 		ok             bool
 	}{
-		{"same key", [][]byte{k1}, [][]byte{k1}, true},
-		{"other key", [][]byte{k2}, [][]byte{k1}, false},
-		{"client rotated first", [][]byte{k2, k1}, [][]byte{k1, k2}, true},
-		{"server still on the old key only", [][]byte{k2, k1}, [][]byte{k1}, false},
+		{"same key", [][]byte{testKey1}, [][]byte{testKey1}, true},
+		{"other key", [][]byte{testKey2}, [][]byte{testKey1}, false},
+		{"client rotated first", [][]byte{testKey2, testKey1}, [][]byte{testKey1, testKey2}, true},
+		{"server still on the old key only", [][]byte{testKey2, testKey1}, [][]byte{testKey1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -170,16 +174,14 @@ func TestRejectionsCountAndBound(t *testing.T) {
 // key, and the port counts no refusal for it; with another key it fails.
 func TestClientHandshakeChecksARemotePortWithoutARefusal(t *testing.T) {
 	t.Parallel()
-	k1 := []byte("0123456789abcdef0123456789abcdef")
-	k2 := []byte("fedcba9876543210fedcba9876543210")
 	for _, tc := range []struct {
 		name           string
 		client, server [][]byte
 		ok             bool
 	}{
 		{"plain text", nil, nil, true},
-		{"same key", [][]byte{k1}, [][]byte{k1}, true},
-		{"other key", [][]byte{k2}, [][]byte{k1}, false},
+		{"same key", [][]byte{testKey1}, [][]byte{testKey1}, true},
+		{"other key", [][]byte{testKey2}, [][]byte{testKey1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
