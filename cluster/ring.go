@@ -118,3 +118,7 @@ func (r *Ring) Member(name string) (Member, bool) {
 	m, ok := r.byName[name]
 	return m, ok
 }
+
+// Owners lists the members that own zones and are not down, by name. The
+// slice is shared: callers must not change it.
+func (r *Ring) Owners() []string { return r.owners }
