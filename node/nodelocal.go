@@ -67,6 +67,17 @@ func (v *ownersView) Remote(key string) []string {
 	return order
 }
 
+// FanOut lists every owner on the ring: a node-local cache holds no
+// reverse zone, and when replicas hold partial ones (each built from its
+// own namespaces) no single owner can say a reverse name does not exist.
+// Asking all of them also works when reverse zones are whole: the zone's
+// owners answer and the others say they do not serve it, which the merge
+// of the answers ignores. The ring orders a reverse key over all its
+// owners (only namespace zones are placed otherwise), so that order is
+// the list, remembered like any other. No owner gives an empty list:
+// SERVFAIL, never NXDOMAIN.
+func (v *ownersView) FanOut(key string) []string { return v.Remote(key) }
+
 // startNodeLocal finishes a node-local core: no sources and no zone
 // actors, only the owners view, the owners' answer cache (in the cluster
 // handler) and the forwarder for other names.

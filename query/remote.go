@@ -3,6 +3,8 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,7 +64,13 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	}
 	go func() {
 		defer c.inflight.Add(-1)
-		if b := h.askOwners(x, r.Copy(), name, key, resp); b != nil {
+		var b []byte
+		if resp.FanOut {
+			b = h.askAll(x, r.Copy(), name, key, resp, time.Now().Add(time.Duration(c.Attempts)*c.Timeout))
+		} else {
+			b = h.askOwners(x, r.Copy(), name, key, resp)
+		}
+		if b != nil {
 			x.t.Late.WriteLate(b, x.t.Client)
 		} // else the forwarder answers late itself
 	}()
@@ -105,6 +113,10 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 		pause = min(2*pause, c.Timeout)
 		next := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: qtype})
 		switch {
+		case next.FanOut:
+			// The reverse zones became partial meanwhile: the name's
+			// answer is every replica's share, asked in the time left.
+			return h.askAll(x, r, name, key, next, deadline)
 		case len(next.Remote) > 0:
 			resp = next
 		case next.External || (next.Rcode == dns.RcodeNameError && h.fallsThrough(name)):
@@ -118,6 +130,129 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 	h.logError(x, "no owner of the zone answered", context.DeadlineExceeded)
 	r.Rcode = dns.RcodeServerFailure
 	return h.pack(x, r, nil)
+}
+
+// askAll answers a name of a partial reverse zone that is not held here:
+// each member of resp.Remote holds the share of the zone built from its
+// own namespaces, so all are asked at once, each once until deadline, and
+// x is answered with the merge of their answers (mergeShares). Asking a
+// silent member again would only spend the budget the others' answers
+// need; the merge already refuses to deny a name whose share is unknown.
+// It returns nil when the forwarder answers late.
+func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response, deadline time.Time) []byte {
+	c := h.Cluster
+	qtype := x.req.Question[0].Qtype
+	shares := make([]share, len(resp.Remote))
+	if left := time.Until(deadline); left > 0 {
+		var wg sync.WaitGroup
+		for i, member := range resp.Remote {
+			wg.Go(func() {
+				m, err := c.ask(member, resp.Zone, name, qtype, left)
+				shares[i] = share{member: member, msg: m, err: err}
+			})
+		}
+		wg.Wait()
+	} else {
+		for i, member := range resp.Remote {
+			shares[i] = share{member: member, err: context.DeadlineExceeded}
+		}
+	}
+	m, err := mergeShares(name, qtype, shares)
+	if err != nil {
+		h.logError(x, "not every replica holding a share of the reverse zone answered", err)
+		r.Rcode = dns.RcodeServerFailure
+		return h.pack(x, r, nil)
+	}
+	c.Cache.Put(key, m, c.Now())
+	return h.answerFromOwner(x, r, name, m, nil)
+}
+
+// share is one member's answer to a fan-out: a message, or why there is
+// none.
+type share struct {
+	member string
+	msg    *dns.Msg
+	err    error
+}
+
+// mergeShares merges the members' answers for a name of a partial reverse
+// zone. A member that does not serve the zone (one whose reverse zones
+// are whole but not its to hold) adds nothing. Records found by any
+// member are the answer, all of them: a name may point into namespaces
+// held by different replicas. Failing that, a NODATA from one member says
+// the name exists. NXDOMAIN needs every member's word, since any silent
+// one may hold the name: without it the error says whose share is
+// unknown, for a SERVFAIL.
+func mergeShares(name string, qtype uint16, shares []share) (*dns.Msg, error) {
+	var answer, extra []dns.RR
+	var nodata, nxdomain *dns.Msg
+	var unknown []error
+	for _, s := range shares {
+		switch {
+		case errors.Is(s.err, ErrNotServed):
+			continue
+		case s.err != nil:
+			unknown = append(unknown, fmt.Errorf("%s: %w", s.member, s.err))
+			continue
+		case s.msg == nil:
+			unknown = append(unknown, fmt.Errorf("%s: no message", s.member))
+			continue
+		}
+		switch s.msg.Rcode {
+		case dns.RcodeSuccess:
+			answer = appendNew(answer, s.msg.Answer)
+			extra = appendNew(extra, s.msg.Extra)
+			if nodata == nil {
+				nodata = s.msg
+			}
+		case dns.RcodeNameError:
+			if nxdomain == nil {
+				nxdomain = s.msg
+			}
+		default:
+			// SERVFAIL (a replica not synced yet) or worse: its share is
+			// not known.
+			unknown = append(unknown, fmt.Errorf("%s: %s", s.member, dns.RcodeToString[s.msg.Rcode]))
+		}
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.Response, m.Authoritative = true, true
+	switch {
+	case len(answer) > 0:
+		m.Answer, m.Extra = answer, extra
+	case nodata != nil:
+		m.Ns = nodata.Ns
+	case nxdomain != nil && len(unknown) == 0:
+		m.Rcode, m.Ns = dns.RcodeNameError, nxdomain.Ns
+	case len(unknown) > 0:
+		return nil, errors.Join(unknown...)
+	default:
+		return nil, fmt.Errorf("no replica serves the zone: %w", ErrNotServed)
+	}
+	return m, nil
+}
+
+// appendNew appends the records of rrs that dst does not hold yet (TTLs
+// aside, as dns.IsDuplicate compares them), and no OPT: the members'
+// replies carry their own, and the client's reply gets one of its own.
+func appendNew(dst, rrs []dns.RR) []dns.RR {
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			continue
+		}
+		dup := false
+		for _, have := range dst {
+			if dns.IsDuplicate(have, rr) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dst = append(dst, rr)
+		}
+	}
+	return dst
 }
 
 // ask asks member once, for at most timeout.

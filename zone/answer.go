@@ -11,6 +11,11 @@ import (
 type Question struct {
 	Name string
 	Type uint16
+	// LocalOnly answers from the state held here only: a name missing
+	// from a partial reverse zone is a miss here, not a reason to send the
+	// caller to the other replicas. A replica answering another's fan-out
+	// sets it, so a fan-out never fans out again.
+	LocalOnly bool
 }
 
 // Response is the outcome of Answer. Its record slices are shared with the
@@ -22,6 +27,10 @@ type Response struct {
 	// does not know the namespaces (any replica answers it).
 	Remote []string
 	Zone   string
+	// FanOut says Remote lists every other replica, each holding a share
+	// of the partial reverse zone Zone: all are asked and their answers
+	// merged, instead of the first that answers being the answer.
+	FanOut bool
 	Rcode  int
 	// Referral is a delegation from a file zone: NS in the authority
 	// section, glue in the additional one, and no AA bit.
@@ -40,6 +49,13 @@ type View interface {
 	// Remote lists, for a zone that exists but is not served here, the
 	// replicas that hold it in the order to ask them; nil otherwise.
 	Remote(key string) []string
+	// FanOut is nil when reverse zones are held whole by their owners
+	// (found through Remote). Otherwise the reverse zones here are partial,
+	// or absent (a node-local cache): each replica builds them from the
+	// objects of its own namespaces, so a reverse name of zone key that
+	// is not held here must be asked of every member listed (never this
+	// node) and their answers merged. It is only asked for reverse keys.
+	FanOut(key string) []string
 }
 
 // maxCNAMEDepth bounds ExternalName chasing inside the cluster domain, as
@@ -206,6 +222,11 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 		}
 	}
 	s := v.Zone(route.Key)
+	if route.Reverse {
+		if fan := v.FanOut(route.Key); fan != nil {
+			return answerPartialReverse(v, dir, s, route, q, fan)
+		}
+	}
 	if s == nil {
 		if order := v.Remote(route.Key); order != nil {
 			if len(order) == 0 {
@@ -223,6 +244,37 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 		return s.answerReverse(dir, q)
 	}
 	return s.answer(cfg, v, q, depth)
+}
+
+// answerPartialReverse answers a name of reverse zone route.Key when the
+// reverse zones are partial (View.FanOut gave fan). What is held here
+// answers when it knows the name; a miss only says this node's share
+// lacks it, so it goes to every member in fan, unless the question is
+// local only or there is no one else to ask: then the miss is this
+// node's own answer.
+func answerPartialReverse(v View, dir *Directory, s *Snapshot, route Route, q Question, fan []string) Response {
+	var local Response
+	if s != nil {
+		local = s.answerReverse(dir, q)
+		if local.Rcode != dns.RcodeNameError {
+			return local // a hit, or NODATA: the name exists here
+		}
+	} else {
+		local = negative(dns.RcodeNameError, dir.soa[route.Origin])
+	}
+	if q.LocalOnly {
+		return local
+	}
+	if len(fan) == 0 {
+		if s == nil && v.Remote(route.Key) != nil {
+			// Nobody to ask, yet the zone is placed elsewhere, or (a
+			// node-local cache with no owner) this node holds nothing of
+			// its own: its miss is not an answer.
+			return Response{Rcode: dns.RcodeServerFailure}
+		}
+		return local // alone: this node's share is the whole zone
+	}
+	return Response{Remote: fan, Zone: route.Key, FanOut: true}
 }
 
 // answer answers a name inside this zone.

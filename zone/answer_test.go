@@ -350,6 +350,7 @@ func (v *namespacesUnknownView) Remote(key string) []string {
 	v.asked = append(v.asked, key)
 	return v.remote
 }
+func (v *namespacesUnknownView) FanOut(string) []string { return nil }
 
 // A node that does not know the namespaces cannot answer a pod name
 // (pods: insecure): a replica answers NXDOMAIN for a namespace that does

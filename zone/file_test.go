@@ -267,6 +267,7 @@ func (p placedView) Zone(string) *Snapshot { return nil }
 func (p placedView) Remote(string) []string {
 	return p.remote
 }
+func (p placedView) FanOut(string) []string { return nil }
 
 func TestAnswerFileHeldElsewhere(t *testing.T) {
 	cfg := testConfig()
@@ -324,7 +325,7 @@ func TestFileZoneTransfer(t *testing.T) {
 func TestFileAnswerAllocatesNothing(t *testing.T) {
 	cfg := testConfig()
 	v := fileView(t, cfg)
-	for _, q := range []Question{{"web.example.org.", A}, {"nope.example.org.", A}, {"sub.example.org.", A}} {
+	for _, q := range []Question{{Name: "web.example.org.", Type: A}, {Name: "nope.example.org.", Type: A}, {Name: "sub.example.org.", Type: A}} {
 		if n := testing.AllocsPerRun(100, func() { Answer(cfg, v, q) }); n != 0 {
 			t.Errorf("%s: %v allocations per answer, want 0", q.Name, n)
 		}
@@ -334,8 +335,8 @@ func TestFileAnswerAllocatesNothing(t *testing.T) {
 func BenchmarkFileAnswer(b *testing.B) {
 	cfg := testConfig()
 	v := fileView(b, cfg)
-	for _, q := range []Question{{"web.example.org.", A}, {"www.example.org.", A}, {"x.wild.example.org.", A},
-		{"nope.example.org.", A}, {"host.sub.example.org.", A}} {
+	for _, q := range []Question{{Name: "web.example.org.", Type: A}, {Name: "www.example.org.", Type: A}, {Name: "x.wild.example.org.", Type: A},
+		{Name: "nope.example.org.", Type: A}, {Name: "host.sub.example.org.", Type: A}} {
 		b.Run(q.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

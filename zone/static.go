@@ -19,6 +19,9 @@ func (v *StaticView) Zone(key string) *Snapshot { return v.zones[key] }
 // Remote implements View: a static view holds every zone.
 func (v *StaticView) Remote(string) []string { return nil }
 
+// FanOut implements View: a static view holds its reverse zones whole.
+func (v *StaticView) FanOut(string) []string { return nil }
+
 // NewStaticView builds the snapshots of every zone the objects fall in.
 func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	namespaces := map[string]struct{}{}

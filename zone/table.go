@@ -13,7 +13,8 @@ type Table struct {
 	dir       atomic.Pointer[Directory]
 	slots     atomic.Pointer[map[string]*Slot]
 	placement atomic.Pointer[map[string][]string]
-	mu        sync.Mutex // serialises copy-on-write of slots
+	fanOut    atomic.Pointer[[]string] // nil pointer: reverse zones are whole
+	mu        sync.Mutex               // serialises copy-on-write of slots
 	retired   atomic.Bool
 }
 
@@ -75,6 +76,40 @@ func (t *Table) Placement() map[string][]string {
 // SetPlacement publishes, for every zone not served here, the replicas
 // that hold it in the order to ask them.
 func (t *Table) SetPlacement(p map[string][]string) { t.placement.Store(&p) }
+
+// FanOut implements View: the same members for every reverse key, since
+// every replica holds a share of every reverse zone.
+func (t *Table) FanOut(string) []string {
+	if p := t.fanOut.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetFanOut publishes the members (this node excluded) to ask for a
+// reverse name this node does not hold, its reverse zones being partial;
+// nil says they are whole again, held by their owners. When the change
+// turns a local miss from an answer into a question for others, or back
+// (fan-out starts or stops, or the first other member comes or the last
+// goes), the directory is published again as a copy: answers packed from
+// the old directory (the query fast path keeps them while the snapshot
+// and directory are the ones they were built from) must not outlive the
+// meaning they had.
+func (t *Table) SetFanOut(members []string) {
+	var next *[]string
+	if members != nil {
+		next = &members
+	}
+	old := t.fanOut.Swap(next)
+	if (old == nil) == (members == nil) && (old == nil || (len(*old) == 0) == (len(members) == 0)) {
+		return
+	}
+	if d := t.dir.Load(); d != nil {
+		cp := *d
+		// A directory published meanwhile is new already: keep it.
+		t.dir.CompareAndSwap(d, &cp)
+	}
+}
 
 // NewSlot installs an empty slot for key, replacing any slot it had, and
 // returns it. The zone reads as absent until its first snapshot.

@@ -79,7 +79,13 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 	if cfg == nil || q.Qtype > 0xFFFF {
 		return reply, false
 	}
-	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype)})
+	// Local only: a replica asked by another answers from its own share
+	// of a partial reverse zone, even when that share lacks the name
+	// (NXDOMAIN here is "not in my share", which the asker merges); it
+	// never sends the question on, so a fan-out does not recurse. Other
+	// zones, and reverse zones held whole, are unaffected: a zone held
+	// elsewhere still comes back with Remote, answered "not served".
+	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype), LocalOnly: true})
 	if resp.External || len(resp.Remote) > 0 || zone.KeyOf(cfg, view, q.Name) != q.Zone {
 		return reply, len(resp.Remote) > 0 // not a zone this replica serves now
 	}
