@@ -119,12 +119,18 @@ type KubernetesConfig struct {
 	IgnoreEmptyService bool `json:"ignoreEmptyService"`
 	// NoEndpoints serves no endpoint records.
 	NoEndpoints bool `json:"noEndpoints"`
+	// ShardedWatch lets a replica of a cluster watch only the namespaces
+	// it owns when the API server shards watches (nil: true).
+	ShardedWatch *bool `json:"shardedWatch"`
 	// Fallthrough zones pass NXDOMAIN on to the forwarder.
 	Fallthrough []string `json:"fallthrough"`
 	// StartupTimeout bounds how long cluster names get SERVFAIL before the
 	// first sync.
 	StartupTimeout Duration `json:"startupTimeout"`
 }
+
+// Sharded reports kubernetes.shardedWatch, true unless set false.
+func (k *KubernetesConfig) Sharded() bool { return k.ShardedWatch == nil || *k.ShardedWatch }
 
 // AllZones returns the cluster and the reverse zones, the names whose
 // records the Kubernetes source owns.

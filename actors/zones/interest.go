@@ -63,6 +63,16 @@ func (i *Interest) Serves(kind model.Kind, namespace string) bool {
 	return false
 }
 
+// Clustered reports whether zones are shared out among replicas, so a
+// replica's sources may watch only what its own zones are built from.
+func (i *Interest) Clustered() bool {
+	if i == nil {
+		return false
+	}
+	v := i.view.Load()
+	return v != nil && v.ring != nil && v.ring.Replication > 0
+}
+
 // Set makes i answer for ring, as seen by the member self, with the zones
 // of cfg. A nil ring serves everything.
 func (i *Interest) Set(ring *cluster.Ring, self string, cfg *zone.Config) {

@@ -89,6 +89,9 @@ type Manager struct {
 	replay       replayState
 	keysSeen     int  // len(zoneSize) when placement was last published
 	placementDue bool // a publishPlacement message is in the mailbox
+	// sharded is set once a source says it receives only this replica's
+	// namespaces (see sharded.go).
+	sharded bool
 
 	// Restarted zone actors (see rebuild.go).
 	rebuildAfterSync map[string]bool      // restarted before every source synced
@@ -137,6 +140,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onSynced(ctx, msg)
 	case *barrierDone:
 		m.onBarrierDone(ctx, msg)
+	case *IngestSharded:
+		m.onIngestSharded()
 	case *RingChanged:
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:
@@ -246,9 +251,13 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		case model.KindNamespace:
 			dirChanged = m.applyNamespace(c) || dirChanged
 		case model.KindService, model.KindEndpointSlice:
-			m.routeServiceChange(c, batch)
+			if m.accepts(c) {
+				m.routeServiceChange(c, batch)
+			}
 		case model.KindPod:
-			m.routePodChange(c, batch)
+			if m.accepts(c) {
+				m.routePodChange(c, batch)
+			}
 		case model.KindServiceEntry:
 			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
 		case model.KindZoneFile:
@@ -395,6 +404,12 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	}
 	if !m.owns(key) {
 		return nil
+	}
+	if m.sharded && m.replay.keys != nil && !isReverseKey(m.cfg.Answer, key) {
+		// A zone whose objects a re-sharded watch is listing now: hidden
+		// until the replay that waits for that list ends.
+		m.replay.keys[key] = true
+		return m.spawnZone(ctx, key, true)
 	}
 	return m.spawnZone(ctx, key, false)
 }

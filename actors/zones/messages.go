@@ -46,6 +46,13 @@ type ReplayDone struct {
 	ID     uint64
 }
 
+// IngestSharded tells the Manager that a source receives only the objects
+// of the namespaces whose zones this replica owns (sharded watches): every
+// replica then builds each reverse zone from its own namespaces, and the
+// queries for the others' namespace zones are placed by the namespace list.
+// Sent before the source's first batch.
+type IngestSharded struct{}
+
 // RingChanged tells the Manager who owns what now. A nil Ring means this
 // replica owns every zone.
 type RingChanged struct {

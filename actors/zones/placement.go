@@ -33,7 +33,8 @@ type replayState struct {
 // owns reports whether this replica owns key. Every replica owns the
 // file zones that may be transferred.
 func (m *Manager) owns(key string) bool {
-	return m.ring == nil || m.fileZones[key] || m.ring.Owns(m.cfg.Self, key)
+	return m.ring == nil || m.fileZones[key] || m.ring.Owns(m.cfg.Self, key) ||
+		m.sharded && isReverseKey(m.cfg.Answer, key)
 }
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
@@ -60,7 +61,10 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 		// together, with one placement for all of them.
 		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZones{zones: lost})
 	}
-	if len(gained) > 0 {
+	if len(gained) > 0 || m.sharded {
+		// With sharded watches the zones gained are mostly unknown here
+		// until the source's new watch lists them: the replay waits for
+		// that list, and the zones it spawns stay hidden until it ends.
 		m.startReplay(ctx, gained, true)
 	} else if m.replay.keys == nil {
 		m.setLoaded(true) // nothing is loading, whatever the node assumed
@@ -68,6 +72,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
 	}
+	m.publishFanOut()
 	m.publishPlacement()
 }
 
@@ -173,6 +178,7 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 	if m.cfg.OnReleasing != nil {
 		m.cfg.OnReleasing()
 	}
+	m.forgetReleased(ctx)
 	m.publishPlacement()
 	// The zones kept were built among those stopped now. Built again
 	// while those are still alive, they move to memory of their own, and
@@ -255,9 +261,9 @@ func (m *Manager) publishPlacement() {
 		return
 	}
 	p := make(map[string][]string)
-	for key := range m.zoneSize {
+	place := func(key string) {
 		if m.children[key] != nil && !m.replay.keys[key] && m.owns(key) {
-			continue // served here
+			return // served here
 		}
 		order := []string{}
 		for _, name := range m.ring.Order(key) {
@@ -266,6 +272,20 @@ func (m *Manager) publishPlacement() {
 			}
 		}
 		p[key] = order
+	}
+	for key := range m.zoneSize {
+		place(key)
+	}
+	if m.sharded {
+		// The zones of namespaces other replicas own are not known here:
+		// every namespace's may exist.
+		for ns := range m.namespaces {
+			for _, key := range m.namespaceKeys(ns) {
+				if _, known := p[key]; !known {
+					place(key)
+				}
+			}
+		}
 	}
 	m.cfg.Table.SetPlacement(p)
 }

@@ -32,6 +32,12 @@ type Config struct {
 	NamespaceSelector string     // label selector of exposed namespaces (server-side)
 	LabelSelector     string     // label selector of services and endpoint slices (server-side)
 	Pods              bool       // watch pods (pods: verified)
+	// NoSharding watches every object even where the API server could
+	// shard the watches (kubernetes.shardedWatch: false).
+	NoSharding bool
+	// PodsEverywhere keeps every pod watched when watches are sharded:
+	// autopath needs every client's namespace on every replica.
+	PodsEverywhere bool
 	NoEndpoints       bool       // do not watch endpoint slices
 	// Interest says which namespaces this replica's zones are built from;
 	// the objects of the others are kept frozen. Nil keeps every object
@@ -56,10 +62,11 @@ func (c *Config) Validate() error {
 type Source struct {
 	cfg     Config
 	stop    chan struct{}
-	watched []watched
+	watched []watched // every informer, when watches are not sharded
 	exposed func(string) bool
 	objects *objects
 	wg      sync.WaitGroup
+	shardState
 }
 
 // watched is one informer and the kind it delivers.
@@ -78,10 +85,25 @@ func (s *Source) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
+	case *ingestMode:
+		if msg.sharded {
+			s.startSharded(ctx)
+		} else {
+			s.startFull(ctx)
+		}
 	case *zones.Replay:
-		s.replay(ctx, msg.ID)
+		if s.sharded && !s.shardsReady() {
+			s.replaysWaiting = append(s.replaysWaiting, msg.ID) // answered once the new informers synced
+		} else {
+			s.replay(ctx, msg.ID)
+		}
 	case *zones.InterestChanged:
 		s.resort()
+		s.reshard(ctx)
+	case *namespacesChanged:
+		s.reshard(ctx)
+	case *shardsSynced:
+		s.onShardsSynced(ctx, msg)
 	case *actor.Stopping:
 		s.shutdown()
 	}
@@ -89,59 +111,92 @@ func (s *Source) Receive(ctx actor.Context) {
 
 func (s *Source) start(ctx actor.Context) {
 	s.stop = make(chan struct{})
-	root := ctx.ActorSystem().Root
-	manager := s.cfg.Manager
-	send := func(c model.Change) {
-		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
-	}
-	exposed := s.exposedFunc()
-	s.exposed = exposed
+	s.started = time.Now()
+	s.root = ctx.ActorSystem().Root
+	s.exposed = s.exposedFunc()
 	s.objects = &objects{interest: s.cfg.Interest}
-	self := ctx.Self()
-	client := s.cfg.Client
-	objects := func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }
-	namespaces := func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }
-	// No namespace index: nothing here looks objects up by namespace, and
-	// the index would hold a second copy of every key.
-	none := cache.Indexers{}
-	informer := func(resource string, object runtime.Object, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(client.listWatch(resource, tweak), object, 0, none)
+	if !s.cfg.Interest.Clustered() || s.cfg.NoSharding {
+		s.startFull(ctx)
+		return
 	}
+	root, self, stop := ctx.ActorSystem().Root, ctx.Self(), s.stop
+	s.wg.Go(func() {
+		sharded, err := s.detectSharding(stop)
+		if err != nil {
+			return // stopping
+		}
+		if !sharded {
+			s.cfg.Logger.Info("the API server does not shard watches (no shardInfo in its lists; Kubernetes 1.36+ with the ShardedListAndWatch feature gate does): every replica watches every object")
+		}
+		root.Send(self, &ingestMode{sharded: sharded})
+	})
+}
+
+// objectsTweak applies kubernetes.labelSelector to Services and
+// EndpointSlices.
+func (s *Source) objectsTweak() func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.LabelSelector }
+}
+
+// namespacesTweak applies kubernetes.namespaceSelector to Namespaces.
+func (s *Source) namespacesTweak() func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }
+}
+
+// newInformer returns an informer of resource in every namespace. No
+// namespace index: nothing here looks objects up by namespace, and the
+// index would hold a second copy of every key.
+func (s *Source) newInformer(resource string, object runtime.Object, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(s.cfg.Client.listWatch(resource, tweak), object, 0, cache.Indexers{})
+}
+
+// register sets w's transform, error logging and handler, and returns
+// when the handler has seen the initial list. sharded, when set, is the
+// sharded kind whose generation guards the handler.
+func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced {
+	kind := w.kind
+	w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
+			"kind", kind.String(), "err", err)
+	})
+	if err := w.informer.SetTransform(transformFor(s.exposed, s.objects)); err != nil {
+		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
+	}
+	root, manager := s.root, s.cfg.Manager
+	send := s.generationGuard(sharded, func(c model.Change) {
+		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
+	})
+	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger, objects: s.objects})
+	if err != nil {
+		panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
+	}
+	return reg.HasSynced
+}
+
+// startFull watches every object of every kind.
+func (s *Source) startFull(ctx actor.Context) {
+	root, manager, self := s.root, s.cfg.Manager, ctx.Self()
 	list := []watched{
-		{model.KindNamespace, informer("namespaces", &corev1.Namespace{}, namespaces)},
-		{model.KindService, informer("services", &corev1.Service{}, objects)},
+		{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak())},
+		{model.KindService, s.newInformer("services", &corev1.Service{}, s.objectsTweak())},
 	}
 	if !s.cfg.NoEndpoints {
-		list = append(list, watched{model.KindEndpointSlice, informer("endpointslices", &discoveryv1.EndpointSlice{}, objects)})
+		list = append(list, watched{model.KindEndpointSlice, s.newInformer("endpointslices", &discoveryv1.EndpointSlice{}, s.objectsTweak())})
 	}
 	if s.cfg.Pods {
-		list = append(list, watched{model.KindPod, informer("pods", &corev1.Pod{}, nil)})
+		list = append(list, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil)})
 	}
-	transform := transformFor(exposed, s.objects)
 	var synced []cache.InformerSynced
 	for _, w := range list {
-		kind := w.kind
-		w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-			s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
-				"kind", kind.String(), "err", err)
-		})
-		if err := w.informer.SetTransform(transform); err != nil {
-			panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
-		}
-		reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: exposed, send: send, log: s.cfg.Logger, objects: s.objects})
-		if err != nil {
-			panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
-		}
-		synced = append(synced, reg.HasSynced)
+		synced = append(synced, s.register(w, nil))
 	}
 	s.watched = list
 	for _, w := range list {
 		s.wg.Go(func() { w.informer.Run(s.stop) })
 	}
 	s.wg.Go(func() {
-		start := time.Now()
 		if cache.WaitForCacheSync(s.stop, synced...) {
-			s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(start).Round(time.Millisecond))
+			s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(s.started).Round(time.Millisecond))
 			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
 		}
 	})
@@ -152,7 +207,7 @@ func (s *Source) start(ctx actor.Context) {
 // request reaches the API server.
 func (s *Source) replay(ctx actor.Context, id uint64) {
 	var changes []model.Change
-	for _, w := range s.watched {
+	for _, w := range s.informers() {
 		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger, objects: s.objects,
 			send: func(c model.Change) { changes = append(changes, c) }}
 		for _, obj := range byNamespace(w.informer.GetStore().List()) {
@@ -167,7 +222,7 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 // more, and thaws those that one now is, so that the zones and the cache
 // share them again.
 func (s *Source) resort() {
-	for _, w := range s.watched {
+	for _, w := range s.informers() {
 		for _, obj := range byNamespace(w.informer.GetStore().List()) {
 			if c, ok := obj.(*cached); ok {
 				s.objects.resort(c)
@@ -209,10 +264,25 @@ func (s *Source) exposedFunc() func(string) bool {
 	return func(ns string) bool { return set[ns] }
 }
 
+// informers lists every informer running.
+func (s *Source) informers() []watched {
+	if !s.sharded {
+		return s.watched
+	}
+	list := slices.Clone(s.fixed)
+	for _, k := range s.kinds {
+		if k.current != nil {
+			list = append(list, watched{k.kind, k.current.informer})
+		}
+	}
+	return list
+}
+
 func (s *Source) shutdown() {
 	if s.stop == nil {
 		return
 	}
+	s.stopShards()
 	close(s.stop)
 	s.wg.Wait()
 }
