@@ -58,12 +58,24 @@ type Cluster struct {
 	MembersDown prometheus.Counter
 }
 
+// Kubernetes are the Kubernetes source's metrics.
+type Kubernetes struct {
+	// Events its watches delivered (the initial list's objects included),
+	// by kind and type (add | update | delete): with sharded watches, about
+	// 1/N of the cluster's per replica.
+	Events *prometheus.CounterVec
+	// ShardedWatch is 1 while the watches select the namespaces this
+	// replica owns, 0 while they take every object.
+	ShardedWatch prometheus.Gauge
+}
+
 // All is every metric of a node.
 type All struct {
-	DNS     *DNS
-	Forward *Forward
-	Cache   *Cache
-	Cluster *Cluster
+	DNS        *DNS
+	Forward    *Forward
+	Cache      *Cache
+	Cluster    *Cluster
+	Kubernetes *Kubernetes
 }
 
 // New registers every metric on a new registry and returns both.
@@ -168,5 +180,12 @@ func New(version string) (*prometheus.Registry, *All) {
 			"they own no zone here until they serve again or gossip declares them dead."})
 	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.OwnerDispatches, cl.OwnerDuration,
 		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers, cl.MembersDown)
-	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl}
+	k := &Kubernetes{
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",
+			Name: "events_total", Help: "Objects the Kubernetes watches delivered, by kind and event type."}, []string{"kind", "type"}),
+		ShardedWatch: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "kubernetes",
+			Name: "sharded_watch", Help: "1 while the watches select only the namespaces this replica owns, 0 while they take every object."}),
+	}
+	reg.MustRegister(k.Events, k.ShardedWatch)
+	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl, Kubernetes: k}
 }

@@ -41,6 +41,7 @@ type core struct {
 	synced    atomic.Bool
 	loaded    atomic.Bool // no zone gained from another replica is still loading
 	manager   *actor.PID
+	kube      *actor.PID   // the Kubernetes source; nil without one
 	actors    []*actor.PID // in start order
 	cluster   *query.Cluster
 	forwarder *forward.Forwarder // the default upstreams'
@@ -99,6 +100,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		kube = &kubesource.Config{Client: client, Namespaces: k.Namespaces, NamespaceSelector: k.NamespaceSelector,
 			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
 			NoSharding: !k.Sharded(), PodsEverywhere: cfg.Autopath.Enabled,
+			Events: m.Kubernetes.Events, ShardedWatch: m.Kubernetes.ShardedWatch,
 			Interest: interest, Logger: log.With("source", kubesource.SourceName)}
 		if err := kube.Validate(); err != nil {
 			return nil, err
@@ -146,7 +148,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	}
 	if kube != nil {
 		kube.Manager = manager
-		c.spawn(kubesource.NewProps(*kube))
+		c.kube = c.spawn(kubesource.NewProps(*kube))
 	}
 	if mesh != nil {
 		mesh.Manager = manager

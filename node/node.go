@@ -23,6 +23,7 @@ import (
 	cmap "github.com/orcaman/concurrent-map"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/httpapi"
@@ -375,6 +376,7 @@ func (n *Node) Stop(lameduck time.Duration) {
 		n.http.EnterLameduck()
 	}
 	n.leaving.Store(true)
+	n.watchEverything(lameduck)
 	n.leaveCluster() // the others take over this replica's zones now
 	if lameduck > 0 && n.started {
 		n.log.Info("lameduck: /ready fails, queries are still answered", "duration", lameduck)
@@ -403,6 +405,25 @@ func (n *Node) Stop(lameduck time.Duration) {
 		n.system.Shutdown()
 	}
 	n.log.Info("shardns stopped", "node", n.name)
+}
+
+// watchEverything makes a replica whose Kubernetes watches take only its
+// own namespaces hold every object before it leaves the ring: should every
+// replica be stopping at once, the last ones answer every zone alone (see
+// buildRing), from what they hold. It waits for the lists for at most half
+// the lameduck; the replica answers as an owner meanwhile.
+func (n *Node) watchEverything(lameduck time.Duration) {
+	c := n.core.Load()
+	if n.cluster == nil || c == nil || c.kube == nil || lameduck <= 0 || !n.started {
+		return
+	}
+	start := time.Now()
+	if _, err := n.system.Root.RequestFuture(c.kube, &zones.WatchEverything{}, lameduck/2).Result(); err != nil {
+		n.log.Warn("leaving before every object was listed; if every replica is stopping, names of zones this one did not own may fail",
+			"waited", time.Since(start).Round(time.Millisecond))
+		return
+	}
+	n.log.Info("every object is held: leaving the ring", "listed in", time.Since(start).Round(time.Millisecond))
 }
 
 func (n *Node) closeSockets() {

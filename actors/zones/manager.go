@@ -265,7 +265,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		}
 	}
 	for key, b := range batches {
-		if msg.Replay != 0 && !m.replay.keys[key] {
+		if msg.Replay != 0 && !m.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
 			continue // a replay only fills the zones being loaded
 		}
 		if pid := m.zoneActor(ctx, key); pid != nil {

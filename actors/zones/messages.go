@@ -53,6 +53,17 @@ type ReplayDone struct {
 // Sent before the source's first batch.
 type IngestSharded struct{}
 
+// WatchEverything asks a source that receives only this replica's
+// namespaces to receive every object again, and to answer
+// WatchingEverything once it holds them all. A replica sends it before it
+// leaves the ring: if every replica is stopping at once, the last ones
+// answer every zone alone through their lameduck (from what the source
+// holds, as a replay), and they cannot wait for a list then.
+type WatchEverything struct{}
+
+// WatchingEverything answers WatchEverything.
+type WatchingEverything struct{}
+
 // RingChanged tells the Manager who owns what now. A nil Ring means this
 // replica owns every zone.
 type RingChanged struct {

@@ -111,3 +111,11 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 		m.onApply(ctx, &Apply{Source: "release", Changes: forget})
 	}
 }
+
+// gainedUnknown reports whether key, in a batch of replay id, is a zone
+// this replica owns but has never seen: with sharded watches the zones a
+// ring change gains are not known until the source sends them. The zone
+// actor then starts hidden and joins the replay (see zoneActor).
+func (m *Manager) gainedUnknown(key string, id uint64) bool {
+	return m.sharded && id == m.replay.id && m.replay.keys != nil && m.children[key] == nil && m.owns(key)
+}

@@ -164,9 +164,10 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 	all := func(string) bool { return true }
 	r.owned.Store(&all)
 	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
-	// The new watch lists the gained namespaces before the replay ends.
+	// The new watch lists half the gained namespaces before the replay
+	// ends; the others come with the replay only.
 	var listed []model.Change
-	for _, i := range gained {
+	for _, i := range gained[:len(gained)/2] {
 		c, _ := svcOf(i)
 		listed = append(listed, c)
 	}
@@ -180,7 +181,7 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 		}
 		return nil
 	})
-	for _, i := range gained {
+	for _, i := range gained[:len(gained)/2] {
 		_, ns := svcOf(i)
 		if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
 			t.Fatalf("%s while loading: rcode %s, %d records; want SERVFAIL", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer))

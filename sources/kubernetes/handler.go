@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"reflect"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
@@ -18,6 +19,14 @@ type handler struct {
 	send    func(model.Change)
 	log     *slog.Logger
 	objects *objects
+	events  *prometheus.CounterVec // kind, type; may be nil
+}
+
+// count counts an event the watch delivered.
+func (h *handler) count(typ string) {
+	if h.events != nil {
+		h.events.WithLabelValues(h.kind.String(), typ).Inc()
+	}
 }
 
 var _ cache.ResourceEventHandler = (*handler)(nil)
@@ -55,6 +64,7 @@ func (h *handler) visible(k model.Key) bool {
 // OnAdd sends new objects. A broken object is logged and skipped: nothing
 // already served changes.
 func (h *handler) OnAdd(obj any, _ bool) {
+	h.count("add")
 	k, ok := h.key(obj)
 	if !ok || !h.visible(k) {
 		return
@@ -72,6 +82,7 @@ func (h *handler) OnAdd(obj any, _ bool) {
 // OnUpdate drops resyncs (same resourceVersion) and updates that change
 // nothing DNS serves; a broken new version keeps the old one serving.
 func (h *handler) OnUpdate(oldObj, newObj any) {
+	h.count("update")
 	k, ok := h.key(newObj)
 	if !ok || !h.visible(k) {
 		return
@@ -95,6 +106,7 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 // OnDelete sends a delete, also for tombstones of objects deleted while
 // the watch was down.
 func (h *handler) OnDelete(obj any) {
+	h.count("delete")
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

@@ -108,6 +108,9 @@ func (s *Source) startSharded(ctx actor.Context) {
 	s.cfg.Logger.Info("the API server shards watches: this replica watches the Services, EndpointSlices and Pods of the namespaces it owns")
 	root, self := ctx.ActorSystem().Root, ctx.Self()
 	root.Send(s.cfg.Manager, &zones.IngestSharded{})
+	if s.cfg.ShardedWatch != nil {
+		s.cfg.ShardedWatch.Set(1)
+	}
 	s.kinds = []*shardedKind{{kind: model.KindService, resource: "services", object: func() runtime.Object { return &corev1.Service{} }, tweak: s.objectsTweak()}}
 	if !s.cfg.NoEndpoints {
 		s.kinds = append(s.kinds, &shardedKind{kind: model.KindEndpointSlice, resource: "endpointslices",
@@ -162,6 +165,9 @@ func (s *Source) reshard(ctx actor.Context) {
 	for _, k := range s.kinds {
 		ranges := cluster.NamespaceRanges(all, func(ns string) bool { return s.cfg.Interest.Serves(k.kind, ns) })
 		selector := cluster.ShardSelector(cluster.NamespaceField, ranges)
+		if s.wide {
+			selector = everything
+		}
 		if selector == k.selector && (k.current != nil || selector == "") {
 			continue
 		}
@@ -182,14 +188,20 @@ func (s *Source) reshard(ctx actor.Context) {
 			if tweak != nil {
 				tweak(o)
 			}
-			o.ShardSelector = selector
+			if selector != everything {
+				o.ShardSelector = selector
+			}
 		})
 		informer := cache.NewSharedIndexInformer(lw, k.object(), 0, cache.Indexers{})
 		si := &shardInformer{informer: informer, stop: make(chan struct{})}
 		si.synced = s.register(watched{k.kind, informer}, k)
 		k.current = si
 		s.wg.Go(func() { informer.Run(si.stop) })
-		s.cfg.Logger.Info("watching namespaces by hash range", "kind", k.kind.String(), "ranges", len(ranges))
+		if selector == everything {
+			s.cfg.Logger.Info("watching every namespace", "kind", k.kind.String())
+		} else {
+			s.cfg.Logger.Info("watching namespaces by hash range", "kind", k.kind.String(), "ranges", len(ranges))
+		}
 	}
 	if !changed {
 		return
@@ -229,6 +241,42 @@ func (s *Source) onShardsSynced(ctx actor.Context, msg *shardsSynced) {
 	for _, id := range waiting {
 		s.replay(ctx, id)
 	}
+	s.answerWide(ctx)
+}
+
+// everything stands for a sharded kind's informer without a selector.
+const everything = "*"
+
+// onWatchEverything widens every sharded kind's watch to every namespace
+// (see zones.WatchEverything); the answer waits for their lists.
+func (s *Source) onWatchEverything(ctx actor.Context) {
+	if ctx.Sender() != nil {
+		s.wideWaiters = append(s.wideWaiters, ctx.Sender())
+	}
+	if !s.sharded {
+		s.answerWide(ctx) // every object is watched already, or will be
+		return
+	}
+	if !s.wide {
+		s.wide = true
+		s.cfg.Logger.Info("leaving: watching every namespace again, so that this replica can answer every zone alone")
+		s.reshard(ctx)
+	}
+	if s.shardsReady() {
+		s.answerWide(ctx)
+	}
+}
+
+// answerWide answers the WatchEverything requests once every object is
+// held: with sharded watches, once the widened informers have synced.
+func (s *Source) answerWide(ctx actor.Context) {
+	if s.sharded && (!s.wide || !s.shardsReady()) {
+		return
+	}
+	for _, pid := range s.wideWaiters {
+		ctx.Send(pid, &zones.WatchingEverything{})
+	}
+	s.wideWaiters = nil
 }
 
 // shardsReady reports whether the namespace informer and every current
@@ -327,5 +375,7 @@ type shardState struct {
 	syncedOnce     bool
 	started        time.Time
 	replaysWaiting []uint64
+	wide           bool         // watching every namespace again (leaving)
+	wideWaiters    []*actor.PID // to answer once the wide watches synced
 	root           *actor.RootContext
 }

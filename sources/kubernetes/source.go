@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,12 +39,16 @@ type Config struct {
 	// PodsEverywhere keeps every pod watched when watches are sharded:
 	// autopath needs every client's namespace on every replica.
 	PodsEverywhere bool
-	NoEndpoints       bool       // do not watch endpoint slices
+	NoEndpoints    bool // do not watch endpoint slices
 	// Interest says which namespaces this replica's zones are built from;
 	// the objects of the others are kept frozen. Nil keeps every object
 	// as it is.
 	Interest *zones.Interest
 	Logger   *slog.Logger
+	// Events counts the objects the watches deliver, by kind and type;
+	// ShardedWatch says whether they are sharded. Either may be nil.
+	Events       *prometheus.CounterVec
+	ShardedWatch prometheus.Gauge
 }
 
 // Validate checks the selectors, so a typo fails at start-up.
@@ -100,6 +105,8 @@ func (s *Source) Receive(ctx actor.Context) {
 	case *zones.InterestChanged:
 		s.resort()
 		s.reshard(ctx)
+	case *zones.WatchEverything:
+		s.onWatchEverything(ctx)
 	case *namespacesChanged:
 		s.reshard(ctx)
 	case *shardsSynced:
@@ -166,7 +173,8 @@ func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced 
 	send := s.generationGuard(sharded, func(c model.Change) {
 		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
 	})
-	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger, objects: s.objects})
+	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger,
+		objects: s.objects, events: s.cfg.Events})
 	if err != nil {
 		panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
 	}
@@ -176,6 +184,9 @@ func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced 
 // startFull watches every object of every kind.
 func (s *Source) startFull(ctx actor.Context) {
 	root, manager, self := s.root, s.cfg.Manager, ctx.Self()
+	if s.cfg.ShardedWatch != nil {
+		s.cfg.ShardedWatch.Set(0)
+	}
 	list := []watched{
 		{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak())},
 		{model.KindService, s.newInformer("services", &corev1.Service{}, s.objectsTweak())},
