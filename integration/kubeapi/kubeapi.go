@@ -21,10 +21,12 @@
 // folder and prints its path.
 //
 // Start gives a test its own control plane, stopped when the test ends; it
-// is the one to use for tests that stop or restart the apiserver. Shared
-// gives all the tests of a test binary one control plane, because starting
-// one takes about ten seconds; those tests must keep to their own
-// namespaces, and the binary's TestMain must call StopShared.
+// is the one to use for tests that stop or restart the apiserver, and
+// StartWith the one for tests that need the apiserver started differently
+// (alpha feature gates). Shared gives all the tests of a test binary one
+// control plane, because starting one takes about ten seconds; those tests
+// must keep to their own namespaces, and the binary's TestMain must call
+// StopShared.
 package kubeapi
 
 import (
@@ -88,6 +90,7 @@ type ControlPlane struct {
 	Client kubernetes.Interface
 
 	dir          string // logs, etcd data, certificates, credentials
+	cfg          Config
 	apiserverBin string
 	token        string
 	etcdURL      string
@@ -98,15 +101,39 @@ type ControlPlane struct {
 	apiserver *process // nil while stopped
 }
 
+// Config is how StartWith starts the apiserver.
+type Config struct {
+	// FeatureGates, if not empty, is passed to kube-apiserver as
+	// --feature-gates: comma-separated Name=true|false pairs, such as
+	// "ShardedListAndWatch=false". Alpha gates are off by default.
+	FeatureGates string
+}
+
+// Sharded is what Start and Shared use: the apiserver applies shard
+// selectors to lists and watches (alpha in Kubernetes 1.36 and 1.37), so
+// replicas in a cluster watch only the namespaces they own.
+var Sharded = Config{FeatureGates: "ShardedListAndWatch=true"}
+
+// Unsharded is an apiserver that ignores shard selectors, as one older
+// than 1.36 does: replicas fall back to watching every object.
+var Unsharded = Config{FeatureGates: "ShardedListAndWatch=false"}
+
 // Start starts etcd and kube-apiserver on free loopback ports, with their
 // data, certificates and logs in a temporary directory of t, and stops them
 // when t ends. It fails t if they are not ready in time, showing the end of
 // the server's log. If t fails later, the end of both logs is logged too.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
+	return StartWith(t, Sharded)
+}
+
+// StartWith is Start with the apiserver configured by cfg, which it keeps
+// across StartAPIServer and RestartAPIServer.
+func StartWith(t testing.TB, cfg Config) *ControlPlane {
+	t.Helper()
 	// TempDir before Cleanup: cleanups run last-in first-out, so the
 	// processes are stopped before their directory is removed.
-	c := &ControlPlane{dir: t.TempDir()}
+	c := &ControlPlane{dir: t.TempDir(), cfg: cfg}
 	booted := false
 	t.Cleanup(func() {
 		// A failed boot has already shown the log that matters.
@@ -145,7 +172,7 @@ func Shared(t testing.TB) *ControlPlane {
 		if err != nil {
 			shared.err = err
 		} else {
-			c := &ControlPlane{dir: dir}
+			c := &ControlPlane{dir: dir, cfg: Sharded}
 			if err := c.boot(); err != nil {
 				c.stop()
 				os.RemoveAll(dir)
@@ -381,19 +408,19 @@ func (c *ControlPlane) startEtcd() error {
 // ready. c.mu is held. On error the apiserver is stopped again.
 func (c *ControlPlane) startAPIServer() error {
 	host, port, _ := net.SplitHostPort(c.apiAddr)
-	p, err := startProcess("kube-apiserver", c.path("apiserver.log"), c.apiserverBin,
-		"--etcd-servers="+c.etcdURL,
-		"--bind-address="+host,
-		"--advertise-address="+host,
-		"--secure-port="+port,
+	args := []string{
+		"--etcd-servers=" + c.etcdURL,
+		"--bind-address=" + host,
+		"--advertise-address=" + host,
+		"--secure-port=" + port,
 		// The apiserver generates a self-signed certificate here on first
 		// start and reuses it after a restart.
-		"--cert-dir="+c.path("certs"),
-		"--service-cluster-ip-range="+strings.Join(ServiceCIDRs, ","),
+		"--cert-dir=" + c.path("certs"),
+		"--service-cluster-ip-range=" + strings.Join(ServiceCIDRs, ","),
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+c.path("sa.key"),
-		"--service-account-signing-key-file="+c.path("sa.key"),
-		"--token-auth-file="+c.path("tokens.csv"),
+		"--service-account-key-file=" + c.path("sa.key"),
+		"--service-account-signing-key-file=" + c.path("sa.key"),
+		"--token-auth-file=" + c.path("tokens.csv"),
 		"--authorization-mode=RBAC",
 		// Priority and fairness creates its configuration objects at
 		// start and queues requests; tests gain nothing from it.
@@ -408,7 +435,11 @@ func (c *ControlPlane) startAPIServer() error {
 		// start instead.)
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	)
+	}
+	if c.cfg.FeatureGates != "" {
+		args = append(args, "--feature-gates="+c.cfg.FeatureGates)
+	}
+	p, err := startProcess("kube-apiserver", c.path("apiserver.log"), c.apiserverBin, args...)
 	if err != nil {
 		return err
 	}

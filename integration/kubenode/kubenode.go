@@ -7,13 +7,14 @@
 // the ndots:5 search path, and a ClusterIP reaches its endpoints through
 // kube-proxy.
 //
-// Nothing is pulled: the Kubernetes binaries are built from the
-// k8s.io/kubernetes module that integration/apiserver pins
-// (integration/scripts/build-apiserver.sh and build-node.sh, once, into
-// a cache folder), containerd, runc and the CNI plugins are Debian's
-// (scripts/deps.sh), and the images are built FROM scratch with Docker
-// and imported into the node's containerd: a pause image, BusyboxImage,
-// and whatever the test imports with ImportDockerImage.
+// Nothing is pulled: the Kubernetes binaries, kube-apiserver included,
+// are built from the k8s.io/kubernetes module that integration/nodebin
+// pins (integration/scripts/build-node.sh, once, into a cache folder; the
+// integration tier's newer kube-apiserver is not used here), containerd,
+// runc and the CNI plugins are Debian's (scripts/deps.sh), and the images
+// are built FROM scratch with Docker and imported into the node's
+// containerd: a pause image, BusyboxImage, and whatever the test imports
+// with ImportDockerImage.
 //
 // The node needs root and a Docker engine; Start skips the test on a host
 // without them. It uses fixed names (a bridge, ports below the ephemeral
@@ -51,7 +52,7 @@ import (
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
-// Version is the Kubernetes version the node runs (integration/apiserver's
+// Version is the Kubernetes version the node runs (integration/nodebin's
 // go.mod pins it).
 const Version = "v1.31.4"
 
@@ -309,41 +310,36 @@ func (n *Node) logTails(t testing.TB) {
 
 func (n *Node) path(name string) string { return filepath.Join(n.data, name) }
 
-// buildBinaries runs the build scripts (which build only what the cache
-// folder lacks) under the lock kubeapi takes for the apiserver's build.
+// buildBinaries runs integration/scripts/build-node.sh (which builds only
+// what the cache folder lacks) under the lock kubeapi takes for the
+// apiserver's build, since both build into the same folder. Every binary,
+// kube-apiserver included, comes from that script and is of Version; the
+// kube-apiserver of build-apiserver.sh and $SHARDNS_KUBE_APISERVER is the
+// integration tier's, newer than this node's kubelet, and is not used.
 func buildBinaries() (binaries, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return binaries{}, errors.New("kubenode: cannot locate the package source to find the build scripts")
 	}
-	scripts := filepath.Join(filepath.Dir(file), "..", "scripts")
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "build-node.sh")
 	unlock, err := kubeapi.LockFile(filepath.Join(os.TempDir(), "shardns-build-apiserver.lock"))
 	if err != nil {
 		return binaries{}, err
 	}
 	defer unlock()
-	script := func(name string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join(scripts, name))
-		cmd.Stderr = os.Stderr // progress of a first, minutes-long build
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("kubenode: %s: %w", name, err)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	apiserver := os.Getenv("SHARDNS_KUBE_APISERVER")
-	if apiserver == "" {
-		if apiserver, err = script("build-apiserver.sh"); err != nil {
-			return binaries{}, err
-		}
-	}
-	dir, err := script("build-node.sh")
+	cmd := exec.Command("bash", script)
+	cmd.Stderr = os.Stderr // progress of a first, minutes-long build
+	out, err := cmd.Output()
 	if err != nil {
-		return binaries{}, err
+		return binaries{}, fmt.Errorf("kubenode: %s: %w", script, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return binaries{}, fmt.Errorf("kubenode: %s printed no folder", script)
 	}
 	bin := func(name string) string { return filepath.Join(dir, name+"-"+Version) }
 	return binaries{
-		apiserver:         apiserver,
+		apiserver:         bin("kube-apiserver"),
 		controllerManager: bin("kube-controller-manager"),
 		scheduler:         bin("kube-scheduler"),
 		kubelet:           bin("kubelet"),

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver of the integration tier once, from the Go module
-# proxy, into a cache folder outside the repo, and prints its path. Later
-# runs reuse the binary (and Go's build cache makes a rebuild take seconds).
+# Builds the kube-apiserver of the integration tier (integration/kubeapi)
+# once, from the Go module proxy, into a cache folder outside the repo, and
+# prints its path. The version is the one integration/apiserver/go.mod pins;
+# the node tier runs an older one of its own (build-node.sh). Later runs
+# reuse the binary (and Go's build cache makes a rebuild take seconds).
 set -euo pipefail
 
-version=v1.31.4
+version=v1.37.2
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${SHARDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shardns}"
 bin="$cache/bin/kube-apiserver-$version"

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries of the node tier (integration/kubenode)
-# once, from the Go module proxy, into the cache folder where
-# build-apiserver.sh puts kube-apiserver, and prints that folder. The
-# versions are the ones integration/apiserver/go.mod pins (one module for
-# every Kubernetes binary of the tests). Later runs reuse the binaries; a
-# rebuild with Go's build cache warm takes seconds.
+# once, from the Go module proxy, into a cache folder outside the repo (the
+# one build-apiserver.sh uses), and prints that folder. The version is the
+# one integration/nodebin/go.mod pins, its own module because the node tier
+# stays on a Kubernetes whose kubelet works on this host while the
+# integration tier's kube-apiserver (integration/apiserver, built by
+# build-apiserver.sh) is newer. Later runs reuse the binaries; a rebuild
+# with Go's build cache warm takes seconds.
 #
-# kube-apiserver itself comes from build-apiserver.sh (the node tier calls
-# both); this script adds kube-controller-manager, kube-scheduler, kubelet
-# and kube-proxy, built by one `go build`, so the packages they share are
-# compiled once and the links run in parallel.
+# The node tier's whole control plane comes from here, kube-apiserver
+# included, so that every component is of one version: kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet and kube-proxy, built by
+# one `go build`, so the packages they share are compiled once and the
+# links run in parallel. Each binary is named after its version, so this
+# kube-apiserver and build-apiserver.sh's share the folder.
 set -euo pipefail
 
 version=v1.31.4
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${SHARDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shardns}"
-cmds=(kube-controller-manager kube-scheduler kubelet kube-proxy)
+cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 missing=()
 for c in "${cmds[@]}"; do
@@ -27,7 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   trap 'rm -rf "$out"' EXIT
   echo "building ${missing[*]##*/} $version into $cache (several minutes the first time)" >&2
   start=$SECONDS
-  (cd "$here/apiserver" && CGO_ENABLED=0 go build -trimpath -o "$out/" "${missing[@]}")
+  (cd "$here/nodebin" && CGO_ENABLED=0 go build -trimpath -o "$out/" "${missing[@]}")
   for p in "${missing[@]}"; do
     mv "$out/${p##*/}" "$cache/bin/${p##*/}-$version"
   done
