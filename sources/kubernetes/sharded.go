@@ -1,9 +1,11 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,18 +24,20 @@ import (
 // Sharded ingest. When the API server applies shard selectors (Kubernetes
 // 1.36+ with the ShardedListAndWatch feature gate), a replica in a cluster
 // watches the Services, EndpointSlices and Pods of the namespaces whose
-// zones it owns only: one informer a kind, whose shardSelector is the union
-// of the hash ranges of those namespaces (cluster.NamespaceRanges). Every
-// replica still watches every Namespace, which is how it knows the ranges.
+// zones it owns only, with a shardSelector that is the union of the hash
+// ranges of those namespaces (cluster.NamespaceRanges). Every replica
+// still watches every Namespace, which is how it knows the ranges.
 //
-// When the ring or the namespaces change, a kind whose selector changed
-// gets a new informer: the old one stops and its later events are dropped
-// (a generation number), the new one lists what the replica owns now, and
-// once it has synced, what the old one held in namespaces still owned but
-// the new one does not hold was deleted meanwhile: a delete is sent for it.
-// Objects of namespaces no longer owned are not deleted: the zones they
-// built serve through their grace period, and the zone manager forgets
-// them when it releases those zones.
+// A namespace this replica gains (a ring change, or a new namespace) adds
+// an informer for it alone, so the objects already held are not listed
+// again. A namespace it loses (a ring change) replaces a kind's informers
+// with one for what it owns now: the old ones stop and their later events
+// are dropped (a generation number); once the new one has synced, what
+// the old ones held in namespaces still owned but the new one does not
+// hold was deleted meanwhile, and a delete is sent for it. Objects of the
+// namespaces lost are not deleted: the zones they built serve through
+// their grace period, and the zone manager forgets them when it releases
+// those zones.
 //
 // An API server that ignores shard selectors (an older one, or the gate
 // off) leaves shardInfo out of its list responses: detected at start,
@@ -48,11 +52,15 @@ type shardedKind struct {
 	resource string
 	object   func() runtime.Object
 	tweak    func(*metav1.ListOptions)
-	selector string // the current informer's; "" with no informer
-	current  *shardInformer
-	gen      uint64 // of the current informer; guarded by Source.mu
-	// retired are the informers replaced since the current one last
-	// synced: what they held is checked against it once it has.
+	// current are the informers running: the one a ring change made, then
+	// one for each batch of new namespaces this replica owns.
+	current []*shardInformer
+	// owned is what current was made for: the namespaces, or everything.
+	owned    map[string]bool
+	everyone bool
+	gen      uint64 // of current; guarded by Source.mu
+	// retired are the informers a ring change replaced since current last
+	// synced: what they held is checked against current once it has.
 	retired []cache.Store
 }
 
@@ -62,6 +70,10 @@ type shardInformer struct {
 	stop     chan struct{}
 	synced   cache.InformerSynced
 }
+
+// maxAdded bounds the informers new namespaces add to a kind; beyond it
+// the next change replaces them all with one.
+const maxAdded = 16
 
 // ingestMode tells the source actor what detection found.
 type ingestMode struct{ sharded bool }
@@ -150,7 +162,11 @@ func (s *Source) startSharded(ctx actor.Context) {
 	})
 }
 
-// reshard gives every sharded kind whose selector changed a new informer.
+// reshard makes each sharded kind's informers select the namespaces this
+// replica owns. When it owns namespaces it did not (a ring change), the
+// kind gets one new informer for all it owns, replacing the others; a new
+// namespace it owns only adds an informer for that namespace, so creating
+// a namespace does not list again what the replica already holds.
 func (s *Source) reshard(ctx actor.Context) {
 	if !s.sharded || s.namespaces == nil || !s.namespaces.HasSynced() {
 		return
@@ -163,45 +179,44 @@ func (s *Source) reshard(ctx actor.Context) {
 	}
 	changed := false
 	for _, k := range s.kinds {
-		ranges := cluster.NamespaceRanges(all, func(ns string) bool { return s.cfg.Interest.Serves(k.kind, ns) })
-		selector := cluster.ShardSelector(cluster.NamespaceField, ranges)
-		if s.wide {
-			selector = everything
+		owned := map[string]bool{}
+		for _, ns := range all {
+			if s.cfg.Interest.Serves(k.kind, ns) {
+				owned[ns] = true
+			}
 		}
-		if selector == k.selector && (k.current != nil || selector == "") {
+		if k.everyone || len(owned) == 0 && len(k.current) == 0 {
 			continue
+		}
+		exists := map[string]bool{}
+		for _, ns := range all {
+			exists[ns] = true
+		}
+		var added []string
+		for ns := range owned {
+			if !k.owned[ns] {
+				added = append(added, ns)
+			}
+		}
+		switch {
+		case s.wide:
+			s.replace(k, nil, all)
+		case s.lostAny(k, owned, exists):
+			s.replace(k, owned, all)
+		case len(added) == 0:
+			continue
+		case len(k.current) >= maxAdded:
+			s.replace(k, owned, all)
+		default:
+			if k.owned == nil {
+				k.owned = map[string]bool{}
+			}
+			for _, ns := range added {
+				k.owned[ns] = true
+			}
+			s.addInformer(k, addedRanges(all, added))
 		}
 		changed = true
-		s.mu.Lock()
-		k.gen++
-		s.mu.Unlock()
-		if old := k.current; old != nil {
-			close(old.stop)
-			k.retired = append(k.retired, old.informer.GetStore())
-		}
-		k.selector, k.current = selector, nil
-		if selector == "" {
-			continue
-		}
-		tweak := k.tweak
-		lw := s.cfg.Client.listWatch(k.resource, func(o *metav1.ListOptions) {
-			if tweak != nil {
-				tweak(o)
-			}
-			if selector != everything {
-				o.ShardSelector = selector
-			}
-		})
-		informer := cache.NewSharedIndexInformer(lw, k.object(), 0, cache.Indexers{})
-		si := &shardInformer{informer: informer, stop: make(chan struct{})}
-		si.synced = s.register(watched{k.kind, informer}, k)
-		k.current = si
-		s.wg.Go(func() { informer.Run(si.stop) })
-		if selector == everything {
-			s.cfg.Logger.Info("watching every namespace", "kind", k.kind.String())
-		} else {
-			s.cfg.Logger.Info("watching namespaces by hash range", "kind", k.kind.String(), "ranges", len(ranges))
-		}
 	}
 	if !changed {
 		return
@@ -210,16 +225,115 @@ func (s *Source) reshard(ctx actor.Context) {
 	wave := s.wave
 	var synced []cache.InformerSynced
 	for _, k := range s.kinds {
-		if k.current != nil {
-			synced = append(synced, k.current.synced)
+		for _, si := range k.current {
+			synced = append(synced, si.synced)
 		}
 	}
+	// A newer wave supersedes this one's wait: an informer it waits for
+	// may have been stopped before it synced.
+	if s.waveDone != nil {
+		close(s.waveDone)
+	}
+	done := make(chan struct{})
+	s.waveDone = done
 	root, self, stop := ctx.ActorSystem().Root, ctx.Self(), s.stop
 	s.wg.Go(func() {
-		if cache.WaitForCacheSync(stop, synced...) {
+		until := make(chan struct{})
+		go func() {
+			select {
+			case <-stop:
+			case <-done:
+			}
+			close(until)
+		}()
+		if cache.WaitForCacheSync(until, synced...) {
 			root.Send(self, &shardsSynced{wave: wave})
 		}
 	})
+}
+
+// addedRanges are the hash ranges of the namespaces added. A few (new
+// namespaces) get one range each, their own hash alone: a run across them
+// would also take in the namespaces created later between them, mostly
+// other replicas'. Many (a ring change) get the runs among all that
+// cluster.NamespaceRanges gives, so that the selector stays short.
+func addedRanges(all, added []string) []cluster.HashRange {
+	if len(added) > maxPointRanges {
+		isNew := map[string]bool{}
+		for _, ns := range added {
+			isNew[ns] = true
+		}
+		return cluster.NamespaceRanges(all, func(ns string) bool { return isNew[ns] })
+	}
+	var ranges []cluster.HashRange
+	for _, ns := range added {
+		h := cluster.NamespaceHash(ns)
+		ranges = append(ranges, cluster.HashRange{Start: h, End: h})
+	}
+	slices.SortFunc(ranges, func(a, b cluster.HashRange) int { return cmp.Compare(a.Start, b.Start) })
+	return ranges
+}
+
+// maxPointRanges is the most namespaces added with a range each.
+const maxPointRanges = 8
+
+// lostAny reports whether k watches a namespace that still exists but
+// that this replica no longer owns: a ring change took it, and its
+// informers are replaced, so as not to keep receiving it. Namespaces
+// deleted are only forgotten: their objects are gone with them.
+func (s *Source) lostAny(k *shardedKind, owned, exists map[string]bool) bool {
+	lost := false
+	for ns := range k.owned {
+		switch {
+		case !exists[ns]:
+			delete(k.owned, ns)
+		case !owned[ns]:
+			lost = true
+		}
+	}
+	return lost
+}
+
+// replace stops k's informers and starts one for owned (nil: every
+// namespace); the stopped ones' later events are dropped.
+func (s *Source) replace(k *shardedKind, owned map[string]bool, all []string) {
+	s.mu.Lock()
+	k.gen++
+	s.mu.Unlock()
+	for _, si := range k.current {
+		close(si.stop)
+		k.retired = append(k.retired, si.informer.GetStore())
+	}
+	k.current, k.owned, k.everyone = nil, owned, owned == nil
+	if owned == nil {
+		s.addInformer(k, nil)
+		return
+	}
+	if len(owned) > 0 {
+		s.addInformer(k, cluster.NamespaceRanges(all, func(ns string) bool { return owned[ns] }))
+	}
+}
+
+// addInformer starts an informer of k for ranges (nil: every namespace).
+func (s *Source) addInformer(k *shardedKind, ranges []cluster.HashRange) {
+	selector := cluster.ShardSelector(cluster.NamespaceField, ranges)
+	tweak := k.tweak
+	lw := s.cfg.Client.listWatch(k.resource, func(o *metav1.ListOptions) {
+		if tweak != nil {
+			tweak(o)
+		}
+		o.ShardSelector = selector
+	})
+	informer := cache.NewSharedIndexInformer(lw, k.object(), 0, cache.Indexers{})
+	si := &shardInformer{informer: informer, stop: make(chan struct{})}
+	si.synced = s.register(watched{k.kind, informer}, k)
+	k.current = append(k.current, si)
+	s.wg.Go(func() { informer.Run(si.stop) })
+	if ranges == nil {
+		s.cfg.Logger.Info("watching every namespace", "kind", k.kind.String())
+	} else {
+		s.cfg.Logger.Info("watching namespaces by hash range", "kind", k.kind.String(), "ranges", len(ranges), "informers", len(k.current))
+	}
 }
 
 // onShardsSynced finishes what waited for the informers of gen: deletes
@@ -243,9 +357,6 @@ func (s *Source) onShardsSynced(ctx actor.Context, msg *shardsSynced) {
 	}
 	s.answerWide(ctx)
 }
-
-// everything stands for a sharded kind's informer without a selector.
-const everything = "*"
 
 // onWatchEverything widens every sharded kind's watch to every namespace
 // (see zones.WatchEverything); the answer waits for their lists.
@@ -291,8 +402,10 @@ func (s *Source) shardsReady() bool {
 		}
 	}
 	for _, k := range s.kinds {
-		if k.current != nil && !k.current.synced() {
-			return false
+		for _, si := range k.current {
+			if !si.synced() {
+				return false
+			}
 		}
 	}
 	return true
@@ -305,9 +418,13 @@ func (s *Source) sendDeleted(ctx actor.Context, k *shardedKind) {
 	if len(k.retired) == 0 {
 		return
 	}
-	var now cache.Store
-	if k.current != nil {
-		now = k.current.informer.GetStore()
+	holds := func(key string) bool {
+		for _, si := range k.current {
+			if _, ok, _ := si.informer.GetStore().GetByKey(key); ok {
+				return true
+			}
+		}
+		return false
 	}
 	seen := map[string]bool{}
 	var changes []model.Change
@@ -321,10 +438,8 @@ func (s *Source) sendDeleted(ctx actor.Context, k *shardedKind) {
 			if err != nil || !s.cfg.Interest.Serves(k.kind, ns) || !s.exposed(ns) {
 				continue
 			}
-			if now != nil {
-				if _, ok, _ := now.GetByKey(key); ok {
-					continue
-				}
+			if holds(key) {
+				continue
 			}
 			changes = append(changes, model.Change{Key: model.Key{Kind: k.kind, Namespace: ns, Name: name}})
 		}
@@ -357,10 +472,10 @@ func (s *Source) generationGuard(k *shardedKind, send func(model.Change)) func(m
 // stopShards stops the sharded informers.
 func (s *Source) stopShards() {
 	for _, k := range s.kinds {
-		if k.current != nil {
-			close(k.current.stop)
-			k.current = nil
+		for _, si := range k.current {
+			close(si.stop)
 		}
+		k.current = nil
 	}
 }
 
@@ -370,8 +485,9 @@ type shardState struct {
 	kinds          []*shardedKind
 	fixed          []watched
 	namespaces     cache.SharedIndexInformer
-	mu             sync.RWMutex // guards the kinds' gen against the informers' handlers
-	wave           uint64       // reshards that started informers
+	mu             sync.RWMutex  // guards the kinds' gen against the informers' handlers
+	wave           uint64        // reshards that started informers
+	waveDone       chan struct{} // closed when a newer wave starts
 	syncedOnce     bool
 	started        time.Time
 	replaysWaiting []uint64

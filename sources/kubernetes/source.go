@@ -282,8 +282,8 @@ func (s *Source) informers() []watched {
 	}
 	list := slices.Clone(s.fixed)
 	for _, k := range s.kinds {
-		if k.current != nil {
-			list = append(list, watched{k.kind, k.current.informer})
+		for _, si := range k.current {
+			list = append(list, watched{k.kind, si.informer})
 		}
 	}
 	return list

@@ -1,0 +1,182 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// shardedCluster is namespaces prefix0… on cp, each with a ClusterIP
+// service web and an EndpointSlice of two ready endpoints (10.<net>.<i>.1
+// and .2, hostnames a and b), and what every replica must answer for them.
+type shardedCluster struct {
+	names map[string]string // web.<ns>.svc.cluster.local. → cluster IP
+	ptrs  map[string]string // reverse name → PTR target
+	n     int
+	net   int
+}
+
+func newShardedCluster(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n, net int) *shardedCluster {
+	t.Helper()
+	c := &shardedCluster{names: webNamespaces(t, cp, prefix, n), ptrs: map[string]string{}, n: n, net: net}
+	for i := range n {
+		ns := fmt.Sprintf("%s%d", prefix, i)
+		mkSlice(t, cp.Client, ns, "web", "web-1", discoveryv1.AddressTypeIPv4,
+			ep{ip: fmt.Sprintf("10.%d.%d.1", net, i), hostname: "a"}, ep{ip: fmt.Sprintf("10.%d.%d.2", net, i), hostname: "b"})
+		c.ptrs[reverse(fmt.Sprintf("10.%d.%d.1", net, i))] = "a.web." + ns + ".svc.cluster.local."
+		c.ptrs[reverse(fmt.Sprintf("10.%d.%d.2", net, i))] = "b.web." + ns + ".svc.cluster.local."
+		c.ptrs[reverse(c.names["web."+ns+".svc.cluster.local."])] = "web." + ns + ".svc.cluster.local."
+	}
+	return c
+}
+
+// check asks addr every name and reverse name, a missing service and an
+// unknown address of the endpoints' range.
+func (c *shardedCluster) check(addr string) error {
+	for name, ip := range c.names {
+		if err := answerIs(addr, name, ip); err != nil {
+			return err
+		}
+		if err := nxdomain(addr, "missing"+name[len("web"):]); err != nil {
+			return err
+		}
+	}
+	for rev, target := range c.ptrs {
+		r, err := testutil.Exchange(addr, "udp", rev, dns.TypePTR)
+		if err != nil {
+			return err
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.PTR).Ptr != target {
+			return fmt.Errorf("PTR %s from %s: %s %v, want %s", rev, addr, dns.RcodeToString[r.Rcode], r.Answer, target)
+		}
+	}
+	r, err := testutil.Exchange(addr, "udp", reverse(fmt.Sprintf("10.%d.0.99", c.net)), dns.TypePTR)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeNameError {
+		return fmt.Errorf("PTR of an unknown address from %s: %s %v, want NXDOMAIN", addr, dns.RcodeToString[r.Rcode], r.Answer)
+	}
+	return nil
+}
+
+// events is how many Services and EndpointSlices r's watches delivered.
+func events(t *testing.T, r *replicaProcess) (services, slices float64) {
+	m := mustMetrics(t, r.http)
+	return m.sumWith("shardns_kubernetes_events_total", `kind="Service"`), m.sumWith("shardns_kubernetes_events_total", `kind="EndpointSlice"`)
+}
+
+// With an apiserver that shards watches, three replicas (replication
+// factor 1) each receive the Services and EndpointSlices of the namespaces
+// they own, and every replica answers every name, reverse names included,
+// as one holding everything would. Namespaces created later reach only
+// their owner's watches. A fourth replica joins under queries without a
+// failed answer.
+func TestShardedWatches(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	c := newShardedCluster(t, cp, "sharded", 24, 240)
+	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
+	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
+	d := startReplicaProcessRF(t, cp, "r2", []string{a.gossip}, 1)
+	rs := []*replicaProcess{a, b, d}
+	settled(t, rs, 3)
+	checkAll := func(c *shardedCluster, rs []*replicaProcess) {
+		t.Helper()
+		testutil.Eventually(t, 10*time.Second, func() error {
+			for _, r := range rs {
+				if err := c.check(r.addr); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	checkAll(c, rs)
+	before := map[*replicaProcess][2]float64{}
+	for _, r := range rs {
+		if mustMetrics(t, r.http).sum("shardns_kubernetes_sharded_watch") != 1 {
+			t.Fatalf("%s does not shard its watches", r.http)
+		}
+		s, e := events(t, r)
+		before[r] = [2]float64{s, e}
+	}
+
+	const late = 24
+	lateCluster := newShardedCluster(t, cp, "shardedlate", late, 241)
+	checkAll(lateCluster, rs)
+	// Each replica receives the new namespaces it owns, and of the others
+	// only those whose hash falls between two of its own (its watch was
+	// made before they existed): a few.
+	ring := cluster.NewRing("", []cluster.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}, {Name: "r2", Owner: true}}, 1)
+	var shares []string
+	for i, r := range rs {
+		owned := 0
+		for j := range late {
+			if ring.Owns(fmt.Sprintf("r%d", i), fmt.Sprintf("shardedlate%d.svc.cluster.local.", j)) {
+				owned++
+			}
+		}
+		s, e := events(t, r)
+		s, e = s-before[r][0], e-before[r][1]
+		shares = append(shares, fmt.Sprintf("r%d owns %d: %.0f/%.0f", i, owned, s, e))
+		for _, got := range []float64{s, e} {
+			if got < float64(owned) || got > float64(owned)+late/4 {
+				t.Errorf("r%d received %.0f Services and %.0f EndpointSlices of the %d new namespaces, owning %d", i, s, e, late, owned)
+			}
+		}
+	}
+	t.Logf("Services/EndpointSlices of %d new namespaces received by each of 3 replicas: %s", late, strings.Join(shares, ", "))
+
+	names := map[string]string{}
+	for k, v := range c.names {
+		names[k] = v
+	}
+	var targets atomic.Value
+	targets.Store([]string{a.addr, b.addr, d.addr})
+	l := startLoad(func() []string { return targets.Load().([]string) }, names)
+	e := startReplicaProcessRF(t, cp, "r3", []string{a.gossip}, 1)
+	rs = append(rs, e)
+	settled(t, rs, 4)
+	targets.Store([]string{a.addr, b.addr, d.addr, e.addr})
+	checkAll(c, rs)
+	l.finish(t, "a fourth replica joining with sharded watches")
+	checkAll(lateCluster, rs)
+}
+
+// An apiserver that ignores shard selectors (older than 1.36, or the gate
+// off) leaves every replica watching every object, and answering as
+// before.
+func TestShardedWatchesFallBack(t *testing.T) {
+	cp := kubeapi.StartWith(t, kubeapi.Unsharded)
+	c := newShardedCluster(t, cp, "unsharded", 6, 242)
+	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
+	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
+	settled(t, []*replicaProcess{a, b}, 2)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, r := range []*replicaProcess{a, b} {
+			if err := c.check(r.addr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, r := range []*replicaProcess{a, b} {
+		m := mustMetrics(t, r.http)
+		if m.sum("shardns_kubernetes_sharded_watch") != 0 {
+			t.Fatalf("%s says its watches are sharded on an apiserver that ignores shard selectors", r.http)
+		}
+		if s := m.sumWith("shardns_kubernetes_events_total", `kind="Service"`); s < float64(c.n) {
+			t.Fatalf("%s received %.0f Service events, want every one of the %d", r.http, s, c.n)
+		}
+	}
+}
