@@ -180,3 +180,73 @@ func TestShardedWatchesFallBack(t *testing.T) {
 		}
 	}
 }
+
+// A replica that gains namespaces while the API server is down cannot list
+// them: until it can, their names get SERVFAIL, never NXDOMAIN or a wrong
+// answer, and its own keep answering. Once the API server is back, every
+// name is answered.
+func TestShardedGainWithAPIDown(t *testing.T) {
+	cp := kubeapi.Start(t)
+	names := webNamespaces(t, cp, "apidown", 8)
+	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
+	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
+	settled(t, []*replicaProcess{a, b}, 2)
+	for name, ip := range names {
+		if err := answerIs(a.addr, name, ip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ring := cluster.NewRing("", []cluster.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}}, 1)
+	var gained []string
+	for name := range names {
+		if ring.Owns("r1", strings.TrimPrefix(name, "web.")) {
+			gained = append(gained, name)
+		}
+	}
+	if len(gained) == 0 || len(gained) == len(names) {
+		t.Fatalf("r1 owns %d of %d namespaces: the test checks nothing", len(gained), len(names))
+	}
+
+	cp.StopAPIServer(t)
+	b.cmd.Process.Kill()
+	// r0 finds r1 gone and takes its namespaces, which it cannot list.
+	testutil.Eventually(t, 20*time.Second, func() error {
+		ring, err := a.ring(t)
+		if err != nil {
+			return err
+		}
+		for _, m := range ring.Members {
+			if m.Name == "r1" && m.Owner && !m.Down {
+				return fmt.Errorf("r0 still counts r1 as an owner")
+			}
+		}
+		return nil
+	})
+	servfails := 0
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		for name, ip := range names {
+			r, err := testutil.Exchange(a.addr, "udp", name, dns.TypeA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case r.Rcode == dns.RcodeServerFailure:
+				servfails++
+			case r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != ip:
+				t.Fatalf("%s with the API server down: %s %v, want %s or SERVFAIL", name, dns.RcodeToString[r.Rcode], r.Answer, ip)
+			}
+		}
+	}
+	if servfails == 0 {
+		t.Fatal("every name answered while the namespaces gained could not be listed: the test checks nothing")
+	}
+	cp.StartAPIServer(t)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for name, ip := range names {
+			if err := answerIs(a.addr, name, ip); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
