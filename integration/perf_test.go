@@ -370,6 +370,13 @@ func generateCluster(t *testing.T, c kubernetes.Interface, namespaces, services,
 	for n := range namespaces {
 		mkNamespace(t, c, fmt.Sprintf("bench%d", n), nil)
 	}
+	return generateServices(t, c, 0, services, namespaces, endpoints)
+}
+
+// generateServices creates services svc<from>… svc<to-1> as generateCluster
+// does, in namespaces it has made.
+func generateServices(t *testing.T, c kubernetes.Interface, from, to, namespaces, endpoints int) []string {
+	t.Helper()
 	var mu sync.Mutex
 	var queries []string
 	var wg sync.WaitGroup
@@ -384,7 +391,7 @@ func generateCluster(t *testing.T, c kubernetes.Interface, namespaces, services,
 			}
 		})
 	}
-	for i := range services {
+	for i := from; i < to; i++ {
 		work <- i
 	}
 	close(work)

@@ -57,6 +57,17 @@ func applyMemoryLimit(m config.MemoryConfig, log *slog.Logger) {
 // over before freed memory goes back to the OS.
 const releaseQuiet = time.Second
 
+// releaseMaxWait bounds the wait for a quiet second: under changes that
+// never pause, freed memory still goes back this often.
+const releaseMaxWait = 30 * time.Second
+
+// changesPerRelease is how many live changes (objects added, changed or
+// deleted through the watches) leave enough garbage behind to return: each
+// rebuilds its zones' snapshots, and a burst of them (a deployment rolled
+// out, 10k services created) grows the heap to twice what it keeps, which
+// the runtime would hold on to.
+const changesPerRelease = 2000
+
 // loadGCPercent is the collector's target (GOGC) while a load is under
 // way: the first sync, the zones a ring change gains and loses, a reload.
 // A load decodes and builds far more than it keeps, and what it keeps is
@@ -82,6 +93,7 @@ const loadGCPercent = 25
 type memoryReleaser struct {
 	asked, returned atomic.Int64 // releases asked for; the count when memory was last returned
 	loads, released atomic.Int64 // loads begun; how many had begun at the last release
+	changes         atomic.Int64 // live changes since memory was last returned
 	kick            chan struct{}
 	stop            chan struct{}
 	done            chan struct{}
@@ -136,6 +148,14 @@ func (r *memoryReleaser) release() {
 	}
 }
 
+// changed counts n live changes; past changesPerRelease, freed memory is
+// returned once they pause. It never blocks: an actor calls it.
+func (r *memoryReleaser) changed(n int) {
+	if r.changes.Add(int64(n)) >= changesPerRelease {
+		r.release()
+	}
+}
+
 // pending reports whether a load is under way, or memory freed by one has
 // yet to be returned.
 func (r *memoryReleaser) pending() bool {
@@ -159,18 +179,25 @@ func (r *memoryReleaser) run() {
 		case <-r.kick:
 		}
 		quiet := time.NewTimer(releaseQuiet)
+		longest := time.NewTimer(releaseMaxWait)
 		for waiting := true; waiting; {
 			select {
 			case <-r.stop:
 				quiet.Stop()
+				longest.Stop()
 				return
 			case <-r.kick:
 				quiet.Reset(releaseQuiet)
 			case <-quiet.C:
 				waiting = false
+			case <-longest.C:
+				waiting = false
 			}
 		}
+		quiet.Stop()
+		longest.Stop()
 		start, asked := time.Now(), r.asked.Load()
+		r.changes.Store(0)
 		debug.FreeOSMemory()
 		// A load begun after the last release ends with a release of its
 		// own; until then the collector stays tight.

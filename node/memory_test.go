@@ -83,3 +83,27 @@ func TestLoadsRunTheCollectorTight(t *testing.T) {
 	r.release()
 	testutil.Eventually(t, 10*time.Second, wantPercent(10))
 }
+
+// Live changes return freed memory once enough of them have come and they
+// pause: fewer ask for nothing, more are returned once.
+func TestLiveChangesReturnMemory(t *testing.T) {
+	r := startMemoryReleaser(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer r.close()
+	r.changed(changesPerRelease - 1)
+	if r.pending() {
+		t.Fatal("fewer changes than changesPerRelease asked for a release")
+	}
+	r.changed(1)
+	if !r.pending() {
+		t.Fatal("changesPerRelease changes asked for no release")
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.pending() {
+			return fmt.Errorf("freed memory not returned once the changes paused")
+		}
+		return nil
+	})
+	if n := r.changes.Load(); n != 0 {
+		t.Fatalf("%d changes still counted after the release", n)
+	}
+}

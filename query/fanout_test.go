@@ -39,24 +39,7 @@ func fanHandler(t *testing.T, r *replicas, members ...string) *Handler {
 // returns the late answer, and how long it took.
 func askFan(t *testing.T, h *Handler, name string) (*dns.Msg, time.Duration) {
 	t.Helper()
-	late := make(lateAnswers, 1)
-	start := time.Now()
-	if out := h.Serve(pack(t, query(name, dns.TypePTR)), Transport{Late: late}, nil); out != nil {
-		m := new(dns.Msg)
-		_ = m.Unpack(out)
-		t.Fatalf("answered at once (%v); want the members asked", m)
-	}
-	select {
-	case b := <-late:
-		m := new(dns.Msg)
-		if err := m.Unpack(b); err != nil {
-			t.Fatal(err)
-		}
-		return m, time.Since(start)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no late answer")
-	}
-	return nil, 0
+	return askLateFor(t, h, name, dns.TypePTR)
 }
 
 func rr(t *testing.T, s string) dns.RR {

@@ -85,10 +85,19 @@ func movingHandler(t *testing.T, r *replicas, order ...string) (*Handler, *movin
 // answer, and how long it took.
 func askLate(t *testing.T, h *Handler) (*dns.Msg, time.Duration) {
 	t.Helper()
+	return askLateFor(t, h, "web.ns.svc.cluster.local.", dns.TypeA)
+}
+
+// askLateFor asks h for name and qtype, which it must answer late, and
+// returns the answer and how long it took.
+func askLateFor(t *testing.T, h *Handler, name string, qtype uint16) (*dns.Msg, time.Duration) {
+	t.Helper()
 	late := make(lateAnswers, 1)
 	start := time.Now()
-	if out := h.Serve(pack(t, query("web.ns.svc.cluster.local.", dns.TypeA)), Transport{Late: late}, nil); out != nil {
-		t.Fatalf("answered at once; want the owners asked")
+	if out := h.Serve(pack(t, query(name, qtype)), Transport{Late: late}, nil); out != nil {
+		m := new(dns.Msg)
+		_ = m.Unpack(out)
+		t.Fatalf("answered at once (%v); want other replicas asked", m)
 	}
 	select {
 	case b := <-late:

@@ -53,6 +53,9 @@ type Config struct {
 	// OnReleasing is told when the release of lost zones begins; it ends
 	// with OnSettled once the kept zones are built again.
 	OnReleasing func()
+	// OnChanges is told how many live changes (not replays) each batch
+	// brought, once every source has synced; may be nil.
+	OnChanges func(n int)
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.
@@ -236,6 +239,9 @@ func (m *Manager) settled() {
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
+	if msg.Replay == 0 && m.synced && m.cfg.OnChanges != nil {
+		m.cfg.OnChanges(len(msg.Changes))
+	}
 	batches := map[string]*zoneApply{}
 	batch := func(key string) *zoneApply {
 		b := batches[key]

@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// TestShardedIngest is part of `make bench`: replicas with sharded
+// watches (replicationFactor 1) side by side with one CoreDNS on the same
+// apiserver, which shards watches. 100 namespaces; 10k services of 10
+// endpoints, then 20k.
+//
+//   - Memory: the largest replica's RSS as a share of CoreDNS's, each
+//     measured once every server holds the cluster and a settling period
+//     has passed: 3 replicas at 10k (target ≤ 0.45), 3 and 6 at 20k
+//     (≤ 0.40, ≤ 0.25).
+//   - Churn: 10 EndpointSlice updates a second across all namespaces for
+//     SHARDNS_CHURN (10m; 0 skips it): the CPU-seconds and watch events
+//     of one replica alone, then of each of 3 (target ≤ 1.5/3 of the
+//     one's, events about 1/3).
+func TestShardedIngest(t *testing.T) {
+	cp, client := benchControlPlane(t)
+	churn := 10 * time.Minute
+	if d := os.Getenv("SHARDNS_CHURN"); d != "" {
+		var err error
+		if churn, err = time.ParseDuration(d); err != nil {
+			t.Fatalf("SHARDNS_CHURN: %v", err)
+		}
+	}
+	const namespaces, endpoints = 100, 10
+	generateCluster(t, client, namespaces, 10000, endpoints)
+	coredns := startCoreDNS(t, buildCoreDNS(t), cp.Kubeconfig)
+	var rs []*replicaProcess
+	grow := func(n int) {
+		for len(rs) < n {
+			var seeds []string
+			if len(rs) > 0 {
+				seeds = []string{rs[0].gossip}
+			}
+			rs = append(rs, startReplicaProcessRF(t, cp, fmt.Sprintf("r%d", len(rs)), seeds, 1))
+			settled(t, rs, len(rs))
+		}
+	}
+	grow(3)
+	compare := func(services int, target float64) {
+		t.Helper()
+		last := fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services-1, (services-1)%namespaces)
+		settledIngest(t, coredns.addr, rs, last)
+		// What a server keeps once its lists are done and it has served
+		// for a while, as an operator would read it.
+		time.Sleep(30 * time.Second)
+		core, coreAnon := procMemory(t, coredns.pid)
+		largest, largestAnon, name := 0.0, 0.0, ""
+		var each []string
+		for _, r := range rs {
+			rss, anon := procMemory(t, r.cmd.Process.Pid)
+			each = append(each, fmt.Sprintf("%.0f (%.0f)", rss, anon))
+			if rss > largest {
+				largest, name = rss, r.http
+			}
+			largestAnon = max(largestAnon, anon)
+		}
+		verdict := "met"
+		if largest/core > target {
+			verdict = "missed"
+		}
+		t.Logf("memory: %dk services × %d endpoints, %d replicas: RSS (anonymous) %s MB; CoreDNS %.0f (%.0f) MB; "+
+			"largest %.0f MB (%s) = %.2f × CoreDNS's RSS, target ≤ %.2f: %s; largest anonymous %.2f × CoreDNS's",
+			services/1000, endpoints, len(rs), strings.Join(each, ", "), core, coreAnon,
+			largest, name, largest/core, target, verdict, largestAnon/coreAnon)
+	}
+	compare(10000, 0.45)
+	generateServices(t, client, 10000, 20000, namespaces, endpoints)
+	compare(20000, 0.40)
+	grow(6)
+	compare(20000, 0.25)
+
+	if churn == 0 {
+		return // SHARDNS_CHURN=0: memory only
+	}
+	// Churn: one replica alone, then three, each set started anew.
+	churnWith := func(n int) []churnResult {
+		for _, r := range rs {
+			r.cmd.Process.Kill()
+		}
+		rs = nil
+		grow(n)
+		settledIngest(t, coredns.addr, rs, "svc19999.bench99.svc.cluster.local.")
+		return churnCost(t, client, rs, churn, namespaces)
+	}
+	single := churnWith(1)
+	t.Logf("churn: 1 replica: %s", single[0])
+	three := churnWith(3)
+	for i, c := range three {
+		verdict := "met"
+		if c.cpu > 1.5/3*single[0].cpu {
+			verdict = "missed"
+		}
+		t.Logf("churn: 3 replicas, r%d: %s; CPU %.2f × one replica's (target ≤ 0.50: %s), events %.2f × its",
+			i, c, c.cpu/single[0].cpu, verdict, c.events/single[0].events)
+	}
+}
+
+// settledIngest waits until CoreDNS and every replica answer last, the
+// replicas hold each record once between them and have returned the
+// memory their loads freed.
+func settledIngest(t *testing.T, coredns string, rs []*replicaProcess, last string) {
+	t.Helper()
+	testutil.Eventually(t, 5*time.Minute, func() error {
+		for _, addr := range append([]string{coredns}, addrs(rs)...) {
+			r, err := testutil.Exchange(addr, "udp", last, dns.TypeA)
+			if err != nil {
+				return err
+			}
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
+				return fmt.Errorf("%s from %s: %s", last, addr, dns.RcodeToString[r.Rcode])
+			}
+		}
+		for _, r := range rs {
+			if scrape(t, r.http, "shardns_memory_return_pending") != 0 {
+				return fmt.Errorf("%s has freed memory to return", r.http)
+			}
+		}
+		return nil
+	})
+}
+
+func addrs(rs []*replicaProcess) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.addr)
+	}
+	return out
+}
+
+// churnResult is what a replica spent on a churn.
+type churnResult struct {
+	cpu    float64 // CPU-seconds
+	events float64 // EndpointSlice events its watches delivered
+}
+
+func (c churnResult) String() string {
+	return fmt.Sprintf("%.1f CPU-seconds, %.0f EndpointSlice events", c.cpu, c.events)
+}
+
+// churnCost updates 10 EndpointSlices a second, each time a random
+// service's first endpoint to a new address, for d, and returns what each
+// replica spent meanwhile.
+func churnCost(t *testing.T, client kubernetes.Interface, rs []*replicaProcess, d time.Duration, namespaces int) []churnResult {
+	t.Helper()
+	before := make([]churnResult, len(rs))
+	for i, r := range rs {
+		before[i] = churnResult{cpuSeconds(t, r.cmd.Process.Pid), scrapeLabelled(t, r.http, "shardns_kubernetes_events_total", `kind="EndpointSlice"`)}
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	for n := 0; time.Now().Before(end); n++ {
+		<-tick.C
+		i := rand.IntN(20000)
+		ns, name := fmt.Sprintf("bench%d", i%namespaces), fmt.Sprintf("svc%d-1", i)
+		patch, _ := json.Marshal([]map[string]any{{"op": "replace", "path": "/endpoints/0/addresses/0",
+			"value": fmt.Sprintf("10.%d.%d.%d", 220+n%30, (n/250)%250, n%250+1)}})
+		if _, err := client.DiscoveryV1().EndpointSlices(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("churn: %v", err)
+		}
+	}
+	out := make([]churnResult, len(rs))
+	for i, r := range rs {
+		out[i] = churnResult{cpuSeconds(t, r.cmd.Process.Pid) - before[i].cpu,
+			scrapeLabelled(t, r.http, "shardns_kubernetes_events_total", `kind="EndpointSlice"`) - before[i].events}
+	}
+	return out
+}
