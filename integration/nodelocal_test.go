@@ -94,6 +94,11 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 			{"nodelocal3.pod.cluster.local.", dns.TypeA},
 			{"nosuchns.pod.cluster.local.", dns.TypeA},
 			{"not-an-ip.nodelocal4.pod.cluster.local.", dns.TypeA},
+			// Reverse names: with sharded watches every replica holds a
+			// share of each reverse zone, and the node-local asks them all.
+			{reverse(names["web.nodelocal0.svc.cluster.local."]), dns.TypePTR},
+			{reverse(names["web.nodelocal3.svc.cluster.local."]), dns.TypePTR},
+			{reverse("10.96.255.254"), dns.TypePTR},
 		}
 		for _, q := range questions {
 			want, err := testutil.Exchange(a.addr, "udp", q.name, q.qtype)
