@@ -102,7 +102,8 @@ func (n *Node) startCluster() error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr),
-		remote.WithServerOptions(guard.ServerOptions()...), remote.WithDialOptions(remoteDialOptions(guard, host)...)))
+		remote.WithServerOptions(guard.ServerOptions()...), remote.WithDialOptions(remoteDialOptions(guard, host)...),
+		remote.WithEndpointWriterQueueSize(endpointWriterQueue)))
 	c.remote.Start()
 	timing := gossipTiming(cc)
 	if err := n.startLiveness(c, guard, host, timing.ProbeInterval); err != nil {
@@ -177,6 +178,13 @@ func (n *Node) buildRing() *cluster.Ring {
 	}
 	return cluster.NewRing(n.name, ms, *n.cluster.cfg.ReplicationFactor)
 }
+
+// endpointWriterQueue is the first size of the queue of messages to one
+// peer. The queue grows as it must; protoactor-go's default, a million,
+// is allocated whole (16 MB) for each peer a replica sends to: every other
+// replica and every node-local cache it answers. With 6 replicas that was
+// 80 MB of each replica's RSS (TestShardedIngest).
+const endpointWriterQueue = 1024
 
 // hasLiveOwner reports whether a member owns zones and is not found down.
 func hasLiveOwner(ms []cluster.Member) bool {
