@@ -65,14 +65,19 @@ func TestShardedIngest(t *testing.T) {
 		core, coreAnon := procMemory(t, coredns.pid)
 		largest, largestAnon, name := 0.0, 0.0, ""
 		var each []string
+		var biggest *replicaProcess
 		for _, r := range rs {
 			rss, anon := procMemory(t, r.cmd.Process.Pid)
 			each = append(each, fmt.Sprintf("%.0f (%.0f)", rss, anon))
 			if rss > largest {
-				largest, name = rss, r.http
+				largest, name, biggest = rss, r.http, r
 			}
 			largestAnon = max(largestAnon, anon)
 		}
+		// Then, RSS read, what the largest holds live and in spans.
+		m := measureMemory(t, biggest, fmt.Sprintf("heap-%dk-%d.pb.gz", services/1000, len(rs)))
+		t.Logf("memory: the largest replica holds %.0f records; Go heap %.0f MB in use, %.0f MB live, %.0f MB in use after a collection",
+			m.records, m.heapInUse, m.live, m.spans)
 		verdict := "met"
 		if largest/core > target {
 			verdict = "missed"
