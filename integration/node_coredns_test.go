@@ -143,12 +143,12 @@ func (c *nodeCluster) testReplaceCoreDNS(t *testing.T) {
 		return nil
 	})
 	// In about every other run, one lookup of thousands failed within
-	// 3 s of the CoreDNS pods' network going away, and the replicas logged
-	// no failed query: most likely a lookup that connection tracking still
-	// sent to a CoreDNS pod's address, which no replica saw. One failing
-	// from the scale-down until 10 s after the pods are gone is excused;
-	// every other phase allows none. The phase after the window is
-	// checked in full.
+	// 3 s of the CoreDNS pods' network going away (once two, in the same
+	// second), and the replicas logged no failed query: most likely
+	// lookups that connection tracking still sent to a CoreDNS pod's
+	// address, which no replica saw. One such incident from the scale-down
+	// until 10 s after the pods are gone is excused; every other phase
+	// allows none. The phase after the window is checked in full.
 	gone := time.Now()
 	q.excuseUntil(gone.Add(10*time.Second), 1, "CoreDNS pods exiting")
 	c.dnsCheck(t, "repl0", "dnscheck-shardns")

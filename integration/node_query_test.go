@@ -109,10 +109,12 @@ func (q *querier) waitAnswers(t *testing.T, n int, phase string) {
 	t.Logf("%s: %d answers so far, every one right", phase, q.seen)
 }
 
-// excuseUntil lets up to max lookups that fail before end (by the time
-// on their FAIL line) pass, for a phase whose failures are not shardns's
-// to prevent; each is logged when seen. Lookups failing later, or more
-// than max, fail t as usual.
+// excuseUntil lets the lookups of up to max incidents that fail before
+// end (by the time on their FAIL line) pass, for a phase whose failures
+// are not shardns's to prevent; each is logged when seen. Lookups failing
+// within incidentSpan of the one before are one incident: a pod's network
+// going away fails every lookup in flight through it. Lookups failing
+// later, or in more than max incidents, fail t as usual.
 func (q *querier) excuseUntil(end time.Time, max int, why string) {
 	q.excuseEnd, q.excuseMax, q.excuseWhy = end, max, why
 }
@@ -122,19 +124,33 @@ func (q *querier) excuseUntil(end time.Time, max int, why string) {
 func (q *querier) unexcused(t *testing.T, failed []string) []string {
 	t.Helper()
 	var left []string
-	excused := 0
+	excused, incidents := 0, 0
+	var last time.Time
 	for _, f := range failed {
-		if at, ok := failedAt(f, q.excuseEnd); ok && !at.After(q.excuseEnd) && excused < q.excuseMax {
-			if excused++; excused > q.excused {
-				q.excused = excused
-				t.Logf("excused (%s): %s", q.excuseWhy, f)
-			}
+		at, ok := failedAt(f, q.excuseEnd)
+		if !ok || at.After(q.excuseEnd) {
+			left = append(left, f)
 			continue
 		}
-		left = append(left, f)
+		if incidents == 0 || at.Sub(last) > incidentSpan {
+			incidents++
+		}
+		if incidents > q.excuseMax {
+			left = append(left, f)
+			continue
+		}
+		last = at
+		if excused++; excused > q.excused {
+			q.excused = excused
+			t.Logf("excused (%s): %s", q.excuseWhy, f)
+		}
 	}
 	return left
 }
+
+// incidentSpan is how close failed lookups must be to count as one
+// incident: FAIL lines carry the time to the second.
+const incidentSpan = 2 * time.Second
 
 // failedAt reads the time of day on a FAIL line ("at 15:04:05"), as the
 // time of that day nearest to near.
