@@ -223,6 +223,14 @@ func (n *Node) watchRing() {
 func (n *Node) publishRing() {
 	r := n.buildRing()
 	n.ring.Store(r)
+	if n.widening.Load() {
+		// Its watches are being widened before it leaves: zones it would
+		// gain from a replica leaving meanwhile could not load yet, while
+		// that replica still answers them through its lameduck. The
+		// zones keep their owners until the widening ends
+		// (watchEverything has the ring published again then).
+		return
+	}
 	if c := n.core.Load(); c != nil && c.manager != nil {
 		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
 	}

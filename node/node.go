@@ -68,6 +68,9 @@ type Node struct {
 	// leaving is set once Stop has begun: the replica has left (or is
 	// leaving) the ring and answers only for its lameduck.
 	leaving atomic.Bool
+	// widening is set while a leaving replica waits for its watches to
+	// take every object (watchEverything).
+	widening atomic.Bool
 
 	httpConfigured string      // http.listen the running server was bound for
 	pprof          atomic.Bool // http.pprof of the running configuration
@@ -418,6 +421,14 @@ func (n *Node) watchEverything(lameduck time.Duration) {
 		return
 	}
 	start := time.Now()
+	n.widening.Store(true)
+	defer func() {
+		n.widening.Store(false)
+		select { // watchRing publishes what changed meanwhile
+		case n.cluster.liveChanged <- struct{}{}:
+		default: // one is on its way already
+		}
+	}()
 	if _, err := n.system.Root.RequestFuture(c.kube, &zones.WatchEverything{}, lameduck/2).Result(); err != nil {
 		n.log.Warn("leaving before every object was listed; if every replica is stopping, names of zones this one did not own may fail",
 			"waited", time.Since(start).Round(time.Millisecond))

@@ -73,7 +73,7 @@ type shardInformer struct {
 
 // maxAdded bounds the informers new namespaces add to a kind; beyond it
 // the next change replaces them all with one.
-const maxAdded = 16
+const maxAdded = 64
 
 // ingestMode tells the source actor what detection found.
 type ingestMode struct{ sharded bool }
@@ -275,7 +275,7 @@ func addedRanges(all, added []string) []cluster.HashRange {
 }
 
 // maxPointRanges is the most namespaces added with a range each.
-const maxPointRanges = 8
+const maxPointRanges = 64
 
 // lostAny reports whether k watches a namespace that still exists but
 // that this replica no longer owns: a ring change took it, and its
