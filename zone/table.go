@@ -100,8 +100,7 @@ func (t *Table) SetFanOut(members []string) {
 	if members != nil {
 		next = &members
 	}
-	old := t.fanOut.Swap(next)
-	if (old == nil) == (members == nil) && (old == nil || (len(*old) == 0) == (len(members) == 0)) {
+	if old := t.fanOut.Swap(next); missMeaning(old) == missMeaning(next) {
 		return
 	}
 	if d := t.dir.Load(); d != nil {
@@ -109,6 +108,19 @@ func (t *Table) SetFanOut(members []string) {
 		// A directory published meanwhile is new already: keep it.
 		t.dir.CompareAndSwap(d, &cp)
 	}
+}
+
+// missMeaning is what a local miss in a reverse zone is under a fan-out
+// list: 0 an answer (zones whole), 1 an answer (partial, nobody else to
+// ask), 2 a question for the members.
+func missMeaning(fan *[]string) int {
+	switch {
+	case fan == nil:
+		return 0
+	case len(*fan) == 0:
+		return 1
+	}
+	return 2
 }
 
 // NewSlot installs an empty slot for key, replacing any slot it had, and

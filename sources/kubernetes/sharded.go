@@ -177,6 +177,10 @@ func (s *Source) reshard(ctx actor.Context) {
 			all = append(all, c.name)
 		}
 	}
+	exists := map[string]bool{}
+	for _, ns := range all {
+		exists[ns] = true
+	}
 	changed := false
 	for _, k := range s.kinds {
 		owned := map[string]bool{}
@@ -188,10 +192,7 @@ func (s *Source) reshard(ctx actor.Context) {
 		if k.everyone || len(owned) == 0 && len(k.current) == 0 {
 			continue
 		}
-		exists := map[string]bool{}
-		for _, ns := range all {
-			exists[ns] = true
-		}
+		forgetDeleted(k, exists)
 		var added []string
 		for ns := range owned {
 			if !k.owned[ns] {
@@ -201,7 +202,7 @@ func (s *Source) reshard(ctx actor.Context) {
 		switch {
 		case s.wide:
 			s.replace(k, nil, all)
-		case s.lostAny(k, owned, exists):
+		case lostAny(k, owned):
 			s.replace(k, owned, all)
 		case len(added) == 0:
 			continue
@@ -277,21 +278,26 @@ func addedRanges(all, added []string) []cluster.HashRange {
 // maxPointRanges is the most namespaces added with a range each.
 const maxPointRanges = 64
 
-// lostAny reports whether k watches a namespace that still exists but
-// that this replica no longer owns: a ring change took it, and its
-// informers are replaced, so as not to keep receiving it. Namespaces
-// deleted are only forgotten: their objects are gone with them.
-func (s *Source) lostAny(k *shardedKind, owned, exists map[string]bool) bool {
-	lost := false
+// forgetDeleted drops from what k watches the namespaces deleted: their
+// objects are gone with them, and no informer needs replacing for them.
+func forgetDeleted(k *shardedKind, exists map[string]bool) {
 	for ns := range k.owned {
-		switch {
-		case !exists[ns]:
+		if !exists[ns] {
 			delete(k.owned, ns)
-		case !owned[ns]:
-			lost = true
 		}
 	}
-	return lost
+}
+
+// lostAny reports whether k watches a namespace this replica no longer
+// owns: a ring change took it, and k's informers are replaced, so as not
+// to keep receiving it.
+func lostAny(k *shardedKind, owned map[string]bool) bool {
+	for ns := range k.owned {
+		if !owned[ns] {
+			return true
+		}
+	}
+	return false
 }
 
 // replace stops k's informers and starts one for owned (nil: every
