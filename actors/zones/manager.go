@@ -95,6 +95,9 @@ type Manager struct {
 	// sharded is set once a source says it receives only this replica's
 	// namespaces (see sharded.go).
 	sharded bool
+	// wide is set once that source watches every namespace again, before
+	// this replica leaves the ring (see sharded.go).
+	wide bool
 
 	// Restarted zone actors (see rebuild.go).
 	rebuildAfterSync map[string]bool      // restarted before every source synced
@@ -145,6 +148,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onBarrierDone(ctx, msg)
 	case *IngestSharded:
 		m.onIngestSharded()
+	case *IngestWide:
+		m.wide = true
 	case *RingChanged:
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:

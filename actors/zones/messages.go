@@ -64,6 +64,13 @@ type WatchEverything struct{}
 // WatchingEverything answers WatchEverything.
 type WatchingEverything struct{}
 
+// IngestWide tells the Manager that a source with sharded watches widens
+// them to every namespace (WatchEverything): what it sends from then on is
+// for this replica, whatever it owns. The reverse zones, built from every
+// namespace, turn whole, so that a replica left alone answers reverse
+// names right. Sent before the source's first batch from the wide watches.
+type IngestWide struct{}
+
 // RingChanged tells the Manager who owns what now. A nil Ring means this
 // replica owns every zone.
 type RingChanged struct {

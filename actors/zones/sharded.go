@@ -21,6 +21,10 @@ import (
 //     watch being narrowed may still deliver one); the objects of
 //     namespaces whose zones a ring change took away are forgotten when
 //     those zones are released.
+//   - A leaving replica widens its watches (IngestWide): from then on it
+//     keeps every change, so its reverse zones turn whole, and forgets
+//     nothing. Should every replica stop at once, the last one answers
+//     reverse names alone, with no share missing.
 
 func (m *Manager) onIngestSharded() {
 	if m.sharded {
@@ -74,9 +78,10 @@ func (m *Manager) holds(kind model.Kind, ns string) bool {
 }
 
 // accepts reports whether change c is for this replica. Deletes always
-// are; so are pods while autopath indexes every pod.
+// are; so are pods while autopath indexes every pod, and everything once
+// the watches widened before leaving.
 func (m *Manager) accepts(c model.Change) bool {
-	if !m.sharded || c.Object == nil {
+	if !m.sharded || m.wide || c.Object == nil {
 		return true
 	}
 	if c.Key.Kind == model.KindPod && (m.cfg.PodIndex != nil || !m.cfg.Answer.Domains.PodZones) {
@@ -89,7 +94,7 @@ func (m *Manager) accepts(c model.Change) bool {
 // zone of any more, with the reverse records they gave its partial reverse
 // zones: the source no longer watches them, so no delete would come.
 func (m *Manager) forgetReleased(ctx actor.Context) {
-	if !m.sharded {
+	if !m.sharded || m.wide {
 		return
 	}
 	var forget []model.Change

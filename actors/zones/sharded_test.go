@@ -227,3 +227,59 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 		}
 	}
 }
+
+// A replica leaving the ring widens its watches first (IngestWide): from
+// then on it keeps every namespace's changes, so its reverse zones hold
+// every name. Should the ring then leave it alone (every replica stopping
+// at once), the zones it gains load from its source, their names wait
+// for the load (Wait, not a bare SERVFAIL), and afterwards every name and
+// every reverse name is answered here.
+func TestWidenedReplicaAnswersAloneOnceLoaded(t *testing.T) {
+	r := startShardedReplica(t)
+	r.system.Root.Send(r.manager, &zones.IngestWide{})
+	var listed []model.Change
+	var theirs []int
+	for i := range shardedNamespaces {
+		c, ns := svcOf(i)
+		listed = append(listed, c)
+		if !(*r.owned.Load())(ns) {
+			theirs = append(theirs, i)
+		}
+	}
+	r.system.Root.Send(r.manager, &zones.Apply{Source: "kubernetes", Changes: listed}) // the wide watch's list
+	ptrOf := func(i int) string { return fmt.Sprintf("%d.0.96.10.in-addr.arpa.", i+1) }
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, i := range theirs {
+			if ptr := r.ask(ptrOf(i), dns.TypePTR); len(ptr.Answer) != 1 {
+				return fmt.Errorf("PTR of b's n%d: rcode %s, fan-out %v; want it held here", i, dns.RcodeToString[ptr.Rcode], ptr.FanOut)
+			}
+		}
+		return nil
+	})
+
+	all := func(string) bool { return true }
+	r.owned.Store(&all)
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
+	name := func(i int) string { return fmt.Sprintf("web.n%d.svc.cluster.local.", i) }
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if resp := r.ask(name(theirs[0]), dns.TypeA); !resp.Wait || resp.Rcode != dns.RcodeServerFailure {
+			return fmt.Errorf("%s while loading: rcode %s, wait %v", name(theirs[0]), dns.RcodeToString[resp.Rcode], resp.Wait)
+		}
+		return nil
+	})
+	r.release <- struct{}{}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !r.loaded.Load() {
+			return fmt.Errorf("not loaded")
+		}
+		return nil
+	})
+	for i := range shardedNamespaces {
+		if resp := r.ask(name(i), dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
+			t.Errorf("%s alone: rcode %s, %d records, remote %v", name(i), dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote)
+		}
+		if ptr := r.ask(ptrOf(i), dns.TypePTR); ptr.FanOut || len(ptr.Answer) != 1 || ptr.Answer[0].(*dns.PTR).Ptr != name(i) {
+			t.Errorf("PTR of n%d alone: rcode %s, fan-out %v, %v", i, dns.RcodeToString[ptr.Rcode], ptr.FanOut, ptr.Answer)
+		}
+	}
+}

@@ -377,6 +377,7 @@ func (s *Source) onWatchEverything(ctx actor.Context) {
 	if !s.wide {
 		s.wide = true
 		s.cfg.Logger.Info("leaving: watching every namespace again, so that this replica can answer every zone alone")
+		ctx.Send(s.cfg.Manager, &zones.IngestWide{}) // before the wide watches' first batch
 		s.reshard(ctx)
 	}
 	if s.shardsReady() {
