@@ -78,6 +78,9 @@ func (v *ownersView) Remote(key string) []string {
 // SERVFAIL, never NXDOMAIN.
 func (v *ownersView) FanOut(key string) []string { return v.Remote(key) }
 
+// Loading implements zone.View: a node-local cache loads no zone.
+func (v *ownersView) Loading(string) bool { return false }
+
 // startNodeLocal finishes a node-local core: no sources and no zone
 // actors, only the owners view, the owners' answer cache (in the cluster
 // handler) and the forwarder for other names.

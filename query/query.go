@@ -163,7 +163,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	if resp.External || (resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) {
 		return h.forward(x, r, name, "", out)
 	}
-	if len(resp.Remote) > 0 {
+	if len(resp.Remote) > 0 || resp.Wait && h.Cluster != nil {
 		if h.Cluster == nil {
 			r.Rcode = dns.RcodeServerFailure
 			return h.pack(x, r, out)

@@ -16,11 +16,15 @@ import (
 )
 
 // movingView holds zone ns.svc.cluster.local. elsewhere (at the replicas
-// of order) until here is set, then here.
+// of order) until here is set, then here. While loading is set, the zone
+// is loading here; loaded, if set, runs when that is first asked.
 type movingView struct {
 	*zone.StaticView
-	here  atomic.Bool
-	order atomic.Pointer[[]string]
+	here    atomic.Bool
+	order   atomic.Pointer[[]string]
+	loading atomic.Bool
+	loaded  func()
+	once    sync.Once
 }
 
 const movingZone = "ns.svc.cluster.local."
@@ -37,6 +41,16 @@ func (v *movingView) Remote(key string) []string {
 		return *v.order.Load()
 	}
 	return nil
+}
+
+func (v *movingView) Loading(key string) bool {
+	if key != movingZone || !v.loading.Load() {
+		return false
+	}
+	if v.loaded != nil {
+		v.once.Do(v.loaded)
+	}
+	return true
 }
 
 // lateAnswers collects what the handler writes late.
@@ -174,5 +188,56 @@ func TestAskOwnersGivesUpWithServfail(t *testing.T) {
 	}
 	if r.count("x") != 1 || r.count("b") < 2 {
 		t.Fatalf("asked x %d and b %d times; want x once, b again after pauses", r.count("x"), r.count("b"))
+	}
+}
+
+// The zone is loading here and no other replica serves it (the last
+// replica standing as every replica stops, or the only owner left): the
+// question waits for the load and is answered from the zone, where it
+// used to get SERVFAIL at once.
+func TestLoadingZoneWithNoOtherOwnerWaitsForTheLoad(t *testing.T) {
+	r := &replicas{asked: map[string]int{}}
+	h, v := movingHandler(t, r)
+	v.order.Store(&[]string{}) // placed, with no other replica to ask
+	v.loading.Store(true)
+	v.loaded = func() { v.here.Store(true) } // the load ends right after the first look
+	m, _ := askLate(t, h)
+	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
+		t.Fatalf("answer %v, want the zone's own once loaded", m)
+	}
+}
+
+// A load that does not end in the question's budget: SERVFAIL, never
+// NXDOMAIN, within Attempts × Timeout and a pause.
+func TestLoadingZoneWithNoOtherOwnerGivesUpWithServfail(t *testing.T) {
+	r := &replicas{asked: map[string]int{}}
+	h, v := movingHandler(t, r)
+	v.order.Store(&[]string{}) // placed, with no other replica to ask
+	v.loading.Store(true)
+	m, took := askLate(t, h)
+	if m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
+	}
+	if budget := time.Duration(h.Cluster.Attempts) * h.Cluster.Timeout; took > 3*budget {
+		t.Fatalf("SERVFAIL after %v, want within about %v", took, budget)
+	}
+}
+
+// A zone that no replica serves and that is not loading here (no owner
+// announced yet) is SERVFAIL at once: there is nothing to wait for.
+func TestPlacedZoneWithNoOwnerIsServfailAtOnce(t *testing.T) {
+	r := &replicas{asked: map[string]int{}}
+	h, v := movingHandler(t, r)
+	v.order.Store(&[]string{}) // placed, with no replica to ask
+	out := h.Serve(pack(t, query("web.ns.svc.cluster.local.", dns.TypeA)), Transport{Late: make(lateAnswers, 1)}, nil)
+	if out == nil {
+		t.Fatal("answered late; want SERVFAIL at once")
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(out); err != nil {
+		t.Fatal(err)
+	}
+	if m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
 	}
 }

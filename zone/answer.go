@@ -32,6 +32,10 @@ type Response struct {
 	// merged, instead of the first that answers being the answer.
 	FanOut bool
 	Rcode  int
+	// Wait says the zone (key Zone) is loading here and no other replica
+	// can serve it: the question may wait for the load, a short while,
+	// rather than fail at once (Rcode is SERVFAIL meanwhile).
+	Wait bool
 	// Referral is a delegation from a file zone: NS in the authority
 	// section, glue in the additional one, and no AA bit.
 	Referral bool
@@ -49,6 +53,9 @@ type View interface {
 	// Remote lists, for a zone that exists but is not served here, the
 	// replicas that hold it in the order to ask them; nil otherwise.
 	Remote(key string) []string
+	// Loading reports whether zone key is being loaded here (a ring change
+	// gave it to this replica): hidden from queries until it is complete.
+	Loading(key string) bool
 	// FanOut is nil when reverse zones are held whole by their owners
 	// (found through Remote). Otherwise the reverse zones here are partial,
 	// or absent (a node-local cache): each replica builds them from the
@@ -230,8 +237,10 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 	if s == nil {
 		if order := v.Remote(route.Key); order != nil {
 			if len(order) == 0 {
-				// The zone exists but no replica can serve it yet.
-				return Response{Rcode: dns.RcodeServerFailure}
+				// The zone exists but no replica can serve it yet: this
+				// one may be loading it (the last replica standing as every
+				// replica stops, or the only owner left).
+				return Response{Rcode: dns.RcodeServerFailure, Wait: v.Loading(route.Key), Zone: route.Key}
 			}
 			return Response{Remote: order, Zone: route.Key}
 		}

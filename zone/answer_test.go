@@ -351,6 +351,7 @@ func (v *namespacesUnknownView) Remote(key string) []string {
 	return v.remote
 }
 func (v *namespacesUnknownView) FanOut(string) []string { return nil }
+func (v *namespacesUnknownView) Loading(string) bool    { return false }
 
 // A node that does not know the namespaces cannot answer a pod name
 // (pods: insecure): a replica answers NXDOMAIN for a namespace that does

@@ -268,6 +268,7 @@ func (p placedView) Remote(string) []string {
 	return p.remote
 }
 func (p placedView) FanOut(string) []string { return nil }
+func (p placedView) Loading(string) bool    { return false }
 
 func TestAnswerFileHeldElsewhere(t *testing.T) {
 	cfg := testConfig()

@@ -19,6 +19,9 @@ func (v *StaticView) Zone(key string) *Snapshot { return v.zones[key] }
 // Remote implements View: a static view holds every zone.
 func (v *StaticView) Remote(string) []string { return nil }
 
+// Loading implements View: a static view loads nothing.
+func (v *StaticView) Loading(string) bool { return false }
+
 // FanOut implements View: a static view holds its reverse zones whole.
 func (v *StaticView) FanOut(string) []string { return nil }
 

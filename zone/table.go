@@ -57,6 +57,12 @@ func (t *Table) Zone(key string) *Snapshot {
 	return nil
 }
 
+// Loading implements View.
+func (t *Table) Loading(key string) bool {
+	s := (*t.slots.Load())[key]
+	return s != nil && s.loading.Load()
+}
+
 // Remote implements View.
 func (t *Table) Remote(key string) []string {
 	if p := t.placement.Load(); p != nil {

@@ -84,10 +84,12 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 	// (NXDOMAIN here is "not in my share", which the asker merges); it
 	// never sends the question on, so a fan-out does not recurse. Other
 	// zones, and reverse zones held whole, are unaffected: a zone held
-	// elsewhere still comes back with Remote, answered "not served".
+	// elsewhere still comes back with Remote, answered "not served", and
+	// so does a zone still loading here (Wait).
 	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype), LocalOnly: true})
-	if resp.External || len(resp.Remote) > 0 || zone.KeyOf(cfg, view, q.Name) != q.Zone {
-		return reply, len(resp.Remote) > 0 // not a zone this replica serves now
+	notHere := len(resp.Remote) > 0 || resp.Wait
+	if resp.External || notHere || zone.KeyOf(cfg, view, q.Name) != q.Zone {
+		return reply, notHere // not a zone this replica serves now
 	}
 	m := new(dns.Msg)
 	m.SetQuestion(q.Name, uint16(q.Qtype))

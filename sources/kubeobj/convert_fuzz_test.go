@@ -44,6 +44,7 @@ func (v *view) Directory() *zone.Directory     { return v.dir }
 func (v *view) Zone(key string) *zone.Snapshot { return v.zones[key] }
 func (v *view) Remote(string) []string         { return nil }
 func (v *view) FanOut(string) []string         { return nil }
+func (v *view) Loading(string) bool            { return false }
 
 func split(s string) []string    { return strings.Split(s, ",") }
 func ptr[T any](v T) *T          { return &v }
