@@ -145,6 +145,7 @@ func (n *Node) startCluster() error {
 	}
 	n.cluster = c
 	n.ring.Store(n.buildRing())
+	n.placed.Store(n.ring.Load())
 	return nil
 }
 
@@ -231,9 +232,26 @@ func (n *Node) publishRing() {
 		// (watchEverything has the ring published again then).
 		return
 	}
+	n.placed.Store(r)
 	if c := n.core.Load(); c != nil && c.manager != nil {
 		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
 	}
+}
+
+// remoteOf is the actor-remote address of member: from the live ring, or
+// else from the ring the zone manager placed zones by. A replica widening
+// its watches before it leaves keeps placing zones by the ring it had,
+// and the replicas that left meanwhile answer in their lameduck.
+func (n *Node) remoteOf(member string) (string, bool) {
+	for _, r := range []*cluster.Ring{n.ring.Load(), n.placed.Load()} {
+		if r == nil {
+			continue
+		}
+		if m, ok := r.Member(member); ok && m.Remote != "" {
+			return m.Remote, true
+		}
+	}
+	return "", false
 }
 
 // maybeAnnounce makes this replica an owner once its sources synced.
@@ -288,16 +306,16 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
 	return &query.Cluster{
 		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
-			mem, ok := n.ring.Load().Member(member)
-			if !ok || mem.Remote == "" {
+			addr, ok := n.remoteOf(member)
+			if !ok {
 				return nil, fmt.Errorf("%s is not a member", member)
 			}
-			m, err := n.cluster.dispatch.Ask(ctx, mem.Remote, zoneKey, name, qtype)
+			m, err := n.cluster.dispatch.Ask(ctx, addr, zoneKey, name, qtype)
 			switch {
 			case errors.Is(err, dispatch.ErrNotServed):
 				return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)
 			case err != nil:
-				n.cluster.liveness.Suspect(member, mem.Remote) // no answer: is it gone?
+				n.cluster.liveness.Suspect(member, addr) // no answer: is it gone?
 			}
 			return m, err
 		},

@@ -79,6 +79,10 @@ type Node struct {
 
 	cluster *clusterState // nil outside a cluster
 	ring    atomic.Pointer[cluster.Ring]
+	// placed is the ring the zone manager was last given: its placement
+	// sends questions to its members, which may have left the live ring
+	// since (see publishRing) yet still answer through their lameduck.
+	placed atomic.Pointer[cluster.Ring]
 
 	stopWatch chan struct{}
 	reloadNow chan struct{}
