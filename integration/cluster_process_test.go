@@ -154,6 +154,22 @@ func answerIs(addr, name, ip string) error {
 	return nil
 }
 
+// pointsTo checks that the reverse name of ip answers name alone.
+func pointsTo(addr, ip, name string) error {
+	rev, err := dns.ReverseAddr(ip)
+	if err != nil {
+		return err
+	}
+	r, err := testutil.Exchange(addr, "udp", rev, dns.TypePTR)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.PTR).Ptr != name {
+		return fmt.Errorf("PTR %s from %s: %s %v, want %s", rev, addr, dns.RcodeToString[r.Rcode], r.Answer, name)
+	}
+	return nil
+}
+
 func nxdomain(addr, name string) error {
 	r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
 	if err != nil {
@@ -235,27 +251,47 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 		}
 	}
 	stopped := time.Now()
-	// Each replica has seen every other one leave: its ring lists no
-	// other member. Leaving waits for the watches to widen first, and a
-	// leave broadcast can time out on a loaded machine, so gossip gets
-	// two thirds of the lameduck to tell.
+	// Every replica has left the ring (its own ring no longer lists it
+	// among others), and at least one has seen every other leave: it is
+	// alone, and answers every zone itself. Not every replica sees every
+	// leave: the last to leave has no one left to gossip its leave to, so
+	// the others may keep it as the owner of everything, and ask it. A
+	// leave broadcast can also time out on a loaded machine, so gossip
+	// gets two thirds of the lameduck.
 	testutil.Eventually(t, lameduck*2/3, func() error {
+		alone := 0
 		for _, r := range rs {
 			ring, err := r.ring(t)
 			if err != nil {
 				return err
 			}
+			var others []string
+			listed := false
 			for _, m := range ring.Members {
-				if m.Name != ring.Self {
-					return fmt.Errorf("%s still lists %s", ring.Self, m.Name)
+				if m.Name == ring.Self {
+					listed = true
+				} else {
+					others = append(others, m.Name)
 				}
 			}
+			switch {
+			case len(others) == 0:
+				alone++
+			case listed:
+				return fmt.Errorf("%s has not left yet: it lists itself with %v", ring.Self, others)
+			}
+		}
+		if alone == 0 {
+			return fmt.Errorf("no replica has seen every other leave")
 		}
 		return nil
 	})
 	for _, r := range rs {
 		for name, ip := range names {
 			if err := answerIs(r.addr, name, ip); err != nil {
+				t.Errorf("after every replica left the ring: %v", err)
+			}
+			if err := pointsTo(r.addr, ip, name); err != nil {
 				t.Errorf("after every replica left the ring: %v", err)
 			}
 		}
