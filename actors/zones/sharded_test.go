@@ -110,6 +110,19 @@ func startShardedReplica(t *testing.T) *shardedReplica {
 	return r
 }
 
+// finishReplay lets the source answer the replay it holds, and waits
+// until the zones it loads are visible.
+func (r *shardedReplica) finishReplay(t *testing.T) {
+	t.Helper()
+	r.release <- struct{}{}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !r.loaded.Load() {
+			return fmt.Errorf("not loaded")
+		}
+		return nil
+	})
+}
+
 func (r *shardedReplica) ask(name string, qtype uint16) zone.Response {
 	return zone.Answer(r.cfg, r.table, zone.Question{Name: name, Type: qtype})
 }
@@ -187,13 +200,7 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 			t.Fatalf("%s while loading: rcode %s, %d records; want SERVFAIL", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer))
 		}
 	}
-	r.release <- struct{}{}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if !r.loaded.Load() {
-			return fmt.Errorf("not loaded")
-		}
-		return nil
-	})
+	r.finishReplay(t)
 	for i := range shardedNamespaces {
 		_, ns := svcOf(i)
 		if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
@@ -267,13 +274,7 @@ func TestWidenedReplicaAnswersAloneOnceLoaded(t *testing.T) {
 		}
 		return nil
 	})
-	r.release <- struct{}{}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if !r.loaded.Load() {
-			return fmt.Errorf("not loaded")
-		}
-		return nil
-	})
+	r.finishReplay(t)
 	for i := range shardedNamespaces {
 		if resp := r.ask(name(i), dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
 			t.Errorf("%s alone: rcode %s, %d records, remote %v", name(i), dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote)
