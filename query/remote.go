@@ -81,9 +81,9 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 // for at most Timeout, and answers x with the first answer. When none
 // answered (or there was none to ask: the zone is loading here, and no
 // other replica serves it), it waits a little and answers the question
-// from the view again: the zone may have moved meanwhile (this replica or another found
-// its owner gone and took it over), or finished loading on a replica that
-// said it does not hold it yet. A replica that did not answer at all is
+// from the view again: the zone may have moved meanwhile (this replica or
+// another found its owner gone and took it over), or finished loading
+// here or on a replica that said it does not hold it yet. A replica that did not answer at all is
 // not asked again. The question gets Attempts × Timeout in all, then
 // SERVFAIL. It returns nil when the forwarder answers late.
 func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response) []byte {
