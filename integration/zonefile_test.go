@@ -55,19 +55,31 @@ const privateTest = `$TTL 60
 ns A  192.0.2.7
 `
 
-// logLines keeps a node's log lines, so a test can wait for one.
+// logLines keeps a node's log lines, so a test can wait for one, and
+// shows them in the test's log until the test ends.
 type logLines struct {
 	t     *testing.T
 	mu    sync.Mutex
 	lines []string
+	ended bool
 }
 
 func (l *logLines) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, strings.TrimSpace(string(p)))
-	l.t.Log(strings.TrimSpace(string(p)))
+	if !l.ended {
+		l.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
+}
+
+// end stops showing lines: a timer of the stopped node's actors may still
+// log a dead letter, and testing panics on a log after a test completed.
+func (l *logLines) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = true
 }
 
 // waitFor waits for a log line holding every one of parts.
@@ -109,6 +121,7 @@ files:
 		t.Fatal(err)
 	}
 	logs := &logLines{t: t}
+	t.Cleanup(logs.end) // after the node's Stop below: cleanups run last first
 	n, err := node.New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
 		t.Fatal(err)
