@@ -83,9 +83,10 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 // other replica serves it), it waits a little and answers the question
 // from the view again: the zone may have moved meanwhile (this replica or
 // another found its owner gone and took it over), or finished loading
-// here or on a replica that said it does not hold it yet. A replica that did not answer at all is
-// not asked again. The question gets Attempts × Timeout in all, then
-// SERVFAIL. It returns nil when the forwarder answers late.
+// here or on a replica that said it does not hold it yet. A replica that
+// did not answer at all is not asked again. The question gets Attempts ×
+// Timeout in all, then SERVFAIL. It returns nil when the forwarder
+// answers late.
 func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response) []byte {
 	c := h.Cluster
 	qtype := x.req.Question[0].Qtype
