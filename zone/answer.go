@@ -18,8 +18,8 @@ type Question struct {
 	LocalOnly bool
 }
 
-// Response is the outcome of Answer. Its record slices are shared with the
-// snapshot they came from and must not be modified.
+// Response is the outcome of Answer. Its records may share memory with the
+// snapshot they came from (addresses, the SOA) and must not be modified.
 type Response struct {
 	External bool // not in any cluster or reverse zone, nor a mesh name: not ours to answer
 	// Remote lists the replicas to ask, in order, when the zone is held
@@ -69,11 +69,11 @@ type View interface {
 // CoreDNS does.
 const maxCNAMEDepth = 8
 
-// Answer answers q from v. It is a pure function of its arguments; for
-// names that resolve from prebuilt records it allocates nothing (a mesh
-// wildcard copies its records under the name asked). A name outside the
-// cluster and reverse zones is answered from the mesh zone of the
-// ServiceEntry host it matches, else it is External.
+// Answer answers q from v. It is a pure function of its arguments; it
+// allocates only the records it answers with, decoded from the zone's
+// snapshot (node.go). A name outside the cluster and reverse zones is
+// answered from the mesh zone of the ServiceEntry host it matches, else
+// it is External.
 func Answer(cfg *Config, v View, q Question) Response {
 	return answer(cfg, v, q, 0)
 }
@@ -288,17 +288,16 @@ func answerPartialReverse(v View, dir *Directory, s *Snapshot, route Route, q Qu
 
 // answer answers a name inside this zone.
 func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
-	n := s.nodes[q.Name]
-	if n == nil {
+	n, ok := s.lookup(q.Name)
+	if !ok {
 		if q.Name == s.Key && s.PTRs == nil {
 			return negative(dns.RcodeSuccess, s.soa) // namespace apex
 		}
-		if port := underscoredPortName(q.Name); port != "" && s.nodes[port] != nil {
-			r := s.answer(cfg, v, Question{Name: port, Type: q.Type}, depth)
-			r.Answer = withOwner(r.Answer, q.Name)
-			return r
+		if port := underscoredPortName(q.Name); port != "" && s.has(port) {
+			n, _ = s.lookup(port)
+		} else {
+			return negative(dns.RcodeNameError, s.soa)
 		}
-		return negative(dns.RcodeNameError, s.soa)
 	}
 	var ans, extra []dns.RR
 	switch q.Type {
@@ -306,14 +305,13 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 		if n.kind == cnameNode {
 			return s.chase(cfg, v, n, q, depth)
 		}
-		ans = n.a()
-		if q.Type == dns.TypeAAAA {
-			ans = n.aaaa()
-		}
+		ans = n.addresses(q.Name, q.Type == dns.TypeAAAA)
 	case dns.TypeSRV:
-		ans, extra = n.srv(), n.srvExtra()
+		ans, extra = n.srv(q.Name)
 	case dns.TypeCNAME:
-		ans = n.cnameRecords()
+		if c := n.cname(q.Name); c != nil {
+			ans = []dns.RR{c}
+		}
 	}
 	if len(ans) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
@@ -325,56 +323,36 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 // namespace that is not exposed (deleted, or outside the namespace
 // selector) are left out; when none is left the name does not exist.
 func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
-	n := s.nodes[q.Name]
-	if n == nil {
-		return negative(dns.RcodeNameError, s.soa)
-	}
-	ptr := n.ptr()
-	for _, ns := range n.ptrNamespaces {
-		if !dir.HasNamespace(ns) {
-			ptr = exposedPTRs(dir, n)
-			break
-		}
-	}
-	if len(ptr) == 0 {
+	n, ok := s.lookup(q.Name)
+	if !ok || !n.exposed(dir) {
 		return negative(dns.RcodeNameError, s.soa)
 	}
 	if q.Type != dns.TypePTR {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
-	return Response{Answer: ptr}
-}
-
-func exposedPTRs(dir *Directory, n *node) []dns.RR {
-	var out []dns.RR
-	for i, rr := range n.ptr() {
-		if dir.HasNamespace(n.ptrNamespaces[i]) {
-			out = append(out, rr)
-		}
-	}
-	return out
+	return Response{Answer: n.ptr(q.Name, dir)}
 }
 
 // chase answers A/AAAA for an ExternalName: the CNAME, followed inside the
 // cluster domain. An in-cluster target with no such records gives NODATA,
 // as in CoreDNS; a target outside is left to the client's resolver.
-func (s *Snapshot) chase(cfg *Config, v View, n *node, q Question, depth int) Response {
-	target := n.cname().Target
-	if !InZone(target, s.Origin) {
-		return Response{Answer: n.cnameRecords()}
+func (s *Snapshot) chase(cfg *Config, v View, n records, q Question, depth int) Response {
+	cname := n.cname(q.Name)
+	if !InZone(cname.Target, s.Origin) {
+		return Response{Answer: []dns.RR{cname}}
 	}
 	if depth >= maxCNAMEDepth {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
-	next := answer(cfg, v, Question{Name: target, Type: q.Type}, depth+1)
+	next := answer(cfg, v, Question{Name: cname.Target, Type: q.Type}, depth+1)
 	if len(next.Remote) > 0 {
-		return Response{Answer: n.cnameRecords()} // held elsewhere: the client follows it
+		return Response{Answer: []dns.RR{cname}} // held elsewhere: the client follows it
 	}
 	if next.Rcode != dns.RcodeSuccess || len(next.Answer) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
 	ans := make([]dns.RR, 0, 1+len(next.Answer))
-	ans = append(ans, n.cname())
+	ans = append(ans, cname)
 	return Response{Answer: append(ans, next.Answer...)}
 }
 

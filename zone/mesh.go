@@ -186,22 +186,19 @@ func answerMesh(cfg *Config, v View, q Question) Response {
 // type it has no record of gets NOERROR with an empty answer and no SOA,
 // as from Istio's DNS proxy: the zone is not really ours.
 func (s *Snapshot) answerMesh(q Question, wildcard bool) Response {
-	n := s.wildcard
-	if !wildcard {
-		n = s.nodes[q.Name]
-	}
-	if n == nil {
+	var n records
+	switch {
+	case wildcard && s.hasWildcard:
+		n = s.recordsAt(s.wildcard)
+	case !wildcard && s.has(q.Name):
+		n, _ = s.lookup(q.Name)
+	default:
 		return Response{External: true} // the zone is behind the directory
 	}
 	var ans []dns.RR
 	switch q.Type {
-	case dns.TypeA:
-		ans = n.a()
-	case dns.TypeAAAA:
-		ans = n.aaaa()
-	}
-	if wildcard && len(ans) > 0 {
-		ans = withOwner(ans, q.Name)
+	case dns.TypeA, dns.TypeAAAA:
+		ans = n.addresses(q.Name, q.Type == dns.TypeAAAA)
 	}
 	return Response{Answer: ans}
 }
@@ -222,9 +219,9 @@ func withOwner(rrs []dns.RR, name string) []dns.RR {
 // ServiceEntry contributes. Entries declaring the same host add up, as
 // Istio merges them.
 func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost) *Snapshot {
-	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]*node{}, Mesh: hosts}
+	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]uint32{}, Mesh: hosts}
 	type draft struct {
-		v4, v6 []dns.RR
+		v4, v6 []netip.Addr
 		seen   map[netip.Addr]bool
 	}
 	drafts := map[string]*draft{}
@@ -247,22 +244,23 @@ func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][
 					continue
 				}
 				d.seen[a] = true
-				rr := addrRR(h.Name, a, cfg.MeshTTL)
 				if a.Is4() {
-					d.v4 = append(d.v4, rr)
+					d.v4 = append(d.v4, a)
 				} else {
-					d.v6 = append(d.v6, rr)
+					d.v6 = append(d.v6, a)
 				}
 			}
 		}
 	}
+	var e encoder
 	for _, name := range names {
-		n := newAddressNode(drafts[name].v4, drafts[name].v6)
+		at := e.addAddresses(drafts[name].v4, drafts[name].v6)
 		if name == "*" {
-			s.wildcard = n
+			s.wildcard, s.hasWildcard = at, true
 		} else {
-			s.nodes[name] = n
+			s.nodes[name] = at
 		}
 	}
+	e.finish(s, cfg.MeshTTL)
 	return s
 }

@@ -3,31 +3,17 @@ package zone
 import (
 	"net/netip"
 	"unsafe"
-
-	"github.com/miekg/dns"
 )
 
-// builder hands out the records and names of one snapshot from blocks
-// that hold many of them, instead of one allocation each. A snapshot's
-// records live and die together: when a zone is rebuilt or moves to
-// another replica, its blocks are freed whole and go back to the OS,
-// where a record each would leave holes in memory shared with the zones
-// that stay. Blocks also save the allocator's per-object rounding.
-//
-// An address record is built once per owner and address and shared by
-// every node that answers with it (a name's A records and the additional
-// records of the SRV answers pointing at it).
+// builder encodes the records of one snapshot's names and keeps their
+// names in blocks that hold many of them, instead of one allocation
+// each. A snapshot's names live and die together: when a zone is rebuilt
+// or moves to another replica, its blocks are freed whole and go back to
+// the OS, where a name each would leave holes in memory shared with the
+// zones that stay. Blocks also save the allocator's per-object rounding.
 type builder struct {
-	a    blocks[dns.A]
-	aaaa blocks[dns.AAAA]
-	srv  blocks[dns.SRV]
-	ptr  blocks[dns.PTR]
-	ip   blocks[byte]
-	rr   blocks[dns.RR]
-	node blocks[node]
+	encoder
 	text blocks[byte] // the bytes of owner names and targets
-
-	addrs map[ownedAddr]dns.RR // the address records built so far
 
 	// Scratch space of addNode, reused from node to node.
 	scratch struct {
@@ -40,14 +26,8 @@ type builder struct {
 	}
 }
 
-// ownedAddr is an address record's owner and address.
-type ownedAddr struct {
-	owner string
-	addr  netip.Addr
-}
-
 func newBuilder() *builder {
-	b := &builder{addrs: map[ownedAddr]dns.RR{}}
+	b := &builder{}
 	b.scratch.seenAddr = map[netip.Addr]bool{}
 	b.scratch.seenSRV = map[entry]bool{}
 	b.scratch.seenExtra = map[entry]bool{}
@@ -91,34 +71,6 @@ func (b *blocks[T]) reserve(n int) {
 
 // one returns a pointer to one zero value.
 func (b *blocks[T]) one() *T { return &b.take(1)[0] }
-
-// addr returns the A or AAAA record of owner for a, building it on first
-// use.
-func (b *builder) addr(owner string, a netip.Addr, ttl uint32) dns.RR {
-	a = a.Unmap()
-	key := ownedAddr{owner, a}
-	if rr, ok := b.addrs[key]; ok {
-		return rr
-	}
-	var rr dns.RR
-	if a.Is4() {
-		ip := b.ip.take(4)
-		v := a.As4()
-		copy(ip, v[:])
-		r := b.a.one()
-		r.Hdr, r.A = hdr(owner, dns.TypeA, ttl), ip
-		rr = r
-	} else {
-		ip := b.ip.take(16)
-		v := a.As16()
-		copy(ip, v[:])
-		r := b.aaaa.one()
-		r.Hdr, r.AAAA = hdr(owner, dns.TypeAAAA, ttl), ip
-		rr = r
-	}
-	b.addrs[key] = rr
-	return rr
-}
 
 // name returns parts joined, its bytes in the snapshot's text block.
 // Nothing writes to a block's bytes once a name is made of them, so the

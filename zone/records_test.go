@@ -34,24 +34,29 @@ func benchNamespace() (map[string]*model.Service, map[string]*model.EndpointSlic
 }
 
 // The additional records of an SRV answer are the A records of the names
-// it points at, built once.
-func TestAddressRecordsAreShared(t *testing.T) {
+// it points at, as those names answer them.
+func TestSRVAdditionalRecordsAreTheTargetsAddresses(t *testing.T) {
 	cfg := testConfig()
 	services, slices := benchNamespace()
 	key := ServiceZoneKey("bench", cl)
 	s := BuildServiceZone(cfg, key, cl, 1, services, slices)
-	srv := s.nodes["_http._tcp.svc7."+key]
-	host := s.nodes["host-3.svc7."+key]
-	if srv == nil || host == nil || len(host.a()) != 1 {
+	srv, okSRV := s.lookup("_http._tcp.svc7." + key)
+	host, okHost := s.lookup("host-3.svc7." + key)
+	if !okSRV || !okHost {
 		t.Fatal("the headless service svc7 has no SRV or host names")
 	}
-	for _, rr := range srv.srvExtra() {
+	a := host.addresses("host-3.svc7."+key, false)
+	if len(a) != 1 || a[0].(*dns.A).A.String() != "10.200.7.4" {
+		t.Fatalf("host-3 of svc7 answers %v, want 10.200.7.4", a)
+	}
+	answer, extra := srv.srv("_http._tcp.svc7." + key)
+	if len(answer) != 10 || len(extra) != 10 {
+		t.Fatalf("the SRV answer of svc7 has %d records and %d additional ones, want 10 and 10", len(answer), len(extra))
+	}
+	for _, rr := range extra {
 		if rr.Header().Name == "host-3.svc7."+key {
-			if rr != host.a()[0] {
-				t.Fatal("the SRV answer's additional A record of host-3 is a copy of host-3's")
-			}
-			if got := rr.(*dns.A).A.String(); got != "10.200.7.4" {
-				t.Fatalf("host-3 of svc7 is %s, want 10.200.7.4", got)
+			if rr.String() != a[0].String() {
+				t.Fatalf("the additional record of host-3 is %v, want %v", rr, a[0])
 			}
 			return
 		}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/miekg/dns"
-
 	"github.com/shardns/shardns/model"
 )
 
@@ -129,26 +127,11 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 			}
 		}
 	}
-	var namespaces blocks[string]
-	// Most zones are small: one block of each kind, sized to fit.
-	records := 0
-	for _, t := range byAddr {
-		if len(t.service) > 0 {
-			records++
-		} else {
-			records += len(t.endpoints)
-		}
-	}
-	b.node.reserve(len(byAddr))
-	b.rr.reserve(records)
-	b.ptr.reserve(records)
-	namespaces.reserve(records)
-	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]*node, len(byAddr)),
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]uint32, len(byAddr)),
 		soa: cfg.SOA(origin, serial), PTRs: ptrs}
 	var unique []PTR
 	seen := map[string]bool{}
 	for a, t := range byAddr {
-		name := b.reverseName(a)
 		list := t.endpoints
 		if len(t.service) > 0 {
 			list = t.service[:1]
@@ -161,15 +144,15 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 				unique = append(unique, p)
 			}
 		}
-		n := b.node.one()
-		n.kind, n.rrs, n.ptrNamespaces = ptrNode, b.rr.take(len(unique)), namespaces.take(len(unique))
-		ptrs := b.ptr.take(len(unique))
-		for i, p := range unique {
-			ptrs[i] = dns.PTR{Hdr: hdr(name, dns.TypePTR, cfg.TTL), Ptr: p.Target}
-			n.rrs[i], n.ptrNamespaces[i] = &ptrs[i], p.Namespace
+		at := b.begin(ptrNode)
+		b.uvarint(len(unique))
+		for _, p := range unique {
+			b.ref(p.Target)
+			b.ref(p.Namespace)
 		}
-		s.nodes[name] = n
+		s.nodes[b.reverseName(a)] = at
 	}
+	b.finish(s, cfg.TTL)
 	return s
 }
 

@@ -46,11 +46,16 @@ func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 			}
 		}
 	}
-	n := s.nodes["1.0.16.172.in-addr.arpa."]
-	if n == nil || len(n.rrs) != 1 || n.rrs[0].(*dns.PTR).Ptr != "web-0.hdls.ns1.svc.cluster.local." {
-		t.Fatalf("node %+v, want one PTR to web-0.hdls.ns1.svc.cluster.local.", n)
+	n, ok := s.lookup("1.0.16.172.in-addr.arpa.")
+	dir := &Directory{AnyNamespace: true}
+	var ptr []dns.RR
+	if ok {
+		ptr = n.ptr("1.0.16.172.in-addr.arpa.", dir)
 	}
-	if given[unsafe.StringData(n.rrs[0].(*dns.PTR).Ptr)] {
+	if len(ptr) != 1 || ptr[0].(*dns.PTR).Ptr != "web-0.hdls.ns1.svc.cluster.local." {
+		t.Fatalf("1.0.16.172.in-addr.arpa. answers %v, want one PTR to web-0.hdls.ns1.svc.cluster.local.", ptr)
+	}
+	if given[unsafe.StringData(ptr[0].(*dns.PTR).Ptr)] {
 		t.Fatal("the PTR record points at the target given, not at the packed one")
 	}
 }

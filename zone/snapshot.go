@@ -11,16 +11,23 @@ import (
 )
 
 // Snapshot is the immutable state of one zone: the records of every name in
-// it, prebuilt so that answering allocates nothing. It also keeps the
-// objects it was built from, so a restarted zone actor can resume from it.
+// it, encoded compactly (see node.go). It also keeps the objects it was
+// built from, so a restarted zone actor can resume from it.
 type Snapshot struct {
 	Key    string // zone key
 	Origin string // configured zone it lies in
 	Serial uint32
-	nodes  map[string]*node
-	soa    []dns.RR
-	// wildcard holds the records of "*.<Key>" in a mesh zone.
-	wildcard *node
+	// nodes gives where each name's records start in data; refs are the
+	// strings the records refer to by number, ttl their TTL.
+	nodes map[string]uint32
+	data  []byte
+	refs  []string
+	ttl   uint32
+	soa   []dns.RR
+	// wildcard is where the records of "*.<Key>" start in a mesh zone
+	// that has them.
+	wildcard    uint32
+	hasWildcard bool
 
 	// Sources the snapshot was built from (read-only).
 	Services map[string]*model.Service       // service zones, by name
@@ -33,69 +40,31 @@ type Snapshot struct {
 	file *fileIndex // the lookup structure of a file zone
 }
 
-// node holds the records of one owner name side by side in rrs, which is
-// all a node costs beyond its name: its A, AAAA and SRV records and the
-// SRV answers' additional records, in that order; or its PTR records; or
-// its CNAME alone. A zone holds hundreds of thousands of nodes.
-type node struct {
-	rrs  []dns.RR
-	ends [3]uint32 // where the A, AAAA and SRV records end in rrs
-	kind nodeKind
-	// ptrNamespaces is the namespace of each PTR target: a record is
-	// answered while its namespace exists.
-	ptrNamespaces []string
-}
-
-// nodeKind tells what a node's records are.
-type nodeKind uint8
-
-const (
-	addressNode nodeKind = iota // A, AAAA, SRV and additional records
-	ptrNode                     // PTR records
-	cnameNode                   // an ExternalName service's CNAME
-)
-
-func (n *node) a() []dns.RR    { return n.rrs[:n.ends[0]:n.ends[0]] }
-func (n *node) aaaa() []dns.RR { return n.rrs[n.ends[0]:n.ends[1]:n.ends[1]] }
-func (n *node) srv() []dns.RR  { return n.rrs[n.ends[1]:n.ends[2]:n.ends[2]] }
-
-// srvExtra is the additional section of the node's SRV answer.
-func (n *node) srvExtra() []dns.RR {
-	if n.kind != addressNode {
-		return nil
+// addAddresses encodes a name that answers with the addresses v4 and v6
+// alone.
+func (e *encoder) addAddresses(v4, v6 []netip.Addr) uint32 {
+	at := e.begin(addressNode)
+	e.uvarint(len(v4))
+	e.uvarint(len(v6))
+	e.uvarint(0)
+	e.uvarint(0)
+	for _, a := range v4 {
+		e.data = appendAddr(e.data, a)
 	}
-	return n.rrs[n.ends[2]:]
-}
-
-func (n *node) ptr() []dns.RR {
-	if n.kind != ptrNode {
-		return nil
+	for _, a := range v6 {
+		e.data = appendAddr(e.data, a)
 	}
-	return n.rrs
+	return at
 }
 
-// cname is the CNAME of an ExternalName service, or nil.
-func (n *node) cname() *dns.CNAME {
-	if n.kind != cnameNode {
-		return nil
+// appendAddr appends the 4 bytes of an IPv4 address, the 16 of an IPv6 one.
+func appendAddr(d []byte, a netip.Addr) []byte {
+	if a.Is4() {
+		v := a.As4()
+		return append(d, v[:]...)
 	}
-	return n.rrs[0].(*dns.CNAME)
-}
-
-func (n *node) cnameRecords() []dns.RR {
-	if n.kind != cnameNode {
-		return nil
-	}
-	return n.rrs
-}
-
-// addressNode returns a node answering with the A and AAAA records v4 and
-// v6 alone.
-func newAddressNode(v4, v6 []dns.RR) *node {
-	rrs := make([]dns.RR, 0, len(v4)+len(v6))
-	rrs = append(append(rrs, v4...), v6...)
-	end := uint32(len(rrs))
-	return &node{rrs: rrs, ends: [3]uint32{uint32(len(v4)), end, end}}
+	v := a.As16()
+	return append(d, v[:]...)
 }
 
 // Directory is what every node knows about every zone: which namespaces
@@ -156,13 +125,13 @@ func BuildServiceZone(cfg *Config, key, origin string, serial uint32,
 	for _, svc := range services {
 		names += 1 + len(svc.Ports)
 	}
-	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]*node, names),
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]uint32, names),
 		soa: cfg.SOA(origin, serial), Services: services, Slices: slices}
-	b.node.reserve(names)
 	for _, name := range sortedKeys(services) {
 		svc := services[name]
 		s.addService(cfg, b, svc, bySvc[strings.ToLower(svc.Name)])
 	}
+	b.finish(s, cfg.TTL)
 	return s
 }
 
@@ -173,8 +142,8 @@ func (s *Snapshot) addService(cfg *Config, b *builder, svc *model.Service, slice
 		if _, err := netip.ParseAddr(strings.TrimSuffix(target, ".")); err == nil || target == base {
 			return // CoreDNS serves no record for an IP or a self-loop
 		}
-		c := &dns.CNAME{Hdr: hdr(base, dns.TypeCNAME, cfg.TTL), Target: target}
-		s.nodes[base] = &node{rrs: []dns.RR{c}, kind: cnameNode}
+		s.nodes[base] = b.begin(cnameNode)
+		b.ref(target)
 		return
 	}
 	if svc.Type == model.ServiceClusterIP && cfg.IgnoreEmptyService && !hasReadyEndpoint(slices) {
@@ -248,23 +217,25 @@ func hasReadyEndpoint(slices []*model.EndpointSlice) bool {
 // BuildPodZone builds the snapshot of a pod zone (ns.pod.<origin>, pods
 // verified): one name per pod address, the address with dashes.
 func BuildPodZone(cfg *Config, key, origin string, serial uint32, pods map[string]*model.Pod) *Snapshot {
-	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]*node{},
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: map[string]uint32{},
 		soa: cfg.SOA(origin, serial), Pods: pods}
+	var e encoder
 	// A pod name is its address: it answers with that one record.
 	for _, name := range sortedKeys(pods) {
 		for _, ip := range pods[name].IPs {
+			ip = ip.Unmap()
 			owner := PodLabel(ip) + "." + key
-			if s.nodes[owner] != nil {
+			if s.has(owner) {
 				continue
 			}
-			rr := []dns.RR{addrRR(owner, ip, cfg.TTL)}
 			if ip.Is4() {
-				s.nodes[owner] = newAddressNode(rr, nil)
+				s.nodes[owner] = e.addAddresses([]netip.Addr{ip}, nil)
 			} else {
-				s.nodes[owner] = newAddressNode(nil, rr)
+				s.nodes[owner] = e.addAddresses(nil, []netip.Addr{ip})
 			}
 		}
 	}
+	e.finish(s, cfg.TTL)
 	return s
 }
 
@@ -286,10 +257,9 @@ func portKey(p model.Port) string {
 	return "_" + strings.ToLower(p.Name) + "._" + strings.ToLower(p.Protocol)
 }
 
-// addNode turns entries into prebuilt A, AAAA and SRV answers for name.
-// A name with no entries does not exist (NXDOMAIN), as in CoreDNS. The
-// node's records sit side by side in one block: its A, AAAA, SRV and
-// the SRV answers' additional records.
+// addNode encodes the A, AAAA and SRV answers of name and the additional
+// records of its SRV answer from entries. A name with no entries does not
+// exist (NXDOMAIN), as in CoreDNS.
 func (s *Snapshot) addNode(cfg *Config, b *builder, name string, es []entry) {
 	if len(es) == 0 {
 		return
@@ -301,6 +271,7 @@ func (s *Snapshot) addNode(cfg *Config, b *builder, name string, es []entry) {
 	clear(sc.seenExtra)
 	v4 := 0
 	for _, e := range es {
+		e.addr = e.addr.Unmap()
 		if !sc.seenAddr[e.addr] {
 			sc.seenAddr[e.addr] = true
 			sc.addrs = append(sc.addrs, e.addr)
@@ -326,31 +297,30 @@ func (s *Snapshot) addNode(cfg *Config, b *builder, name string, es []entry) {
 	if weight == 0 {
 		weight = 1
 	}
-	rrs := b.rr.take(len(sc.addrs) + len(sc.srvs) + len(sc.extras))
-	n := b.node.one()
-	a, aaaa := 0, v4
-	for _, addr := range sc.addrs {
-		if addr.Is4() {
-			rrs[a] = b.addr(name, addr, cfg.TTL)
-			a++
-		} else {
-			rrs[aaaa] = b.addr(name, addr, cfg.TTL)
-			aaaa++
+	at := b.begin(addressNode)
+	b.uvarint(v4)
+	b.uvarint(len(sc.addrs) - v4)
+	b.uvarint(len(sc.srvs))
+	b.uvarint(len(sc.extras))
+	for _, v6 := range []bool{false, true} {
+		for _, addr := range sc.addrs {
+			if addr.Is6() == v6 {
+				b.data = appendAddr(b.data, addr)
+			}
 		}
 	}
-	srvs := b.srv.take(len(sc.srvs))
-	for i, e := range sc.srvs {
-		srvs[i] = dns.SRV{Hdr: hdr(name, dns.TypeSRV, cfg.TTL), Priority: 0, Weight: weight,
-			Port: uint16(e.port), Target: e.target}
-		rrs[aaaa+i] = &srvs[i]
+	if len(sc.srvs) > 0 {
+		b.uint16(weight)
 	}
-	extra := aaaa + len(srvs)
-	for i, e := range sc.extras {
-		rrs[extra+i] = b.addr(e.target, e.addr, cfg.TTL)
+	for _, e := range sc.srvs {
+		b.uint16(uint16(e.port))
+		b.ref(e.target)
 	}
-	n.rrs = rrs
-	n.ends = [3]uint32{uint32(v4), uint32(aaaa), uint32(extra)}
-	s.nodes[name] = n
+	for _, e := range sc.extras {
+		b.ref(e.target)
+		b.data = appendAddr(append(b.data, byte(e.addr.BitLen()/8)), e.addr)
+	}
+	s.nodes[name] = at
 }
 
 // EndpointHostname is the DNS label of an endpoint address: its hostname,

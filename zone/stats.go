@@ -7,11 +7,11 @@ func (s *Snapshot) Records() int {
 	if s.File != nil {
 		return len(s.File.Records)
 	}
-	if w := s.wildcard; w != nil {
-		n += len(w.rrs)
+	if s.hasWildcard {
+		n += s.recordsAt(s.wildcard).size()
 	}
-	for _, nd := range s.nodes {
-		n += len(nd.rrs)
+	for _, at := range s.nodes {
+		n += s.recordsAt(at).size()
 	}
 	return n
 }
