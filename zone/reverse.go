@@ -10,24 +10,26 @@ import (
 )
 
 // PTR is one reverse record that a source object contributes to a reverse
-// zone: addr points back at Target.
+// zone: addr points back at Target. What else the record needs is the
+// source object's: the namespace of the service pointed at (a record is
+// answered while it is exposed) and whether the source is a Service (its
+// cluster IP wins over endpoints), so a replica's tens of thousands of
+// PTRs do not each carry them.
 type PTR struct {
-	Addr      netip.Addr
-	Target    string // fully qualified, lower-case
-	Namespace string // of the service pointed at: answered only while exposed
-	ClusterIP bool   // from a service's cluster IP (wins over endpoints)
+	Addr   netip.Addr
+	Target string // fully qualified, lower-case
 }
 
 // PTRs returns the reverse records obj contributes, grouped by the zone key
 // of their reverse zone. Namespaces and pods contribute none.
 func PTRs(cfg *Config, obj any) map[string][]PTR {
 	out := map[string][]PTR{}
-	add := func(a netip.Addr, target, ns string, clusterIP bool) {
+	add := func(a netip.Addr, target string) {
 		key := reverseKey(ReverseName(a))
 		if key == "" {
 			return
 		}
-		out[key] = append(out[key], PTR{Addr: a, Target: target, Namespace: strings.ToLower(ns), ClusterIP: clusterIP})
+		out[key] = append(out[key], PTR{Addr: a, Target: target})
 	}
 	switch o := obj.(type) {
 	case *model.Service:
@@ -36,7 +38,7 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 		}
 		target := strings.ToLower(o.Name+"."+o.Namespace) + ".svc." + cfg.Primary()
 		for _, ip := range o.ClusterIPs {
-			add(ip, target, o.Namespace, true)
+			add(ip, target)
 		}
 	case *model.EndpointSlice:
 		base := strings.ToLower(o.ServiceName+"."+o.Namespace) + ".svc." + cfg.Primary()
@@ -45,7 +47,7 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 				continue
 			}
 			for _, a := range ep.Addresses {
-				add(a, strings.ToLower(EndpointHostname(ep, a, cfg.EndpointPodNames))+"."+base, o.Namespace, false)
+				add(a, strings.ToLower(EndpointHostname(ep, a, cfg.EndpointPodNames))+"."+base)
 			}
 		}
 	}
@@ -111,25 +113,28 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 	b := newBuilder()
 	b.text.reserve(textBytes)
 	ptrs = packPTRs(b, ptrs, total)
-	type targets struct{ service, endpoints []PTR }
+	// A record points at target, in namespace.
+	type record struct{ target, namespace string }
+	type targets struct{ service, endpoints []record }
 	byAddr := map[netip.Addr]*targets{}
 	for _, src := range sortedObjectKeys(ptrs) {
+		ns := strings.ToLower(src.Namespace)
 		for _, p := range ptrs[src] {
 			t := byAddr[p.Addr]
 			if t == nil {
 				t = &targets{}
 				byAddr[p.Addr] = t
 			}
-			if p.ClusterIP {
-				t.service = append(t.service, p)
+			if src.Kind == model.KindService {
+				t.service = append(t.service, record{p.Target, ns})
 			} else {
-				t.endpoints = append(t.endpoints, p)
+				t.endpoints = append(t.endpoints, record{p.Target, ns})
 			}
 		}
 	}
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]uint32, len(byAddr)),
 		soa: cfg.SOA(origin, serial), PTRs: ptrs}
-	var unique []PTR
+	var unique []record
 	seen := map[string]bool{}
 	for a, t := range byAddr {
 		list := t.endpoints
@@ -139,16 +144,16 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 		unique = unique[:0]
 		clear(seen)
 		for _, p := range list {
-			if !seen[p.Target] {
-				seen[p.Target] = true
+			if !seen[p.target] {
+				seen[p.target] = true
 				unique = append(unique, p)
 			}
 		}
 		at := b.begin(ptrNode)
 		b.uvarint(len(unique))
 		for _, p := range unique {
-			b.ref(p.Target)
-			b.ref(p.Namespace)
+			b.ref(p.target)
+			b.ref(p.namespace)
 		}
 		s.nodes[b.reverseName(a)] = at
 	}
