@@ -77,11 +77,18 @@ func thaw(c *cached, frozen []byte) (any, error) {
 		o.Ports = d.ports()
 		n := d.count()
 		o.Endpoints = make([]model.Endpoint, 0, n)
+		// The endpoints' addresses share one array (an endpoint has one
+		// address, as a rule): one allocation where there were n.
+		addrs := make([]netip.Addr, 0, n)
 		for range n {
 			e := model.Endpoint{Ready: d.byte() == 1}
 			e.Hostname = d.string()
 			e.TargetPodName = d.string()
-			e.Addresses = d.addrs()
+			start := len(addrs)
+			addrs = d.appendAddrs(addrs)
+			if len(addrs) > start {
+				e.Addresses = addrs[start:len(addrs):len(addrs)]
+			}
 			o.Endpoints = append(o.Endpoints, e)
 		}
 		return o, d.done()
@@ -208,16 +215,32 @@ func list[T any](d *decoder, one func() T) []T {
 }
 
 func (d *decoder) addrs() []netip.Addr {
-	return list(d, func() netip.Addr {
-		size := int(d.byte())
-		if d.err != nil || (size != 4 && size != 16) || d.off+size > len(d.b) {
-			d.fail()
-			return netip.Addr{}
+	return list(d, d.addr)
+}
+
+// appendAddrs reads a list of addresses onto out; on corrupt bytes out
+// is returned as it was.
+func (d *decoder) appendAddrs(out []netip.Addr) []netip.Addr {
+	n, before := d.count(), len(out)
+	for range n {
+		a := d.addr()
+		if d.err != nil {
+			return out[:before]
 		}
-		a, _ := netip.AddrFromSlice(d.b[d.off : d.off+size])
-		d.off += size
-		return a
-	})
+		out = append(out, a)
+	}
+	return out
+}
+
+func (d *decoder) addr() netip.Addr {
+	size := int(d.byte())
+	if d.err != nil || (size != 4 && size != 16) || d.off+size > len(d.b) {
+		d.fail()
+		return netip.Addr{}
+	}
+	a, _ := netip.AddrFromSlice(d.b[d.off : d.off+size])
+	d.off += size
+	return a
 }
 
 func (d *decoder) ports() []model.Port {
