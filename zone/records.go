@@ -69,9 +69,6 @@ func (b *blocks[T]) reserve(n int) {
 	}
 }
 
-// one returns a pointer to one zero value.
-func (b *blocks[T]) one() *T { return &b.take(1)[0] }
-
 // name returns parts joined, its bytes in the snapshot's text block.
 // Nothing writes to a block's bytes once a name is made of them, so the
 // string is as immutable as any other.

@@ -40,33 +40,6 @@ type Snapshot struct {
 	file *fileIndex // the lookup structure of a file zone
 }
 
-// addAddresses encodes a name that answers with the addresses v4 and v6
-// alone.
-func (e *encoder) addAddresses(v4, v6 []netip.Addr) uint32 {
-	at := e.begin(addressNode)
-	e.uvarint(len(v4))
-	e.uvarint(len(v6))
-	e.uvarint(0)
-	e.uvarint(0)
-	for _, a := range v4 {
-		e.data = appendAddr(e.data, a)
-	}
-	for _, a := range v6 {
-		e.data = appendAddr(e.data, a)
-	}
-	return at
-}
-
-// appendAddr appends the 4 bytes of an IPv4 address, the 16 of an IPv6 one.
-func appendAddr(d []byte, a netip.Addr) []byte {
-	if a.Is4() {
-		v := a.As4()
-		return append(d, v[:]...)
-	}
-	v := a.As16()
-	return append(d, v[:]...)
-}
-
 // Directory is what every node knows about every zone: which namespaces
 // exist, which mesh host names exist, and whether the sources have
 // synced. It is small and replicated.
