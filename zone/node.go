@@ -12,7 +12,8 @@ import (
 // dns.RR values. A prebuilt record costs some 200 bytes (its struct, the
 // interface in a slice, the node listing it, its share of the name), its
 // encoding a few, and a replica holds hundreds of thousands of records:
-// prebuilt, the records alone outweighed CoreDNS's whole heap. An answer
+// prebuilt, they made one replica holding a cluster of 10k services need
+// more memory than CoreDNS (docs/performance.md). An answer
 // decodes the records it returns. The query fast path packs each answer
 // once and reuses the packed bytes until the zone changes, so decoding is
 // paid once per name and snapshot, not once per query.
