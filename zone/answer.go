@@ -293,9 +293,10 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 		if q.Name == s.Key && s.PTRs == nil {
 			return negative(dns.RcodeSuccess, s.soa) // namespace apex
 		}
-		if port := underscoredPortName(q.Name); port != "" && s.has(port) {
-			n, _ = s.lookup(port)
-		} else {
+		if port := underscoredPortName(q.Name); port != "" {
+			n, ok = s.lookup(port)
+		}
+		if !ok {
 			return negative(dns.RcodeNameError, s.soa)
 		}
 	}

@@ -187,12 +187,13 @@ func answerMesh(cfg *Config, v View, q Question) Response {
 // as from Istio's DNS proxy: the zone is not really ours.
 func (s *Snapshot) answerMesh(q Question, wildcard bool) Response {
 	var n records
-	switch {
-	case wildcard && s.hasWildcard:
-		n = s.recordsAt(s.wildcard)
-	case !wildcard && s.has(q.Name):
-		n, _ = s.lookup(q.Name)
-	default:
+	var ok bool
+	if wildcard {
+		n, ok = s.wildcardRecords()
+	} else {
+		n, ok = s.lookup(q.Name)
+	}
+	if !ok {
 		return Response{External: true} // the zone is behind the directory
 	}
 	var ans []dns.RR
@@ -254,7 +255,7 @@ func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][
 	}
 	var e encoder
 	for _, name := range names {
-		at := e.addAddresses(drafts[name].v4, drafts[name].v6)
+		at := e.addAddresses(drafts[name].v4, drafts[name].v6, 0, 0)
 		if name == "*" {
 			s.wildcard, s.hasWildcard = at, true
 		} else {

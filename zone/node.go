@@ -68,6 +68,15 @@ func (s *Snapshot) lookup(name string) (records, bool) {
 	return s.recordsAt(at), true
 }
 
+// wildcardRecords returns the records of "*.<Key>" in a mesh zone, if it
+// has them.
+func (s *Snapshot) wildcardRecords() (records, bool) {
+	if !s.hasWildcard {
+		return records{}, false
+	}
+	return s.recordsAt(s.wildcard), true
+}
+
 // has reports whether the snapshot has records for name.
 func (s *Snapshot) has(name string) bool {
 	_, ok := s.nodes[name]
@@ -258,14 +267,15 @@ func (e *encoder) ref(s string) {
 	e.data = binary.AppendUvarint(e.data, n)
 }
 
-// addAddresses encodes a name that answers with the addresses v4 and v6
-// alone.
-func (e *encoder) addAddresses(v4, v6 []netip.Addr) uint32 {
+// addAddresses begins an address name with its A records v4 and its AAAA
+// records v6, and returns where it starts; the caller writes the srvs SRV
+// records and extras additional records it counts, if any, next.
+func (e *encoder) addAddresses(v4, v6 []netip.Addr, srvs, extras int) uint32 {
 	at := e.begin(addressNode)
 	e.uvarint(len(v4))
 	e.uvarint(len(v6))
-	e.uvarint(0)
-	e.uvarint(0)
+	e.uvarint(srvs)
+	e.uvarint(extras)
 	for _, a := range v4 {
 		e.data = appendAddr(e.data, a)
 	}

@@ -17,7 +17,7 @@ type builder struct {
 
 	// Scratch space of addNode, reused from node to node.
 	scratch struct {
-		addrs     []netip.Addr
+		v4, v6    []netip.Addr
 		srvs      []entry
 		extras    []entry
 		seenAddr  map[netip.Addr]bool

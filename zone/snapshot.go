@@ -202,9 +202,9 @@ func BuildPodZone(cfg *Config, key, origin string, serial uint32, pods map[strin
 				continue
 			}
 			if ip.Is4() {
-				s.nodes[owner] = e.addAddresses([]netip.Addr{ip}, nil)
+				s.nodes[owner] = e.addAddresses([]netip.Addr{ip}, nil, 0, 0)
 			} else {
-				s.nodes[owner] = e.addAddresses(nil, []netip.Addr{ip})
+				s.nodes[owner] = e.addAddresses(nil, []netip.Addr{ip}, 0, 0)
 			}
 		}
 	}
@@ -238,18 +238,18 @@ func (s *Snapshot) addNode(cfg *Config, b *builder, name string, es []entry) {
 		return
 	}
 	sc := &b.scratch
-	sc.addrs, sc.srvs, sc.extras = sc.addrs[:0], sc.srvs[:0], sc.extras[:0]
+	sc.v4, sc.v6, sc.srvs, sc.extras = sc.v4[:0], sc.v6[:0], sc.srvs[:0], sc.extras[:0]
 	clear(sc.seenAddr)
 	clear(sc.seenSRV)
 	clear(sc.seenExtra)
-	v4 := 0
 	for _, e := range es {
 		e.addr = e.addr.Unmap()
 		if !sc.seenAddr[e.addr] {
 			sc.seenAddr[e.addr] = true
-			sc.addrs = append(sc.addrs, e.addr)
 			if e.addr.Is4() {
-				v4++
+				sc.v4 = append(sc.v4, e.addr)
+			} else {
+				sc.v6 = append(sc.v6, e.addr)
 			}
 		}
 		if e.port < 0 {
@@ -270,18 +270,7 @@ func (s *Snapshot) addNode(cfg *Config, b *builder, name string, es []entry) {
 	if weight == 0 {
 		weight = 1
 	}
-	at := b.begin(addressNode)
-	b.uvarint(v4)
-	b.uvarint(len(sc.addrs) - v4)
-	b.uvarint(len(sc.srvs))
-	b.uvarint(len(sc.extras))
-	for _, v6 := range []bool{false, true} {
-		for _, addr := range sc.addrs {
-			if addr.Is6() == v6 {
-				b.data = appendAddr(b.data, addr)
-			}
-		}
-	}
+	at := b.addAddresses(sc.v4, sc.v6, len(sc.srvs), len(sc.extras))
 	if len(sc.srvs) > 0 {
 		b.uint16(weight)
 	}

@@ -7,8 +7,8 @@ func (s *Snapshot) Records() int {
 	if s.File != nil {
 		return len(s.File.Records)
 	}
-	if s.hasWildcard {
-		n += s.recordsAt(s.wildcard).size()
+	if w, ok := s.wildcardRecords(); ok {
+		n += w.size()
 	}
 	for _, at := range s.nodes {
 		n += s.recordsAt(at).size()
