@@ -215,7 +215,7 @@ func list[T any](d *decoder, one func() T) []T {
 }
 
 func (d *decoder) addrs() []netip.Addr {
-	return list(d, d.addr)
+	return d.appendAddrs(nil)
 }
 
 // appendAddrs reads a list of addresses onto out; on corrupt bytes out
