@@ -92,6 +92,11 @@ func Start(cfg Config) (*Membership, error) {
 	mc.BindAddr, mc.BindPort = bindIP, bound
 	mc.AdvertiseAddr, mc.AdvertisePort = advIP, advPort
 	mc.Label = cfg.Label
+	// Gossip packets are a few hundred bytes, and compressing each cost a
+	// fresh LZW writer (over 0.8 MB/s of garbage at gossip: fast, idle).
+	// A receiver decompresses what a peer compressed whatever this says,
+	// so members of either setting gossip together.
+	mc.EnableCompression = false
 	if len(cfg.SecretKeys) > 0 {
 		if mc.Keyring, err = memberlist.NewKeyring(cfg.SecretKeys, cfg.SecretKeys[0]); err != nil {
 			stopDials()
