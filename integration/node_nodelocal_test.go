@@ -382,6 +382,44 @@ func (c *nodeCluster) diagnoseNodeLocal(t *testing.T) {
 	for _, r := range c.replicaPods(t) {
 		ring, err := replicaRing(r.Status.PodIP)
 		t.Logf("ring of %s (%v): members %+v, rejected %+v", r.Name, err, ring.Members, ring.Rejected)
+		c.diagnoseReplica(t, ctx, r)
+	}
+}
+
+// replicaWarnings logs what each replica logged above INFO, or about its
+// membership and ring, since it started, and its ring, to say why an
+// answer failed.
+func (c *nodeCluster) replicaWarnings(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range c.replicaPods(t) {
+		b, err := c.client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "shardns"}).DoRaw(ctx)
+		var lines []string
+		for _, line := range strings.Split(string(b), "\n") {
+			quiet := strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"level":"DEBUG"`)
+			if line != "" && (!quiet || strings.Contains(line, "membership") || strings.Contains(line, "ring")) {
+				lines = append(lines, line)
+			}
+		}
+		t.Logf("%s logged (%v):\n%s", p.Name, err, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		ring, err := replicaRing(p.Status.PodIP)
+		t.Logf("ring of %s (%v): members %+v, rejected %+v", p.Name, err, ring.Members, ring.Rejected)
+	}
+}
+
+// diagnoseReplica logs what a replica pod's status says, and the last
+// lines of a shardns container that restarted, from before its restart.
+func (c *nodeCluster) diagnoseReplica(t *testing.T, ctx context.Context, p corev1.Pod) {
+	t.Helper()
+	t.Logf("%s: phase %s, IP %q, deleting %v", p.Name, p.Status.Phase, p.Status.PodIP, p.DeletionTimestamp != nil)
+	tailLines := int64(40)
+	for _, cs := range p.Status.ContainerStatuses {
+		t.Logf("%s/%s: ready %v, restarts %d, state %+v, last state %+v", p.Name, cs.Name, cs.Ready, cs.RestartCount, cs.State, cs.LastTerminationState)
+		if cs.RestartCount > 0 {
+			b, err := c.client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true, TailLines: &tailLines}).DoRaw(ctx)
+			t.Logf("last lines of %s/%s before its restart (%v):\n%s", p.Name, cs.Name, err, b)
+		}
 	}
 }
 
