@@ -107,3 +107,26 @@ func TestLiveChangesReturnMemory(t *testing.T) {
 		t.Fatalf("%d changes still counted after the release", n)
 	}
 }
+
+// A burst of changes too small for changesPerRelease still returns its
+// garbage once the changes pause for burstQuiet; fewer than burstMin do
+// not.
+func TestPausedBurstOfChangesReturnsMemory(t *testing.T) {
+	r := startMemoryReleaser(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer r.close()
+	r.burstQuiet = 50 * time.Millisecond
+	r.changed(burstMin - 1)
+	if r.burst.Stop() || r.asked.Load() != 0 {
+		t.Fatalf("%d changes, fewer than burstMin, set a release going", burstMin-1)
+	}
+	r.changed(1)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.asked.Load() == 0 || r.pending() {
+			return fmt.Errorf("the paused burst's memory is not returned yet")
+		}
+		return nil
+	})
+	if n := r.changes.Load(); n != 0 {
+		t.Fatalf("%d changes still counted after the release", n)
+	}
+}
