@@ -384,6 +384,40 @@ func (c *nodeCluster) diagnoseNodeLocal(t *testing.T) {
 		t.Logf("ring of %s (%v): members %+v, rejected %+v", r.Name, err, ring.Members, ring.Rejected)
 		c.diagnoseReplica(t, ctx, r)
 	}
+	c.nodeWarnings(t, ctx)
+}
+
+// nodeWarnings logs the node's conditions that are not as a healthy node
+// has them (pressure of memory, disk or PIDs makes the kubelet evict
+// pods) and the cluster's Warning events, to tell a replica evicted or
+// killed from one that failed.
+func (c *nodeCluster) nodeWarnings(t *testing.T, ctx context.Context) {
+	t.Helper()
+	nodes, err := c.client().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("diagnose: %v", err)
+		return
+	}
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			healthy := corev1.ConditionFalse
+			if cond.Type == corev1.NodeReady {
+				healthy = corev1.ConditionTrue
+			}
+			if cond.Status != healthy {
+				t.Logf("node %s: %s is %s: %s", n.Name, cond.Type, cond.Status, cond.Message)
+			}
+		}
+	}
+	events, err := c.client().CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"})
+	if err != nil {
+		t.Logf("diagnose: %v", err)
+		return
+	}
+	for _, e := range events.Items[max(0, len(events.Items)-30):] {
+		t.Logf("event %s %s/%s: %s: %s (%d times, last %s)", e.InvolvedObject.Kind, e.InvolvedObject.Namespace,
+			e.InvolvedObject.Name, e.Reason, e.Message, e.Count, e.LastTimestamp.Format(time.TimeOnly))
+	}
 }
 
 // replicaWarnings logs what each replica logged above INFO, or about its
@@ -406,13 +440,15 @@ func (c *nodeCluster) replicaWarnings(t *testing.T) {
 		ring, err := replicaRing(p.Status.PodIP)
 		t.Logf("ring of %s (%v): members %+v, rejected %+v", p.Name, err, ring.Members, ring.Rejected)
 	}
+	c.nodeWarnings(t, ctx)
 }
 
 // diagnoseReplica logs what a replica pod's status says, and the last
 // lines of a shardns container that restarted, from before its restart.
 func (c *nodeCluster) diagnoseReplica(t *testing.T, ctx context.Context, p corev1.Pod) {
 	t.Helper()
-	t.Logf("%s: phase %s, IP %q, deleting %v", p.Name, p.Status.Phase, p.Status.PodIP, p.DeletionTimestamp != nil)
+	t.Logf("%s: phase %s (%s %s), IP %q, deleting %v", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message,
+		p.Status.PodIP, p.DeletionTimestamp != nil)
 	tailLines := int64(40)
 	for _, cs := range p.Status.ContainerStatuses {
 		t.Logf("%s/%s: ready %v, restarts %d, state %+v, last state %+v", p.Name, cs.Name, cs.Ready, cs.RestartCount, cs.State, cs.LastTerminationState)

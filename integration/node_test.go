@@ -254,6 +254,11 @@ func (c *nodeCluster) testScaleUnderQueries(t *testing.T) {
 func (c *nodeCluster) testRollingUpdate(t *testing.T) {
 	names := c.queryFixtures(t, "roll")
 	q := c.startQuerier(t, "roll0", "querier", names)
+	defer func() {
+		if t.Failed() { // also after the querier's t.Fatalf
+			c.replicaWarnings(t)
+		}
+	}()
 	q.waitAnswers(t, 3*len(names), "before the update")
 	ctx := context.Background()
 	before, err := c.client().AppsV1().StatefulSets("kube-system").Get(ctx, "shardns", metav1.GetOptions{})
@@ -318,9 +323,6 @@ configMapGenerator:
 	pods := c.waitReplicas(t, 3)
 	q.waitAnswers(t, 5*len(names), "after the update")
 	q.finish(t)
-	if t.Failed() {
-		c.replicaWarnings(t)
-	}
 
 	// A name no replica has answered yet, so that no cache holds it: its
 	// first answer carries the configured TTL.
