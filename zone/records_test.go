@@ -3,6 +3,7 @@ package zone
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -95,4 +96,51 @@ func BenchmarkBuildServiceZone(b *testing.B) {
 		s = BuildServiceZone(cfg, key, cl, 1, services, slices)
 	}
 	b.ReportMetric(float64(s.Records()), "records")
+}
+
+// BenchmarkBuildReverseZone builds the reverse zones of the memory bench's
+// namespace, one /24 for each EndpointSlice's ten endpoints and one for
+// the cluster IPs: B/op is what a rebuild of all of them allocates,
+// kept-B/PTR what their snapshots keep for each PTR, after a collection.
+func BenchmarkBuildReverseZone(b *testing.B) {
+	cfg := testConfig()
+	services, slices := benchNamespace()
+	byZone := map[string]map[model.Key]PTRList{}
+	ptrs := 0
+	for _, obj := range append(values(services), values(slices)...) {
+		for key, list := range PTRs(cfg, obj) {
+			if byZone[key] == nil {
+				byZone[key] = map[model.Key]PTRList{}
+			}
+			byZone[key][obj.(interface{ Key() model.Key }).Key()] = PackPTRs(list)
+			ptrs += len(list)
+		}
+	}
+	build := func() []*Snapshot {
+		var out []*Snapshot
+		for key, sources := range byZone {
+			out = append(out, BuildReverseZone(cfg, key, "in-addr.arpa.", 1, sources))
+		}
+		return out
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := build()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	b.ReportAllocs()
+	for b.Loop() {
+		build()
+	}
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(ptrs), "kept-B/PTR")
+}
+
+func values[V any](m map[string]V) []any {
+	var out []any
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }

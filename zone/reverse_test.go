@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"net/netip"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -11,39 +12,33 @@ import (
 )
 
 // A reverse zone's snapshot keeps its sources' PTRs packed into memory of
-// its own: the same lists, sharing no array or string with the lists it
-// was built from, and its records point at the packed targets.
+// its own: the same lists, sharing no bytes with the lists it was built
+// from, and its records point at targets of its own.
 func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 	cfg := testConfig()
 	const key = "16.172.in-addr.arpa."
-	from := map[model.Key][]PTR{}
+	given := map[model.Key][]PTR{}
+	from := map[model.Key]PTRList{}
 	for _, obj := range testCluster() {
 		if p := PTRs(cfg, obj)["0."+key]; p != nil {
-			from[obj.(interface{ Key() model.Key }).Key()] = p
+			k := obj.(interface{ Key() model.Key }).Key()
+			given[k], from[k] = p, PackPTRs(p)
 		}
 	}
-	if len(from) != 1 || len(from[model.Key{Kind: model.KindEndpointSlice, Namespace: "ns1", Name: "hdls-abc"}]) != 2 {
-		t.Fatalf("the test cluster gives %v, want the two ready endpoints of hdls-abc", from)
+	if len(given) != 1 || len(given[model.Key{Kind: model.KindEndpointSlice, Namespace: "ns1", Name: "hdls-abc"}]) != 2 {
+		t.Fatalf("the test cluster gives %v, want the two ready endpoints of hdls-abc", given)
 	}
 	s := BuildReverseZone(cfg, "0."+key, "in-addr.arpa.", 1, from)
-	if !reflect.DeepEqual(s.PTRs, from) {
-		t.Fatalf("the snapshot keeps %v, want %v", s.PTRs, from)
-	}
-	given := map[*byte]bool{}
-	for src, list := range from {
-		given[(*byte)(unsafe.Pointer(unsafe.SliceData(list)))] = true
-		for _, p := range list {
-			given[unsafe.StringData(p.Target)] = true
+	givenText := map[*byte]bool{}
+	for src, list := range given {
+		if got := s.PTRs[src].PTRs(); !reflect.DeepEqual(got, list) {
+			t.Fatalf("the snapshot keeps %v for %v, want %v", got, src, list)
 		}
-		if packed := s.PTRs[src]; given[(*byte)(unsafe.Pointer(unsafe.SliceData(packed)))] {
+		if unsafe.StringData(string(s.PTRs[src])) == unsafe.StringData(string(from[src])) {
 			t.Fatalf("the PTR list of %v is the one given, not a copy", src)
 		}
-	}
-	for _, list := range s.PTRs {
 		for _, p := range list {
-			if given[unsafe.StringData(p.Target)] {
-				t.Fatalf("target %q is the string given, not a copy", p.Target)
-			}
+			givenText[unsafe.StringData(p.Target)] = true
 		}
 	}
 	n, ok := s.lookup("1.0.16.172.in-addr.arpa.")
@@ -55,7 +50,49 @@ func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 	if len(ptr) != 1 || ptr[0].(*dns.PTR).Ptr != "web-0.hdls.ns1.svc.cluster.local." {
 		t.Fatalf("1.0.16.172.in-addr.arpa. answers %v, want one PTR to web-0.hdls.ns1.svc.cluster.local.", ptr)
 	}
-	if given[unsafe.StringData(ptr[0].(*dns.PTR).Ptr)] {
+	if givenText[unsafe.StringData(ptr[0].(*dns.PTR).Ptr)] {
 		t.Fatal("the PTR record points at the target given, not at the packed one")
+	}
+}
+
+// Every form a PTR's target takes comes back from its packed list as it
+// went in, and a damaged list is reported, never read past its end.
+func TestPackedPTRsRoundTrip(t *testing.T) {
+	v4 := netip.MustParseAddr("10.244.1.23")
+	v6 := netip.MustParseAddr("fd00::1:17")
+	mapped := netip.MustParseAddr("::ffff:10.0.0.9")
+	lists := map[string][]PTR{
+		"service":            {{v4, "web.ns1.svc.cluster.local."}},
+		"dual-stack service": {{v4, "web.ns1.svc.cluster.local."}, {v6, "web.ns1.svc.cluster.local."}},
+		"endpoints named by address": {
+			{v4, "10-244-1-23.web.ns1.svc.cluster.local."}, {v6, "fd00--1-17.web.ns1.svc.cluster.local."},
+		},
+		"endpoints by hostname and pod name": {
+			{v4, "web-0.hdls.ns1.svc.cluster.local."}, {mapped, "pod-b.hdls.ns1.svc.cluster.local."},
+		},
+		"targets without a common suffix": {
+			{v4, "a.one.svc.cluster.local."}, {v6, "other.zone."}, {mapped, "a.one.svc.cluster.local."},
+		},
+		"a target that is its suffix and one that is not": {
+			{v4, "x.web.ns1.svc.cluster.local."}, {v6, "web.ns1.svc.cluster.local."},
+		},
+	}
+	for name, ptrs := range lists {
+		packed := PackPTRs(ptrs)
+		if got := packed.PTRs(); !reflect.DeepEqual(got, ptrs) {
+			t.Errorf("%s: packed and read back %v, want %v", name, got, ptrs)
+		}
+		if len(ptrs) > 1 && len(packed) >= 40*len(ptrs) {
+			t.Errorf("%s: %d bytes packed for %d PTRs, no fewer than as PTR values", name, len(packed), len(ptrs))
+		}
+		for cut := range len(packed) {
+			seen := 0
+			if packed[:cut].each(func(netip.Addr, string, string) { seen++ }) && seen == len(ptrs) {
+				t.Errorf("%s: cut to %d of %d bytes, the list reads whole", name, cut, len(packed))
+			}
+		}
+	}
+	if PackPTRs(nil) != "" || len(PTRList("").PTRs()) != 0 {
+		t.Error("no PTRs should pack to an empty list and read back as none")
 	}
 }

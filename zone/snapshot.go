@@ -32,7 +32,7 @@ type Snapshot struct {
 	// Sources the snapshot was built from (read-only).
 	Services map[string]*model.Service       // service zones, by name
 	Slices   map[string]*model.EndpointSlice // service zones, by name
-	PTRs     map[model.Key][]PTR             // reverse zones, by source object
+	PTRs     map[model.Key]PTRList           // reverse zones, by source object
 	Pods     map[string]*model.Pod           // pod zones, by name
 	Mesh     map[model.Key][]MeshHost        // mesh zones, by ServiceEntry
 	File     *FileZone                       // file zones

@@ -30,7 +30,7 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	namespaces := map[string]struct{}{}
 	services := map[string]map[string]*model.Service{}
 	slices := map[string]map[string]*model.EndpointSlice{}
-	ptrs := map[string]map[model.Key][]PTR{}
+	ptrs := map[string]map[model.Key]PTRList{}
 	meshZones := map[string]map[model.Key][]MeshHost{}
 	meshNames := map[string]struct{}{}
 	files := map[string]*FileZone{}
@@ -94,14 +94,14 @@ func addTo[K comparable, V any](m map[string]map[K]V, key string, name K, v V) {
 	m[key][name] = v
 }
 
-func addPTRs(cfg *Config, dst map[string]map[model.Key][]PTR, src model.Key, byZone map[string][]PTR) {
+func addPTRs(cfg *Config, dst map[string]map[model.Key]PTRList, src model.Key, byZone map[string][]PTR) {
 	for key, p := range byZone {
 		if r := cfg.Domains.Route(key); r.Kind != RouteZone || !r.Reverse {
 			continue
 		}
 		if dst[key] == nil {
-			dst[key] = map[model.Key][]PTR{}
+			dst[key] = map[model.Key]PTRList{}
 		}
-		dst[key][src] = p
+		dst[key][src] = PackPTRs(p)
 	}
 }

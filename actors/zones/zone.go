@@ -28,7 +28,7 @@ type zoneActor struct {
 	// first, so a quiet zone keeps one copy of its state, not two.
 	services map[string]*model.Service
 	slices   map[string]*model.EndpointSlice
-	ptrs     map[model.Key][]zone.PTR
+	ptrs     map[model.Key]zone.PTRList
 	podObjs  map[string]*model.Pod
 	hosts    map[model.Key][]zone.MeshHost
 	shared   bool
@@ -118,7 +118,7 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 func (z *zoneActor) forget() {
 	z.services = map[string]*model.Service{}
 	z.slices = map[string]*model.EndpointSlice{}
-	z.ptrs = map[model.Key][]zone.PTR{}
+	z.ptrs = map[model.Key]zone.PTRList{}
 	z.podObjs = map[string]*model.Pod{}
 	z.hosts = map[model.Key][]zone.MeshHost{}
 	z.shared = false
@@ -165,7 +165,7 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		if len(p.ptrs) == 0 {
 			delete(z.ptrs, p.source)
 		} else {
-			z.ptrs[p.source] = p.ptrs
+			z.ptrs[p.source] = zone.PackPTRs(p.ptrs)
 		}
 	}
 	for _, m := range msg.mesh {
@@ -217,7 +217,7 @@ func (z *zoneActor) publish() {
 		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, z.podObjs)
 	case z.reverse:
 		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, z.ptrs)
-		z.ptrs = s.PTRs // the same lists, packed into the snapshot's blocks
+		z.ptrs = s.PTRs // the same lists, copied into the snapshot's block
 	default:
 		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, z.services, z.slices)
 	}

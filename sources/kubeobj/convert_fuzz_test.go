@@ -78,7 +78,7 @@ func build(t *testing.T, cfg *zone.Config, ns string, services map[string]*model
 		zones: map[string]*zone.Snapshot{}}
 	key := zone.ServiceZoneKey(ns, cfg.Primary())
 	v.zones[key] = zone.BuildServiceZone(cfg, key, cfg.Primary(), 1, services, slices)
-	ptrs := map[string]map[model.Key][]zone.PTR{}
+	ptrs := map[string]map[model.Key]zone.PTRList{}
 	add := func(k model.Key, obj any) {
 		for zk, p := range zone.PTRs(cfg, obj) {
 			r := cfg.Domains.Route(zk)
@@ -91,9 +91,9 @@ func build(t *testing.T, cfg *zone.Config, ns string, services map[string]*model
 				}
 			}
 			if ptrs[zk] == nil {
-				ptrs[zk] = map[model.Key][]zone.PTR{}
+				ptrs[zk] = map[model.Key]zone.PTRList{}
 			}
-			ptrs[zk][k] = p
+			ptrs[zk][k] = zone.PackPTRs(p)
 		}
 	}
 	for _, s := range services {
