@@ -84,8 +84,7 @@ func listen(ctx context.Context, ip string, port int, logger *log.Logger, blocke
 			}
 			break
 		}
-		for size := socketReceiveBuffer; size > 0 && udp.SetReadBuffer(size) != nil; size /= 2 {
-		}
+		setReceiveBuffer(udp)
 		t := &transport{tcp: tcp, udp: udp, logger: logger, ctx: ctx, blocked: blocked,
 			packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), closed: make(chan struct{})}
 		if addr != nil && !addr.IsUnspecified() {
@@ -97,6 +96,16 @@ func listen(ctx context.Context, ip string, port int, logger *log.Logger, blocke
 		return t, nil
 	}
 	return nil, fmt.Errorf("membership: bind %s: %w", net.JoinHostPort(ip, fmt.Sprint(port)), err)
+}
+
+// setReceiveBuffer asks the kernel for socketReceiveBuffer bytes of
+// receive buffer, halving the ask until it is granted.
+func setReceiveBuffer(udp *net.UDPConn) {
+	for size := socketReceiveBuffer; size > 0; size /= 2 {
+		if udp.SetReadBuffer(size) == nil {
+			return
+		}
+	}
 }
 
 // GetAutoBindPort is the port bound, the kernel's pick when asked for 0.
