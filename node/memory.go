@@ -155,10 +155,19 @@ func (r *memoryReleaser) relax() {
 	}
 }
 
-// release asks for freed memory to be returned once the burst is over.
-// It never blocks: an actor calls it.
+// release says the loads begun so far are over, and asks for the memory
+// they freed to be returned once the burst is over. It never blocks: an
+// actor calls it.
 func (r *memoryReleaser) release() {
 	r.released.Store(r.loads.Load())
+	r.returnFreed()
+}
+
+// returnFreed asks for freed memory to be returned once the burst is
+// over, without ending a load under way: live changes call it, and a
+// load may run meanwhile, which keeps the collector tight until its own
+// release.
+func (r *memoryReleaser) returnFreed() {
 	r.asked.Add(1)
 	select {
 	case r.kick <- struct{}{}:
@@ -172,7 +181,7 @@ func (r *memoryReleaser) release() {
 func (r *memoryReleaser) changed(n int) {
 	switch total := r.changes.Add(int64(n)); {
 	case total >= changesPerRelease:
-		r.release()
+		r.returnFreed()
 	case total >= burstMin:
 		r.burst.Reset(r.burstQuiet)
 	}
@@ -182,7 +191,7 @@ func (r *memoryReleaser) changed(n int) {
 // unless a release since took it.
 func (r *memoryReleaser) burstOver() {
 	if r.changes.Load() >= burstMin {
-		r.release()
+		r.returnFreed()
 	}
 }
 

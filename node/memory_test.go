@@ -130,3 +130,34 @@ func TestPausedBurstOfChangesReturnsMemory(t *testing.T) {
 		t.Fatalf("%d changes still counted after the release", n)
 	}
 }
+
+// Live changes that return memory during a load do not end the load: the
+// collector stays tight, and the load's own release is still awaited.
+func TestLiveChangesDuringALoadKeepItTight(t *testing.T) {
+	r := startMemoryReleaser(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer r.close()
+	r.loading()
+	r.changed(changesPerRelease)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.asked.Load() != r.returned.Load() {
+			return fmt.Errorf("the changes' freed memory is not returned yet")
+		}
+		return nil
+	})
+	if !r.pending() {
+		t.Fatal("returning the changes' memory ended the load under way")
+	}
+	r.mu.Lock()
+	tight := r.tight
+	r.mu.Unlock()
+	if !tight {
+		t.Fatal("returning the changes' memory relaxed the collector during a load")
+	}
+	r.release()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.pending() {
+			return fmt.Errorf("the load's release is not done yet")
+		}
+		return nil
+	})
+}
