@@ -143,3 +143,48 @@ func TestRejoinNowRunsARound(t *testing.T) {
 		}
 	}
 }
+
+// A replica that joins after another was removed, and is no longer a
+// peer, still joins: the seed's state lists the removed one as dead or
+// left, which is not a node asking to be admitted.
+func TestJoinAfterAPeerWasRemoved(t *testing.T) {
+	t.Parallel()
+	var (
+		mu      sync.Mutex
+		removed = map[string]bool{}
+		seen    refusalLog
+	)
+	admit := func(m Member) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if removed[m.Name] {
+			return "not-a-peer"
+		}
+		return ""
+	}
+	guarded := func(cfg Config) Config {
+		cfg.Admit, cfg.Rejected = admit, seen.record
+		return cfg
+	}
+	a := start(t, guarded(testConfig("a")))
+	b := start(t, guarded(testConfig("b", a.LocalAddr())))
+	converge(t, 5*time.Second, []*Membership{a, b}, a, b)
+	if err := b.Leave(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	removed["b"] = true // its address left the peers Service
+	mu.Unlock()
+	converge(t, 5*time.Second, []*Membership{a}, a)
+
+	// The join itself succeeds: c knows a once Start returns, not only
+	// after a later push/pull from a.
+	c := start(t, guarded(testConfig("c", a.LocalAddr())))
+	if got, want := view(c), expect(a, c); got != want {
+		t.Fatalf("right after its join c sees %q, want %q", got, want)
+	}
+	converge(t, 5*time.Second, []*Membership{a, c}, a, c)
+}

@@ -52,18 +52,29 @@ func (d meta) LocalState(join bool) []byte                { return nil }
 func (d meta) MergeRemoteState(buf []byte, join bool)     {}
 
 // admission asks Config.Admit about every node gossip tells of: an alive
-// message (a join, a refutation, new metadata) and each node of a joining
-// member's state. A refused alive message is ignored, so the node never
-// becomes a member or changes one; a refused merge fails the join, so a
-// stranger learns nothing of the members either.
+// message (a join, a refutation, new metadata) and each live node of a
+// joining member's state. A refused alive message is ignored, so the node
+// never becomes a member or changes one; a refused merge fails the join,
+// so a stranger learns nothing of the members either.
 type admission struct{ m *Membership }
 
 func (a admission) NotifyAlive(n *memberlist.Node) error {
 	return a.check(n)
 }
 
+// NotifyMerge checks the nodes of a state exchanged at a join that it
+// lists alive. A node it lists as suspect, dead or left is not asked
+// about: merging such an entry only marks a member already known, never
+// adds one, and a member's state lists replicas gone for a while (until
+// memberlist forgets the dead, 30 s). Refusing the state for them made a
+// replica that joined just after others were removed or replaced (a
+// scale-down, a rolling update: their addresses are no longer peers)
+// fail its join and serve alone, apart from the ring.
 func (a admission) NotifyMerge(peers []*memberlist.Node) error {
 	for _, n := range peers {
+		if n.State != memberlist.StateAlive {
+			continue
+		}
 		if err := a.check(n); err != nil {
 			return err
 		}
