@@ -36,21 +36,44 @@ func (r *refusalLog) has(want string) error {
 
 // A node Admit refuses never becomes a member of the nodes asking Admit,
 // however often it joins them.
-func TestAdmitRefusesStranger(t *testing.T) {
-	t.Parallel()
-	var seen refusalLog
-	admit := func(m Member) string {
-		if m.Name == "stranger" {
+// notPeers admits every node but those it was told to refuse, which it
+// refuses as not-a-peer and records; it may change while the nodes run.
+type notPeers struct {
+	mu      sync.Mutex
+	refused map[string]bool
+	seen    refusalLog
+}
+
+func (p *notPeers) refuse(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refused == nil {
+		p.refused = map[string]bool{}
+	}
+	p.refused[name] = true
+}
+
+// guard makes cfg's node admit through p.
+func (p *notPeers) guard(cfg Config) Config {
+	cfg.Admit = func(m Member) string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.refused[m.Name] {
 			return "not-a-peer"
 		}
 		return ""
 	}
-	guarded := func(cfg Config) Config {
-		cfg.Admit, cfg.Rejected = admit, seen.record
-		return cfg
-	}
-	a := start(t, guarded(testConfig("a")))
-	b := start(t, guarded(testConfig("b", a.LocalAddr())))
+	cfg.Rejected = p.seen.record
+	return cfg
+}
+
+func TestAdmitRefusesStranger(t *testing.T) {
+	t.Parallel()
+	var peers notPeers
+	peers.refuse("stranger")
+	seen := &peers.seen
+	a := start(t, peers.guard(testConfig("a")))
+	b := start(t, peers.guard(testConfig("b", a.LocalAddr())))
 	converge(t, 5*time.Second, []*Membership{a, b}, a, b)
 
 	start(t, testConfig("stranger", a.LocalAddr(), b.LocalAddr()))
@@ -149,25 +172,9 @@ func TestRejoinNowRunsARound(t *testing.T) {
 // left, which is not a node asking to be admitted.
 func TestJoinAfterAPeerWasRemoved(t *testing.T) {
 	t.Parallel()
-	var (
-		mu      sync.Mutex
-		removed = map[string]bool{}
-		seen    refusalLog
-	)
-	admit := func(m Member) string {
-		mu.Lock()
-		defer mu.Unlock()
-		if removed[m.Name] {
-			return "not-a-peer"
-		}
-		return ""
-	}
-	guarded := func(cfg Config) Config {
-		cfg.Admit, cfg.Rejected = admit, seen.record
-		return cfg
-	}
-	a := start(t, guarded(testConfig("a")))
-	b := start(t, guarded(testConfig("b", a.LocalAddr())))
+	var peers notPeers
+	a := start(t, peers.guard(testConfig("a")))
+	b := start(t, peers.guard(testConfig("b", a.LocalAddr())))
 	converge(t, 5*time.Second, []*Membership{a, b}, a, b)
 	if err := b.Leave(2 * time.Second); err != nil {
 		t.Fatal(err)
@@ -175,14 +182,12 @@ func TestJoinAfterAPeerWasRemoved(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	removed["b"] = true // its address left the peers Service
-	mu.Unlock()
+	peers.refuse("b") // its address left the peers Service
 	converge(t, 5*time.Second, []*Membership{a}, a)
 
 	// The join itself succeeds: c knows a once Start returns, not only
 	// after a later push/pull from a.
-	c := start(t, guarded(testConfig("c", a.LocalAddr())))
+	c := start(t, peers.guard(testConfig("c", a.LocalAddr())))
 	if got, want := view(c), expect(a, c); got != want {
 		t.Fatalf("right after its join c sees %q, want %q", got, want)
 	}
