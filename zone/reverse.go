@@ -294,8 +294,7 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 	for _, list := range ptrs {
 		previous = previous[:0]
 		list.each(func(a netip.Addr, first, rest string) {
-			n := len(first)
-			if len(previous) != n+len(rest) || string(previous[:n]) != first || string(previous[n:]) != rest {
+			if !sameTarget(previous, first, rest) {
 				textBytes += len(first) + len(rest)
 				previous = append(append(previous[:0], first...), rest...)
 			}
@@ -359,8 +358,9 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 }
 
 // sameTarget reports whether target is first followed by rest.
-func sameTarget(target, first, rest string) bool {
-	return len(target) == len(first)+len(rest) && target[:len(first)] == first && target[len(first):] == rest
+func sameTarget[T string | []byte](target T, first, rest string) bool {
+	n := len(first)
+	return len(target) == n+len(rest) && string(target[:n]) == first && string(target[n:]) == rest
 }
 
 // packPTRLists copies the lists of ptrs, whose keys are sources, into
