@@ -380,8 +380,6 @@ func (c *nodeCluster) diagnoseNodeLocal(t *testing.T) {
 		}
 	}
 	for _, r := range c.replicaPods(t) {
-		ring, err := replicaRing(r.Status.PodIP)
-		t.Logf("ring of %s (%v): members %+v, rejected %+v", r.Name, err, ring.Members, ring.Rejected)
 		c.diagnoseReplica(t, ctx, r)
 	}
 	c.nodeWarnings(t, ctx)
@@ -421,8 +419,8 @@ func (c *nodeCluster) nodeWarnings(t *testing.T, ctx context.Context) {
 }
 
 // replicaWarnings logs what each replica logged above INFO, or about its
-// membership and ring, since it started, and its ring, to say why an
-// answer failed.
+// membership and ring, since it started, then diagnoseReplica's view of
+// it, to say why an answer failed.
 func (c *nodeCluster) replicaWarnings(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -437,16 +435,18 @@ func (c *nodeCluster) replicaWarnings(t *testing.T) {
 			}
 		}
 		t.Logf("%s logged (%v):\n%s", p.Name, err, strings.Join(lines[max(0, len(lines)-60):], "\n"))
-		ring, err := replicaRing(p.Status.PodIP)
-		t.Logf("ring of %s (%v): members %+v, rejected %+v", p.Name, err, ring.Members, ring.Rejected)
+		c.diagnoseReplica(t, ctx, p)
 	}
 	c.nodeWarnings(t, ctx)
 }
 
-// diagnoseReplica logs what a replica pod's status says, and the last
-// lines of a shardns container that restarted, from before its restart.
+// diagnoseReplica logs a replica pod's ring, what its status says, and
+// the last lines of a shardns container that restarted, from before its
+// restart.
 func (c *nodeCluster) diagnoseReplica(t *testing.T, ctx context.Context, p corev1.Pod) {
 	t.Helper()
+	ring, err := replicaRing(p.Status.PodIP)
+	t.Logf("ring of %s (%v): members %+v, rejected %+v", p.Name, err, ring.Members, ring.Rejected)
 	t.Logf("%s: phase %s (%s %s), IP %q, deleting %v", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message,
 		p.Status.PodIP, p.DeletionTimestamp != nil)
 	tailLines := int64(40)
