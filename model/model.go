@@ -153,7 +153,8 @@ func (e *ServiceEntry) Key() Key { return Key{KindServiceEntry, e.Namespace, e.N
 
 // Change is an upsert (Object set) or a delete (Object nil) of Key.
 // Object is one of *Namespace, *Service, *EndpointSlice, *Pod,
-// *ServiceEntry or, for KindZoneFile, a *zone.FileZone.
+// *ServiceEntry or, for KindZoneFile, a *zone.FileZone; a Service,
+// EndpointSlice or Pod may come Frozen, without its resourceVersion.
 type Change struct {
 	Key    Key
 	Object any

@@ -29,9 +29,10 @@ type Snapshot struct {
 	wildcard    uint32
 	hasWildcard bool
 
-	// Sources the snapshot was built from (read-only).
-	Services map[string]*model.Service       // service zones, by name
-	Slices   map[string]*model.EndpointSlice // service zones, by name
+	// Sources the snapshot was built from (read-only), set by whoever
+	// builds it (see actors/zones).
+	Services map[string]model.Frozen // service zones, by name
+	Slices   map[string]model.Frozen // service zones, by name
 	PTRs     map[model.Key]PTRList           // reverse zones, by source object
 	Pods     map[string]*model.Pod           // pod zones, by name
 	Mesh     map[model.Key][]MeshHost        // mesh zones, by ServiceEntry
@@ -99,7 +100,7 @@ func BuildServiceZone(cfg *Config, key, origin string, serial uint32,
 		names += 1 + len(svc.Ports)
 	}
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]uint32, names),
-		soa: cfg.SOA(origin, serial), Services: services, Slices: slices}
+		soa: cfg.SOA(origin, serial)}
 	for _, name := range sortedKeys(services) {
 		svc := services[name]
 		s.addService(cfg, b, svc, bySvc[strings.ToLower(svc.Name)])

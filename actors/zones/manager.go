@@ -267,7 +267,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 			}
 		case model.KindPod:
 			if m.accepts(c) {
-				m.routePodChange(c, batch)
+				m.routePodChange(thawed(c, m.cfg.Logger), batch)
 			}
 		case model.KindServiceEntry:
 			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
@@ -314,7 +314,7 @@ func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApp
 	}
 	var ptrs map[string][]zone.PTR
 	if c.Object != nil {
-		ptrs = zone.PTRs(m.cfg.Answer, c.Object)
+		ptrs = zone.PTRs(m.cfg.Answer, thawed(c, m.cfg.Logger).Object)
 	}
 	for key, p := range ptrs {
 		if r := m.cfg.Answer.Domains.Route(key); r.Kind != zone.RouteZone || !r.Reverse {
@@ -375,6 +375,23 @@ func (m *Manager) indexPod(c model.Change) {
 		m.ipOwner[ip] = c.Key
 		m.cfg.PodIndex.Set(ip, strings.ToLower(p.Namespace))
 	}
+}
+
+// thawed returns c with the model object its frozen form encodes, and
+// with its identity; other changes are returned as they are. A frozen
+// object that does not thaw (only a bug can make one) is logged and
+// taken for a delete, so that nothing is built from it.
+func thawed(c model.Change, log *slog.Logger) model.Change {
+	f, ok := c.Object.(model.Frozen)
+	if !ok {
+		return c
+	}
+	obj, err := f.Thaw(c.Key.Namespace, c.Key.Name, "")
+	if err != nil {
+		log.Error("dropping an object that does not thaw", "object", c.Key.String(), "err", err)
+		return model.Change{Key: c.Key}
+	}
+	return model.Change{Key: c.Key, Object: obj}
 }
 
 func isReverseKey(cfg *zone.Config, key string) bool {

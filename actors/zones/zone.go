@@ -26,8 +26,11 @@ type zoneActor struct {
 	// What the zone is built from. After a flush these are the maps of
 	// the published snapshot (shared): the next change copies them
 	// first, so a quiet zone keeps one copy of its state, not two.
-	services map[string]*model.Service
-	slices   map[string]*model.EndpointSlice
+	// Services and EndpointSlices are kept frozen, the strings the
+	// Kubernetes source holds, and thawed only to build the zone.
+	namespace string // of the service zone's objects
+	services  map[string]model.Frozen
+	slices    map[string]model.Frozen
 	ptrs     map[model.Key]zone.PTRList
 	podObjs  map[string]*model.Pod
 	hosts    map[model.Key][]zone.MeshHost
@@ -116,8 +119,8 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 
 // forget starts the zone's state over, empty and its own.
 func (z *zoneActor) forget() {
-	z.services = map[string]*model.Service{}
-	z.slices = map[string]*model.EndpointSlice{}
+	z.services = map[string]model.Frozen{}
+	z.slices = map[string]model.Frozen{}
 	z.ptrs = map[model.Key]zone.PTRList{}
 	z.podObjs = map[string]*model.Pod{}
 	z.hosts = map[model.Key][]zone.MeshHost{}
@@ -141,17 +144,21 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 	z.own()
 	for _, c := range msg.services {
 		k := c.change.Key
-		switch o := c.change.Object.(type) {
-		case nil:
-			if k.Kind == model.KindService {
-				delete(z.services, k.Name)
-			} else {
-				delete(z.slices, k.Name)
-			}
-		case *model.Service:
-			z.services[k.Name] = o
-		case *model.EndpointSlice:
-			z.slices[k.Name] = o
+		z.namespace = k.Namespace
+		objects := z.slices
+		if k.Kind == model.KindService {
+			objects = z.services
+		}
+		if c.change.Object == nil {
+			delete(objects, k.Name)
+			continue
+		}
+		f, ok := c.change.Object.(model.Frozen)
+		if !ok {
+			f, ok = model.Freeze(c.change.Object) // from a source that does not freeze
+		}
+		if ok && f.Kind() == k.Kind {
+			objects[k.Name] = f
 		}
 	}
 	for _, c := range msg.pods {
@@ -219,10 +226,31 @@ func (z *zoneActor) publish() {
 		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, z.ptrs)
 		z.ptrs = s.PTRs // the same lists, copied into the snapshot's block
 	default:
-		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, z.services, z.slices)
+		services, slices := z.thawed()
+		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, services, slices)
+		s.Services, s.Slices = z.services, z.slices
 	}
 	z.shared = true // the snapshot holds these maps now: never change them in place
 	z.slot.Store(s)
+}
+
+// thawed returns the zone's Services and EndpointSlices as model objects,
+// made for one build and dropped after it.
+func (z *zoneActor) thawed() (map[string]*model.Service, map[string]*model.EndpointSlice) {
+	return thawAll[model.Service](z, z.services), thawAll[model.EndpointSlice](z, z.slices)
+}
+
+func thawAll[T any](z *zoneActor, frozen map[string]model.Frozen) map[string]*T {
+	out := make(map[string]*T, len(frozen))
+	for name, f := range frozen {
+		obj, err := f.Thaw(z.namespace, name, "")
+		if o, ok := obj.(*T); ok && err == nil {
+			out[name] = o
+		} else {
+			z.log.Error("a frozen object of the zone does not thaw; building without it", "zone", z.key, "name", name, "err", err)
+		}
+	}
+	return out
 }
 
 // nextSerial is a SOA serial in seconds since the epoch that always grows.

@@ -4,11 +4,11 @@
 // and sends the changes to the zone manager, the same path the manifest
 // source takes.
 //
-// Informer caches hold model objects, not API objects (see cached.go):
-// the zones share them, so a large cluster costs little memory beyond its
-// records. Objects that only other replicas' zones are built from are
-// kept frozen, in a few bytes per endpoint (see frozen.go). Updates that
-// change nothing DNS serves are dropped before they reach an actor.
+// Informer caches hold model objects, not API objects (see cached.go),
+// frozen into a few bytes per endpoint (model.Frozen): the zones keep the
+// same strings, so a large cluster costs little memory beyond its
+// records. Updates that change nothing DNS serves are dropped before they
+// reach an actor.
 package kubernetes
 
 import (

@@ -18,7 +18,6 @@ type handler struct {
 	exposed func(namespace string) bool // the kubernetes.namespaces filter
 	send    func(model.Change)
 	log     *slog.Logger
-	objects *objects
 	events  *prometheus.CounterVec // kind, type; may be nil
 }
 
@@ -31,11 +30,12 @@ func (h *handler) count(typ string) {
 
 var _ cache.ResourceEventHandler = (*handler)(nil)
 
-// convert returns the model object of a cache entry; nil with no error
-// means DNS does not serve it (an FQDN slice, a finished pod).
+// convert returns what a change of a cache entry carries (see
+// cached.model); nil with no error means DNS does not serve it (an FQDN
+// slice, a finished pod).
 func (h *handler) convert(obj any) (any, error) {
 	if c, ok := obj.(*cached); ok {
-		return h.objects.get(c)
+		return c.model()
 	}
 	return nil, nil
 }
@@ -97,7 +97,7 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 	}
 	oldC, oldOK := oldObj.(*cached)
 	newC, newOK := newObj.(*cached)
-	if oldOK && newOK && oldC.err == nil && h.objects.sameRecords(oldC, newC) {
+	if oldOK && newOK && oldC.err == nil && sameRecords(oldC, newC) {
 		return
 	}
 	h.send(model.Change{Key: k, Object: m})

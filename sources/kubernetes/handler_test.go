@@ -26,8 +26,7 @@ func service(rv, ip string, annotations map[string]string) *corev1.Service {
 func TestHandlerDropsNoOpUpdates(t *testing.T) {
 	var sent []model.Change
 	h := &handler{kind: model.KindService, exposed: func(string) bool { return true },
-		send: func(c model.Change) { sent = append(sent, c) }, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		objects: &objects{}}
+		send: func(c model.Change) { sent = append(sent, c) }, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cases := []struct {
 		name     string
 		old, new *corev1.Service
@@ -44,6 +43,12 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 			h.OnUpdate(cachedOf(t, c.old), cachedOf(t, c.new))
 			if (len(sent) > 0) != c.sends {
 				t.Fatalf("sent %v, want a change: %v", sent, c.sends)
+			}
+			if c.sends {
+				svc := thawedService(t, sent[0])
+				if want := c.new.Spec.ClusterIP; svc.ClusterIPs[0].String() != want || svc.Name != "web" {
+					t.Fatalf("sent %+v, want web at %s", svc, want)
+				}
 			}
 		})
 	}
@@ -62,17 +67,32 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 // cachedOf is obj as the informers store it.
 func cachedOf(t *testing.T, obj any) any {
 	t.Helper()
-	out, err := transformFor(func(string) bool { return true }, &objects{})(obj)
+	out, err := transformFor(func(string) bool { return true })(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-// The informers keep the model object and the identity, never the API
-// object; the informer's key function reads the identity.
+// thawedService is the Service a change carries, frozen as the source
+// sends it.
+func thawedService(t *testing.T, c model.Change) *model.Service {
+	t.Helper()
+	f, ok := c.Object.(model.Frozen)
+	if !ok {
+		t.Fatalf("change %v carries %T, want a frozen object", c.Key, c.Object)
+	}
+	obj, err := f.Thaw(c.Key.Namespace, c.Key.Name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*model.Service)
+}
+
+// The informers keep the model object, frozen, and the identity, never
+// the API object; the informer's key function reads the identity.
 func TestCacheHoldsModelObjects(t *testing.T) {
-	transform := transformFor(func(ns string) bool { return ns != "hidden" }, &objects{})
+	transform := transformFor(func(ns string) bool { return ns != "hidden" })
 	s := service("7", "10.0.0.1", map[string]string{"big": "annotation"})
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	out, err := transform(s)
@@ -83,9 +103,13 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 	if !ok {
 		t.Fatalf("transform returned %T", out)
 	}
-	svc, ok := c.object.(*model.Service)
-	if !ok || c.err != nil || svc.ClusterIPs[0].String() != "10.0.0.1" || svc.Ports[0].Port != 80 {
-		t.Fatalf("cached %+v, want the model Service", c)
+	sent, err := c.model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := thawedService(t, model.Change{Key: model.Key{Kind: model.KindService, Namespace: "ns", Name: "web"}, Object: sent})
+	if c.object != nil || svc.ClusterIPs[0].String() != "10.0.0.1" || svc.Ports[0].Port != 80 {
+		t.Fatalf("cached %+v, want the model Service frozen", c)
 	}
 	if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "ns/web" {
 		t.Fatalf("key %q %v, want ns/web", key, err)
@@ -95,17 +119,17 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 	}
 
 	broken, _ := transform(service("8", "not-an-ip", nil))
-	if b := broken.(*cached); b.object != nil || b.err == nil || !strings.Contains(b.err.Error(), "not-an-ip") {
+	if b := broken.(*cached); b.frozen != "" || b.err == nil || !strings.Contains(b.err.Error(), "not-an-ip") {
 		t.Fatalf("broken service cached as %+v, want its error", b)
 	}
 	finished, _ := transform(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job"},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.1.0.1"}})
-	if f := finished.(*cached); f.object != nil || f.name != "job" {
+	if f := finished.(*cached); f.frozen != "" || f.object != nil || f.name != "job" {
 		t.Fatalf("finished pod cached as %+v, want no model object", f)
 	}
 	hidden := service("9", "10.0.0.2", nil)
 	hidden.Namespace = "hidden"
-	if h, _ := transform(hidden); h.(*cached).object != nil {
+	if h, _ := transform(hidden); h.(*cached).frozen != "" {
 		t.Fatal("an object outside kubernetes.namespaces keeps its model object")
 	}
 	ns, _ := transform(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hidden"}})
@@ -138,9 +162,8 @@ func TestCacheKeepsNothingOfTheAPIObject(t *testing.T) {
 	s.Spec.ExternalName = "db.example.org"
 	decoded := []string{s.Namespace, s.Name, s.ResourceVersion, s.Spec.Ports[0].Name, s.Spec.ExternalName}
 	c := cachedOf(t, s).(*cached)
-	svc := c.object.(*model.Service)
-	kept := []string{c.namespace, c.name, c.resourceVersion, svc.Namespace, svc.Name, svc.ResourceVersion,
-		svc.Ports[0].Name, svc.ExternalName}
+	svc := thawedService(t, model.Change{Key: model.Key{Kind: model.KindService, Namespace: c.namespace, Name: c.name}, Object: c.frozen})
+	kept := []string{c.namespace, c.name, c.resourceVersion, string(c.frozen), svc.Ports[0].Name, svc.ExternalName}
 	for _, k := range kept {
 		for _, d := range decoded {
 			if k != "" && unsafe.StringData(k) == unsafe.StringData(d) {
@@ -148,7 +171,7 @@ func TestCacheKeepsNothingOfTheAPIObject(t *testing.T) {
 			}
 		}
 	}
-	if c.namespace != "ns" || c.name != "web" || c.resourceVersion != "7" || svc.Ports[0].Name != "http" {
+	if c.namespace != "ns" || c.name != "web" || c.resourceVersion != "7" || svc.Ports[0].Name != "http" || svc.Namespace != "ns" {
 		t.Fatalf("cached %+v with %+v, want ns/web at 7 with port http", c, svc)
 	}
 }

@@ -40,9 +40,8 @@ type Config struct {
 	// autopath needs every client's namespace on every replica.
 	PodsEverywhere bool
 	NoEndpoints    bool // do not watch endpoint slices
-	// Interest says which namespaces this replica's zones are built from;
-	// the objects of the others are kept frozen. Nil keeps every object
-	// as it is.
+	// Interest says which namespaces this replica's zones are built from,
+	// for sharded watches. Nil, or no ring, watches every namespace.
 	Interest *zones.Interest
 	Logger   *slog.Logger
 	// Events counts the objects the watches deliver, by kind and type;
@@ -69,7 +68,6 @@ type Source struct {
 	stop    chan struct{}
 	watched []watched // every informer, when watches are not sharded
 	exposed func(string) bool
-	objects *objects
 	wg      sync.WaitGroup
 	shardState
 }
@@ -103,7 +101,6 @@ func (s *Source) Receive(ctx actor.Context) {
 			s.replay(ctx, msg.ID)
 		}
 	case *zones.InterestChanged:
-		s.resort()
 		s.reshard(ctx)
 	case *zones.WatchEverything:
 		s.onWatchEverything(ctx)
@@ -121,7 +118,6 @@ func (s *Source) start(ctx actor.Context) {
 	s.started = time.Now()
 	s.root = ctx.ActorSystem().Root
 	s.exposed = s.exposedFunc()
-	s.objects = &objects{interest: s.cfg.Interest}
 	if !s.cfg.Interest.Clustered() || s.cfg.NoSharding {
 		s.startFull(ctx)
 		return
@@ -166,7 +162,7 @@ func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced 
 		s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
 			"kind", kind.String(), "err", err)
 	})
-	if err := w.informer.SetTransform(transformFor(s.exposed, s.objects)); err != nil {
+	if err := w.informer.SetTransform(transformFor(s.exposed)); err != nil {
 		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
 	}
 	root, manager := s.root, s.cfg.Manager
@@ -174,7 +170,7 @@ func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced 
 		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
 	})
 	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger,
-		objects: s.objects, events: s.cfg.Events})
+		events: s.cfg.Events})
 	if err != nil {
 		panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
 	}
@@ -219,7 +215,7 @@ func (s *Source) startFull(ctx actor.Context) {
 func (s *Source) replay(ctx actor.Context, id uint64) {
 	var changes []model.Change
 	for _, w := range s.informers() {
-		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger, objects: s.objects,
+		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger,
 			send: func(c model.Change) { changes = append(changes, c) }}
 		for _, obj := range byNamespace(w.informer.GetStore().List()) {
 			h.OnAdd(obj, false)
@@ -229,22 +225,9 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
 }
 
-// resort freezes the objects no zone of this replica is built from any
-// more, and thaws those that one now is, so that the zones and the cache
-// share them again.
-func (s *Source) resort() {
-	for _, w := range s.informers() {
-		for _, obj := range byNamespace(w.informer.GetStore().List()) {
-			if c, ok := obj.(*cached); ok {
-				s.objects.resort(c)
-			}
-		}
-	}
-}
-
 // byNamespace orders a store's entries by namespace and name. The store
-// lists in map order, which mixes namespaces; thawed in this order, the
-// objects of one namespace, and the records of its zone built from them,
+// lists in map order, which mixes namespaces; replayed in this order,
+// each zone's objects arrive together, and the records built from them
 // lie together in memory, so a zone handed to another replica frees
 // whole spans rather than holes among the zones kept.
 func byNamespace(list []any) []any {

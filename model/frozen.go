@@ -1,41 +1,50 @@
-package kubernetes
+package model
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
-
-	"github.com/shardns/shardns/model"
 )
 
-// A replica keeps the model object of every Service, EndpointSlice and Pod
-// it watches, because a zone it gains later is loaded from them (a replay
-// reads no API). The objects of namespaces whose zones other replicas own
-// are kept frozen: encoded into one byte slice of a few dozen bytes per
-// endpoint, instead of a model object of about 150. They are thawed when
-// an event or a replay needs them. Their identity (namespace, name,
-// resourceVersion) stays in the cache entry, so it is not encoded.
+// Frozen is a Service, EndpointSlice or Pod encoded into one string: a
+// few dozen bytes per endpoint and one allocation, where the struct takes
+// about 150 bytes per endpoint in several. The Kubernetes source keeps
+// every object it watches frozen, and the zone actors keep what they are
+// built from frozen too (the same strings), thawing it only to build a
+// zone. Why: a replica holds tens of thousands of these for as long as
+// their zones live, and every small allocation that outlives its
+// neighbours keeps a span of the heap from being returned when zones are
+// handed to another replica.
 //
-// The encoding is private to the process: varints, length-prefixed
-// strings, and addresses as a length byte and 4 or 16 bytes.
+// The identity (namespace, name, resourceVersion) is not encoded: its
+// holder keeps it, and gives it back to Thaw. The encoding is private to
+// the process: varints, length-prefixed strings, and addresses as a
+// length byte and 4 or 16 bytes.
+type Frozen string
 
 // errFrozen reports a frozen object that cannot be decoded; only a bug
 // can make one, since the process wrote it.
 var errFrozen = errors.New("frozen object is truncated or malformed")
 
-// freeze encodes a *model.Service, *model.EndpointSlice or *model.Pod; any
-// other value gives nil.
-func freeze(obj any) []byte {
-	var b []byte
+// Freeze encodes a *Service, *EndpointSlice or *Pod; ok is false for any
+// other value.
+func Freeze(obj any) (f Frozen, ok bool) {
+	b, ok := AppendFrozen(nil, obj)
+	return Frozen(b), ok
+}
+
+// AppendFrozen appends the encoding of a *Service, *EndpointSlice or *Pod
+// to b; ok is false, and b returned as it was, for any other value.
+func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 	switch o := obj.(type) {
-	case *model.Service:
-		b = append(b, byte(model.KindService), byte(o.Type))
+	case *Service:
+		b = append(b, byte(KindService), byte(o.Type))
 		b = appendAddrs(b, o.ClusterIPs)
 		b = appendString(b, o.ExternalName)
 		b = appendPorts(b, o.Ports)
-	case *model.EndpointSlice:
-		b = append(b, byte(model.KindEndpointSlice))
+	case *EndpointSlice:
+		b = append(b, byte(KindEndpointSlice))
 		b = appendString(b, o.ServiceName)
 		b = appendPorts(b, o.Ports)
 		b = binary.AppendUvarint(b, uint64(len(o.Endpoints)))
@@ -49,39 +58,47 @@ func freeze(obj any) []byte {
 			b = appendString(b, e.TargetPodName)
 			b = appendAddrs(b, e.Addresses)
 		}
-	case *model.Pod:
-		b = append(b, byte(model.KindPod))
+	case *Pod:
+		b = append(b, byte(KindPod))
 		b = appendAddrs(b, o.IPs)
 	default:
-		return nil
+		return b, false
 	}
-	// An exact copy: appending left up to twice the bytes in capacity, and
-	// the copy is what stays for as long as the object lives.
-	return append(make([]byte, 0, len(b)), b...)
+	return b, true
 }
 
-// thaw decodes what freeze wrote, with the identity of entry c.
-func thaw(c *cached, frozen []byte) (any, error) {
-	d := decoder{b: frozen, s: string(frozen)} // one copy that every string shares
-	switch model.Kind(d.byte()) {
-	case model.KindService:
-		o := &model.Service{Namespace: c.namespace, Name: c.name, ResourceVersion: c.resourceVersion}
-		o.Type = model.ServiceType(d.byte())
+// Kind is the kind of the frozen object; 0 when f is empty.
+func (f Frozen) Kind() Kind {
+	if f == "" {
+		return 0
+	}
+	return Kind(f[0])
+}
+
+// Thaw decodes f into a new *Service, *EndpointSlice or *Pod with the
+// identity given. Its strings share f's bytes; its lists are a few
+// allocations, made for the caller alone.
+func (f Frozen) Thaw(namespace, name, resourceVersion string) (any, error) {
+	d := decoder{s: string(f)}
+	switch Kind(d.byte()) {
+	case KindService:
+		o := &Service{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
+		o.Type = ServiceType(d.byte())
 		o.ClusterIPs = d.addrs()
 		o.ExternalName = d.string()
 		o.Ports = d.ports()
 		return o, d.done()
-	case model.KindEndpointSlice:
-		o := &model.EndpointSlice{Namespace: c.namespace, Name: c.name, ResourceVersion: c.resourceVersion}
+	case KindEndpointSlice:
+		o := &EndpointSlice{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
 		o.ServiceName = d.string()
 		o.Ports = d.ports()
 		n := d.count()
-		o.Endpoints = make([]model.Endpoint, 0, n)
+		o.Endpoints = make([]Endpoint, 0, n)
 		// The endpoints' addresses share one array (an endpoint has one
 		// address, as a rule): one allocation where there were n.
 		addrs := make([]netip.Addr, 0, n)
 		for range n {
-			e := model.Endpoint{Ready: d.byte() == 1}
+			e := Endpoint{Ready: d.byte() == 1}
 			e.Hostname = d.string()
 			e.TargetPodName = d.string()
 			start := len(addrs)
@@ -92,12 +109,12 @@ func thaw(c *cached, frozen []byte) (any, error) {
 			o.Endpoints = append(o.Endpoints, e)
 		}
 		return o, d.done()
-	case model.KindPod:
-		o := &model.Pod{Namespace: c.namespace, Name: c.name, ResourceVersion: c.resourceVersion}
+	case KindPod:
+		o := &Pod{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
 		o.IPs = d.addrs()
 		return o, d.done()
 	}
-	return nil, errFrozen
+	return nil, fmt.Errorf("model: %w", errFrozen)
 }
 
 // Protocols as one byte; 0 is followed by the protocol's name.
@@ -111,14 +128,14 @@ func appendString(b []byte, s string) []byte {
 func appendAddrs(b []byte, addrs []netip.Addr) []byte {
 	b = binary.AppendUvarint(b, uint64(len(addrs)))
 	for _, a := range addrs {
-		raw := a.AsSlice() // unmapped by the conversion; invalid addresses are never kept
+		raw := a.AsSlice() // conversions unmap; an invalid address (length 0) never thaws
 		b = append(b, byte(len(raw)))
 		b = append(b, raw...)
 	}
 	return b
 }
 
-func appendPorts(b []byte, ports []model.Port) []byte {
+func appendPorts(b []byte, ports []Port) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ports)))
 	for _, p := range ports {
 		b = appendString(b, p.Name)
@@ -140,8 +157,7 @@ func appendPorts(b []byte, ports []model.Port) []byte {
 // decoder reads a frozen object; the first error sticks and every later
 // read returns a zero value.
 type decoder struct {
-	b   []byte
-	s   string // the same bytes, for strings that share one allocation
+	s   string
 	off int
 	err error
 }
@@ -153,25 +169,33 @@ func (d *decoder) fail() {
 }
 
 func (d *decoder) byte() byte {
-	if d.err != nil || d.off >= len(d.b) {
+	if d.err != nil || d.off >= len(d.s) {
 		d.fail()
 		return 0
 	}
 	d.off++
-	return d.b[d.off-1]
+	return d.s[d.off-1]
 }
 
+// uvarint reads what binary.AppendUvarint wrote.
 func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
+	var v uint64
+	for shift := 0; d.err == nil; shift += 7 {
+		if shift > 63 {
+			d.fail()
+			break
+		}
+		c := d.byte()
+		if shift == 63 && c > 1 {
+			d.fail()
+			break
+		}
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v
+		}
 	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.off += n
-	return v
+	return 0
 }
 
 // count reads a length that the remaining bytes can hold, each element
@@ -179,7 +203,7 @@ func (d *decoder) uvarint() uint64 {
 // allocation.
 func (d *decoder) count() int {
 	n := d.uvarint()
-	if n > uint64(len(d.b)-d.off) {
+	if n > uint64(len(d.s)-d.off) {
 		d.fail()
 		return 0
 	}
@@ -234,18 +258,23 @@ func (d *decoder) appendAddrs(out []netip.Addr) []netip.Addr {
 
 func (d *decoder) addr() netip.Addr {
 	size := int(d.byte())
-	if d.err != nil || (size != 4 && size != 16) || d.off+size > len(d.b) {
+	if d.err != nil || (size != 4 && size != 16) || d.off+size > len(d.s) {
 		d.fail()
 		return netip.Addr{}
 	}
-	a, _ := netip.AddrFromSlice(d.b[d.off : d.off+size])
+	raw := d.s[d.off : d.off+size]
 	d.off += size
-	return a
+	if size == 4 {
+		return netip.AddrFrom4([4]byte{raw[0], raw[1], raw[2], raw[3]})
+	}
+	var a16 [16]byte
+	copy(a16[:], raw)
+	return netip.AddrFrom16(a16)
 }
 
-func (d *decoder) ports() []model.Port {
-	return list(d, func() model.Port {
-		p := model.Port{Name: d.string()}
+func (d *decoder) ports() []Port {
+	return list(d, func() Port {
+		p := Port{Name: d.string()}
 		code := int(d.byte())
 		switch {
 		case code == 0:
@@ -266,11 +295,11 @@ func (d *decoder) ports() []model.Port {
 
 // done reports a decoding error, or bytes left over.
 func (d *decoder) done() error {
-	if d.err == nil && d.off != len(d.b) {
+	if d.err == nil && d.off != len(d.s) {
 		d.err = errFrozen
 	}
 	if d.err != nil {
-		return fmt.Errorf("kubernetes source: %w", d.err)
+		return fmt.Errorf("model: %w", d.err)
 	}
 	return nil
 }
