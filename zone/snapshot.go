@@ -31,12 +31,12 @@ type Snapshot struct {
 
 	// Sources the snapshot was built from (read-only), set by whoever
 	// builds it (see actors/zones).
-	Services map[string]model.Frozen // service zones, by name
-	Slices   map[string]model.Frozen // service zones, by name
-	PTRs     map[model.Key]PTRList           // reverse zones, by source object
-	Pods     map[string]*model.Pod           // pod zones, by name
-	Mesh     map[model.Key][]MeshHost        // mesh zones, by ServiceEntry
-	File     *FileZone                       // file zones
+	Services map[string]model.Frozen  // service zones, by name
+	Slices   map[string]model.Frozen  // service zones, by name
+	PTRs     map[model.Key]PTRList    // reverse zones, by source object
+	Pods     map[string]*model.Pod    // pod zones, by name
+	Mesh     map[model.Key][]MeshHost // mesh zones, by ServiceEntry
+	File     *FileZone                // file zones
 
 	file *fileIndex // the lookup structure of a file zone
 }

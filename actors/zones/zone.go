@@ -31,13 +31,13 @@ type zoneActor struct {
 	namespace string // of the service zone's objects
 	services  map[string]model.Frozen
 	slices    map[string]model.Frozen
-	ptrs     map[model.Key]zone.PTRList
-	podObjs  map[string]*model.Pod
-	hosts    map[model.Key][]zone.MeshHost
-	shared   bool
-	fileZone *zone.FileZone
-	serial   uint32
-	pending  bool // a flush is in the mailbox
+	ptrs      map[model.Key]zone.PTRList
+	podObjs   map[string]*model.Pod
+	hosts     map[model.Key][]zone.MeshHost
+	shared    bool
+	fileZone  *zone.FileZone
+	serial    uint32
+	pending   bool // a flush is in the mailbox
 
 	// Restarts (see rebuild.go).
 	restarted  bool     // made by a supervisor's restart, not by the Manager's spawn
