@@ -149,3 +149,28 @@ func FuzzThaw(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkThaw thaws an EndpointSlice of ten endpoints and its Service,
+// what a zone build pays per service for keeping them frozen (compare
+// zone.BenchmarkBuildServiceZone, per service of the same shape).
+func BenchmarkThaw(b *testing.B) {
+	slice := &EndpointSlice{Namespace: "bench", Name: "svc1-1", ServiceName: "svc1",
+		Ports: []Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	for e := range 10 {
+		slice.Endpoints = append(slice.Endpoints, Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
+			TargetPodName: fmt.Sprintf("svc1-%d", e), Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 200, 0, byte(e + 1)})}})
+	}
+	svc := &Service{Namespace: "bench", Name: "svc1", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.1")},
+		Ports: []Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	frozenSlice, _ := Freeze(slice)
+	frozenService, _ := Freeze(svc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := frozenSlice.Thaw("bench", "svc1-1", ""); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := frozenService.Thaw("bench", "svc1", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
