@@ -290,7 +290,7 @@ func answerPartialReverse(v View, dir *Directory, s *Snapshot, route Route, q Qu
 func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 	n, ok := s.lookup(q.Name)
 	if !ok {
-		if q.Name == s.Key && s.PTRs == nil {
+		if q.Name == s.Key && !s.reverse {
 			return negative(dns.RcodeSuccess, s.soa) // namespace apex
 		}
 		if port := underscoredPortName(q.Name); port != "" {

@@ -89,6 +89,15 @@ func appendReverseName(out []byte, a netip.Addr) []byte {
 // ReverseZoneKey is the /24 or /64 reverse zone key that a's PTR lies in.
 func ReverseZoneKey(a netip.Addr) string { return reverseKey(ReverseName(a)) }
 
+// PTRSource is the PTRs one source object contributes to a reverse zone.
+// A reverse zone's snapshot keeps them sorted by source, in a slice: most
+// of a replica's reverse zones have a few sources each, and a map of them
+// took 500 bytes a zone where the slice takes 56 bytes a source.
+type PTRSource struct {
+	Source model.Key
+	PTRs   PTRList
+}
+
 // PTRList is the PTRs one source object contributes to a reverse zone,
 // packed into bytes: the targets' common suffix once, then for each PTR a
 // flags byte, its address in 4 or 16 bytes and what its target adds to
@@ -283,17 +292,16 @@ func (r *ptrReader) text() string {
 // made one per source object, among the lists of every other reverse
 // zone; kept as they are, the lists of the zones a replica keeps hold the
 // memory of the zones it hands over.
-func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[model.Key]PTRList) *Snapshot {
+func BuildReverseZone(cfg *Config, key, origin string, serial uint32, from map[model.Key]PTRList) *Snapshot {
 	b := newBuilder()
-	sources := sortedObjectKeys(ptrs)
-	ptrs = packPTRLists(ptrs, sources)
+	ptrs := packPTRLists(from, sortedObjectKeys(from))
 	// One text block for the targets and the owner names: at most a name
 	// for every record.
 	textBytes := 0
 	var previous []byte
-	for _, list := range ptrs {
+	for _, src := range ptrs {
 		previous = previous[:0]
-		list.each(func(a netip.Addr, first, rest string) {
+		src.PTRs.each(func(a netip.Addr, first, rest string) {
 			if !sameTarget(previous, first, rest) {
 				textBytes += len(first) + len(rest)
 				previous = append(append(previous[:0], first...), rest...)
@@ -307,10 +315,10 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 	type record struct{ target, namespace string }
 	type targets struct{ service, endpoints []record }
 	byAddr := map[netip.Addr]*targets{}
-	for _, src := range sources {
-		ns := strings.ToLower(src.Namespace)
+	for _, src := range ptrs {
+		ns := strings.ToLower(src.Source.Namespace)
 		previous := "" // a target repeated in a row is copied once
-		ptrs[src].each(func(a netip.Addr, first, rest string) {
+		src.PTRs.each(func(a netip.Addr, first, rest string) {
 			target := previous
 			if !sameTarget(previous, first, rest) {
 				target = b.name(first, rest)
@@ -321,7 +329,7 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 				t = &targets{}
 				byAddr[a] = t
 			}
-			if src.Kind == model.KindService {
+			if src.Source.Kind == model.KindService {
 				t.service = append(t.service, record{target, ns})
 			} else {
 				t.endpoints = append(t.endpoints, record{target, ns})
@@ -329,7 +337,7 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, ptrs map[m
 		})
 	}
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]uint32, len(byAddr)),
-		soa: cfg.SOA(origin, serial), PTRs: ptrs}
+		soa: cfg.SOA(origin, serial), PTRs: ptrs, reverse: true}
 	var unique []record
 	seen := map[string]bool{}
 	for a, t := range byAddr {
@@ -365,7 +373,7 @@ func sameTarget[T string | []byte](target T, first, rest string) bool {
 
 // packPTRLists copies the lists of ptrs, whose keys are sources, into
 // one string.
-func packPTRLists(ptrs map[model.Key]PTRList, sources []model.Key) map[model.Key]PTRList {
+func packPTRLists(ptrs map[model.Key]PTRList, sources []model.Key) []PTRSource {
 	var all strings.Builder
 	total := 0
 	for _, list := range ptrs {
@@ -376,10 +384,10 @@ func packPTRLists(ptrs map[model.Key]PTRList, sources []model.Key) map[model.Key
 		all.WriteString(string(ptrs[src]))
 	}
 	block := all.String()
-	packed := make(map[model.Key]PTRList, len(ptrs))
-	for _, src := range sources {
+	packed := make([]PTRSource, len(sources))
+	for i, src := range sources {
 		n := len(ptrs[src])
-		packed[src], block = PTRList(block[:n]), block[n:]
+		packed[i], block = PTRSource{Source: src, PTRs: PTRList(block[:n])}, block[n:]
 	}
 	return packed
 }

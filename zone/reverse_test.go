@@ -30,11 +30,15 @@ func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 	}
 	s := BuildReverseZone(cfg, "0."+key, "in-addr.arpa.", 1, from)
 	givenText := map[*byte]bool{}
-	for src, list := range given {
-		if got := s.PTRs[src].PTRs(); !reflect.DeepEqual(got, list) {
+	if len(s.PTRs) != len(given) {
+		t.Fatalf("the snapshot keeps the PTRs of %d sources, want %d", len(s.PTRs), len(given))
+	}
+	for _, kept := range s.PTRs {
+		src, list := kept.Source, given[kept.Source]
+		if got := kept.PTRs.PTRs(); !reflect.DeepEqual(got, list) {
 			t.Fatalf("the snapshot keeps %v for %v, want %v", got, src, list)
 		}
-		if unsafe.StringData(string(s.PTRs[src])) == unsafe.StringData(string(from[src])) {
+		if unsafe.StringData(string(kept.PTRs)) == unsafe.StringData(string(from[src])) {
 			t.Fatalf("the PTR list of %v is the one given, not a copy", src)
 		}
 		for _, p := range list {

@@ -28,12 +28,13 @@ type Snapshot struct {
 	// that has them.
 	wildcard    uint32
 	hasWildcard bool
+	reverse     bool // a reverse zone's
 
 	// Sources the snapshot was built from (read-only), set by whoever
 	// builds it (see actors/zones).
 	Services map[string]model.Frozen  // service zones, by name
 	Slices   map[string]model.Frozen  // service zones, by name
-	PTRs     map[model.Key]PTRList    // reverse zones, by source object
+	PTRs     []PTRSource              // reverse zones, sorted by source object
 	Pods     map[string]*model.Pod    // pod zones, by name
 	Mesh     map[model.Key][]MeshHost // mesh zones, by ServiceEntry
 	File     *FileZone                // file zones

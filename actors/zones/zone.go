@@ -105,7 +105,9 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 	if s := z.slot.Load(); s != nil {
 		maps.Copy(z.services, s.Services)
 		maps.Copy(z.slices, s.Slices)
-		maps.Copy(z.ptrs, s.PTRs)
+		for _, p := range s.PTRs {
+			z.ptrs[p.Source] = p.PTRs
+		}
 		maps.Copy(z.podObjs, s.Pods)
 		maps.Copy(z.hosts, s.Mesh)
 		z.fileZone = s.File
@@ -132,7 +134,18 @@ func (z *zoneActor) own() {
 	if !z.shared {
 		return
 	}
-	z.services, z.slices, z.ptrs = maps.Clone(z.services), maps.Clone(z.slices), maps.Clone(z.ptrs)
+	z.services, z.slices = maps.Clone(z.services), maps.Clone(z.slices)
+	if z.ptrs == nil {
+		// A reverse zone's published snapshot holds its lists (see publish).
+		z.ptrs = map[model.Key]zone.PTRList{}
+		if s := z.slot.Load(); s != nil {
+			for _, p := range s.PTRs {
+				z.ptrs[p.Source] = p.PTRs
+			}
+		}
+	} else {
+		z.ptrs = maps.Clone(z.ptrs)
+	}
 	z.podObjs, z.hosts = maps.Clone(z.podObjs), maps.Clone(z.hosts)
 	z.shared = false
 }
@@ -224,7 +237,9 @@ func (z *zoneActor) publish() {
 		s = zone.BuildPodZone(z.cfg, z.key, z.origin, z.serial, z.podObjs)
 	case z.reverse:
 		s = zone.BuildReverseZone(z.cfg, z.key, z.origin, z.serial, z.ptrs)
-		z.ptrs = s.PTRs // the same lists, copied into the snapshot's block
+		// The snapshot keeps the lists, copied into a block of its own and
+		// sorted in a slice; the next change makes the map again from them.
+		z.ptrs = nil
 	default:
 		services, slices := z.thawed()
 		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, services, slices)
