@@ -82,8 +82,8 @@ func TestShardedIngest(t *testing.T) {
 		}
 		// Then, RSS read, what the largest holds live and in spans.
 		m := measureMemory(t, biggest, fmt.Sprintf("heap-%dk-%d.pb.gz", services/1000, len(rs)))
-		t.Logf("memory: the largest replica holds %.0f records; Go heap %.0f MB in use, %.0f MB live, %.0f MB in use after a collection",
-			m.records, m.heapInUse, m.live, m.spans)
+		t.Logf("memory: the largest replica holds %.0f records; Go heap %.0f MB in use, %.0f MB free and not returned to the OS, %.0f MB live, %.0f MB in use after a collection",
+			m.records, m.heapInUse, m.unreturned, m.live, m.spans)
 		verdict := "met"
 		if largest/core > target {
 			verdict = "missed"

@@ -91,9 +91,12 @@ type replicaMemory struct {
 	rss       float64 // resident set, as the kernel counts it
 	anon      float64 // its anonymous part: the process's own memory, without the mapped binary
 	heapInUse float64 // heap spans in use, garbage not yet collected included
-	live      float64 // heap objects reachable after a forced collection
-	spans     float64 // heap spans in use after it: live objects and the holes between them
-	cpu       float64 // CPU-seconds the replica has used: its loads, as it serves no query here
+	// unreturned is heap memory free of spans and not yet returned to
+	// the OS: still resident, unless the kernel never backed it.
+	unreturned float64
+	live       float64 // heap objects reachable after a forced collection
+	spans      float64 // heap spans in use after it: live objects and the holes between them
+	cpu        float64 // CPU-seconds the replica has used: its loads, as it serves no query here
 }
 
 // measureMemory reads RSS first, undisturbed; then it fetches a heap
@@ -105,6 +108,7 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 	m.rss, m.anon = procMemory(t, r.cmd.Process.Pid)
 	m.cpu = cpuSeconds(t, r.cmd.Process.Pid)
 	m.heapInUse = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	m.unreturned = (scrape(t, r.http, "go_memstats_heap_idle_bytes") - scrape(t, r.http, "go_memstats_heap_released_bytes")) / (1 << 20)
 	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
