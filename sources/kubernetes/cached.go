@@ -49,12 +49,13 @@ func (c *cached) model() (any, error) {
 }
 
 // sameRecords reports whether a and b serve the same records: equal but
-// for their resourceVersion.
+// for their resourceVersion. What is not frozen is a Namespace, which
+// serves nothing but its existence, or nothing at all.
 func sameRecords(a, b *cached) bool {
 	if a.frozen != "" || b.frozen != "" {
 		return a.frozen == b.frozen
 	}
-	return withoutVersion(a.object, b.object)
+	return (a.object == nil) == (b.object == nil)
 }
 
 // transformFor returns the informers' transform: it converts each API

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"log/slog"
-	"reflect"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -123,36 +122,4 @@ func version(obj any) string {
 		return c.resourceVersion
 	}
 	return ""
-}
-
-// withoutVersion reports whether a and b serve the same records: equal but
-// for their resourceVersion.
-func withoutVersion(a, b any) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	switch x := a.(type) {
-	case *model.Service:
-		return equalButVersion(x, b, func(s *model.Service) *string { return &s.ResourceVersion })
-	case *model.EndpointSlice:
-		return equalButVersion(x, b, func(e *model.EndpointSlice) *string { return &e.ResourceVersion })
-	case *model.Namespace:
-		return true // a namespace serves nothing but its existence
-	case *model.Pod:
-		y, ok := b.(*model.Pod)
-		return ok && reflect.DeepEqual(x.IPs, y.IPs)
-	}
-	return false
-}
-
-// equalButVersion compares copies of x and b with the resourceVersion
-// that version points at cleared.
-func equalButVersion[T any](x *T, b any, version func(*T) *string) bool {
-	y, ok := b.(*T)
-	if !ok {
-		return false
-	}
-	xc, yc := *x, *y
-	*version(&xc), *version(&yc) = "", ""
-	return reflect.DeepEqual(xc, yc)
 }
