@@ -105,9 +105,7 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 	if s := z.slot.Load(); s != nil {
 		maps.Copy(z.services, s.Services)
 		maps.Copy(z.slices, s.Slices)
-		for _, p := range s.PTRs {
-			z.ptrs[p.Source] = p.PTRs
-		}
+		z.ptrs = ptrLists(s)
 		maps.Copy(z.podObjs, s.Pods)
 		maps.Copy(z.hosts, s.Mesh)
 		z.fileZone = s.File
@@ -137,12 +135,7 @@ func (z *zoneActor) own() {
 	z.services, z.slices = maps.Clone(z.services), maps.Clone(z.slices)
 	if z.ptrs == nil {
 		// A reverse zone's published snapshot holds its lists (see publish).
-		z.ptrs = map[model.Key]zone.PTRList{}
-		if s := z.slot.Load(); s != nil {
-			for _, p := range s.PTRs {
-				z.ptrs[p.Source] = p.PTRs
-			}
-		}
+		z.ptrs = ptrLists(z.slot.Load())
 	} else {
 		z.ptrs = maps.Clone(z.ptrs)
 	}
@@ -266,6 +259,18 @@ func thawAll[T any](z *zoneActor, frozen map[string]model.Frozen) map[string]*T 
 		}
 	}
 	return out
+}
+
+// ptrLists makes the map of a reverse zone's PTR lists, by source, from
+// the slice its snapshot keeps them in; empty for no snapshot.
+func ptrLists(s *zone.Snapshot) map[model.Key]zone.PTRList {
+	lists := map[model.Key]zone.PTRList{}
+	if s != nil {
+		for _, p := range s.PTRs {
+			lists[p.Source] = p.PTRs
+		}
+	}
+	return lists
 }
 
 // nextSerial is a SOA serial in seconds since the epoch that always grows.
