@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,26 +109,89 @@ func TestLiveChangesReturnMemory(t *testing.T) {
 	}
 }
 
+// fakeGarbage is a heap reading a test sets: the garbage and live bytes.
+type fakeGarbage struct{ garbage, live atomic.Uint64 }
+
+func (f *fakeGarbage) read() (garbage, live uint64) { return f.garbage.Load(), f.live.Load() }
+
 // A burst of changes too small for changesPerRelease still returns its
 // garbage once the changes pause for burstQuiet; fewer than burstMin do
-// not.
+// only when they left much garbage (at least garbageMin and a quarter of
+// the live heap).
 func TestPausedBurstOfChangesReturnsMemory(t *testing.T) {
-	r := startMemoryReleaser(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	heap := &fakeGarbage{}
+	heap.live.Store(40 << 20)
+	heap.garbage.Store(9 << 20) // over garbageMin, under a quarter of the live heap
+	r := startMemoryReleaserWith(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, heap.read)
 	defer r.close()
 	r.burstQuiet = 50 * time.Millisecond
-	r.changed(burstMin - 1)
-	if r.burst.Stop() || r.asked.Load() != 0 {
-		t.Fatalf("%d changes, fewer than burstMin, set a release going", burstMin-1)
-	}
-	r.changed(1)
-	testutil.Eventually(t, 10*time.Second, func() error {
+	returned := func() error {
 		if r.asked.Load() == 0 || r.pending() {
 			return fmt.Errorf("the paused burst's memory is not returned yet")
 		}
 		return nil
+	}
+
+	r.changed(burstMin - 1)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.burst.Stop() {
+			return fmt.Errorf("the burst has not paused yet")
+		}
+		return nil
 	})
+	r.burstOver() // the pause, for sure over
+	if r.asked.Load() != 0 {
+		t.Fatalf("%d changes, fewer than burstMin, with little garbage, set a release going", burstMin-1)
+	}
+	r.changed(1)
+	testutil.Eventually(t, 10*time.Second, returned)
 	if n := r.changes.Load(); n != 0 {
 		t.Fatalf("%d changes still counted after the release", n)
+	}
+
+	// A few changes that left a quarter of the live heap as garbage.
+	heap.garbage.Store(10 << 20)
+	r.changed(3)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.asked.Load() != 2 || r.pending() {
+			return fmt.Errorf("3 changes' garbage of 10 MB over 40 MB live is not returned (asked %d)", r.asked.Load())
+		}
+		return nil
+	})
+}
+
+// A replica that nothing changed in returns its garbage at the idle
+// check when it is much, and not when it is little or changes came.
+func TestIdleGarbageIsReturned(t *testing.T) {
+	heap := &fakeGarbage{}
+	heap.live.Store(40 << 20)
+	heap.garbage.Store(2 << 20)
+	r := startMemoryReleaserWith(slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Millisecond, heap.read)
+	defer r.close()
+	r.burstQuiet = time.Hour // only the idle check returns anything here
+
+	// Several idle checks with little garbage return nothing.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := r.idleChecks.Load(); n < 5 {
+			return fmt.Errorf("%d idle checks made", n)
+		}
+		return nil
+	})
+	if r.asked.Load() != 0 {
+		t.Fatal("2 MB of garbage over 40 MB live was returned")
+	}
+	// Much garbage is returned at a check, a change since the last one
+	// holding it back for one period.
+	r.changed(1)
+	heap.garbage.Store(30 << 20)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.returned.Load() == 0 {
+			return fmt.Errorf("30 MB of idle garbage not returned")
+		}
+		return nil
+	})
+	if r.changedLately.Load() {
+		t.Fatal("the change was not counted by an idle check before the release")
 	}
 }
 
