@@ -320,20 +320,6 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 	return Response{Answer: ans, Extra: extra}
 }
 
-// answerReverse answers a name of a reverse zone. Records pointing into a
-// namespace that is not exposed (deleted, or outside the namespace
-// selector) are left out; when none is left the name does not exist.
-func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
-	n, ok := s.lookup(q.Name)
-	if !ok || !n.exposed(dir) {
-		return negative(dns.RcodeNameError, s.soa)
-	}
-	if q.Type != dns.TypePTR {
-		return negative(dns.RcodeSuccess, s.soa)
-	}
-	return Response{Answer: n.ptr(q.Name, dir)}
-}
-
 // chase answers A/AAAA for an ExternalName: the CNAME, followed inside the
 // cluster domain. An in-cluster target with no such records gives NODATA,
 // as in CoreDNS; a target outside is left to the client's resolver.

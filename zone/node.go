@@ -27,19 +27,17 @@ import (
 //	  then each one's port (2 bytes) and target (ref); then each
 //	  additional record's owner (ref), address length (1 byte: 4 or 16)
 //	  and address;
-//	PTR names: the count (uvarint), then each record's target and the
-//	  namespace of the service it points at (refs);
 //	CNAME names: the target (ref).
 //
 // A ref is a uvarint numbering one of the snapshot's refs: the names that
-// records point at and the namespaces of PTR targets, each held once.
+// records point at, each held once. Reverse zones encode nothing: they
+// answer from their sources' PTR lists (BuildReverseZone).
 
 // nodeKind tells what a name's records are.
 type nodeKind uint8
 
 const (
 	addressNode nodeKind = iota // A, AAAA, SRV and additional records
-	ptrNode                     // PTR records
 	cnameNode                   // an ExternalName service's CNAME
 )
 
@@ -55,7 +53,7 @@ const (
 type records struct {
 	s     *Snapshot
 	kind  nodeKind
-	count [4]int // address names: by countA…countExtra; PTR names: count[0]
+	count [4]int // address names: by countA…countExtra
 	body  []byte // what follows the kind and the counts
 }
 
@@ -88,11 +86,8 @@ func (s *Snapshot) recordsAt(at uint32) records {
 	r := records{s: s, kind: nodeKind(d[0])}
 	d = d[1:]
 	counts := 0
-	switch r.kind {
-	case addressNode:
+	if r.kind == addressNode {
 		counts = 4
-	case ptrNode:
-		counts = 1
 	}
 	for i := range counts {
 		v, n := binary.Uvarint(d)
@@ -104,11 +99,8 @@ func (s *Snapshot) recordsAt(at uint32) records {
 
 // size is how many records the name holds, additional records included.
 func (r records) size() int {
-	switch r.kind {
-	case addressNode:
+	if r.kind == addressNode {
 		return r.count[countA] + r.count[countAAAA] + r.count[countSRV] + r.count[countExtra]
-	case ptrNode:
-		return r.count[0]
 	}
 	return 1
 }
@@ -187,42 +179,6 @@ func (r records) srv(owner string) (answer, extra []dns.RR) {
 		d = d[1+n:]
 	}
 	return answer, extra
-}
-
-// exposed reports whether any PTR record of the name points into a
-// namespace dir exposes: a name with none does not exist.
-func (r records) exposed(dir *Directory) bool {
-	d := r.body
-	for range r.count[0] {
-		var ns string
-		_, d = r.ref(d)
-		ns, d = r.ref(d)
-		if dir.HasNamespace(ns) {
-			return true
-		}
-	}
-	return false
-}
-
-// ptr returns the PTR records of owner that point into namespaces dir
-// exposes.
-func (r records) ptr(owner string, dir *Directory) []dns.RR {
-	if r.kind != ptrNode {
-		return nil
-	}
-	out := make([]dns.RR, 0, r.count[0])
-	recs := make([]dns.PTR, r.count[0])
-	d := r.body
-	for i := range r.count[0] {
-		var target, ns string
-		target, d = r.ref(d)
-		ns, d = r.ref(d)
-		if dir.HasNamespace(ns) {
-			recs[i] = dns.PTR{Hdr: hdr(owner, dns.TypePTR, r.s.ttl), Ptr: target}
-			out = append(out, &recs[i])
-		}
-	}
-	return out
 }
 
 // cname returns the CNAME record of owner, an ExternalName service's

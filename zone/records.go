@@ -87,11 +87,3 @@ func (b *builder) name(parts ...string) string {
 	}
 	return unsafe.String(&buf[0], n)
 }
-
-// reverseName is ReverseName(a) in the snapshot's blocks, without
-// garbage: the name of a reverse zone's every record.
-func (b *builder) reverseName(a netip.Addr) string {
-	var buf [maxReverseName]byte
-	out := appendReverseName(buf[:0], a)
-	return b.name(unsafe.String(&out[0], len(out)))
-}

@@ -65,21 +65,35 @@ func TestSRVAdditionalRecordsAreTheTargetsAddresses(t *testing.T) {
 	t.Fatal("no additional record for host-3")
 }
 
-// Both reverse names, in a snapshot's blocks and on their own, are what
-// dns.ReverseAddr writes, without its detour through the address's text.
-func TestReverseNameWithoutGarbage(t *testing.T) {
-	b := newBuilder()
+// ReverseName writes what dns.ReverseAddr writes, without its detour
+// through the address's text, and parseReverseName reads it back; any
+// other spelling of the name is not the address's.
+func TestReverseNameRoundTrip(t *testing.T) {
 	for _, a := range []string{"10.200.7.4", "0.0.0.0", "255.255.255.255", "::ffff:10.1.2.3", "fd00::1", "2001:db8:abcd::ff01"} {
 		addr := netip.MustParseAddr(a)
 		want, err := dns.ReverseAddr(addr.Unmap().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := b.reverseName(addr); got != want {
-			t.Errorf("reverseName(%s) = %q, want %q", a, got, want)
-		}
 		if got := ReverseName(addr); got != want {
 			t.Errorf("ReverseName(%s) = %q, want %q", a, got, want)
+		}
+		if got, ok := parseReverseName(want); !ok || got != addr.Unmap() {
+			t.Errorf("parseReverseName(%q) = %v, %v; want %s", want, got, ok, addr.Unmap())
+		}
+	}
+	for _, name := range []string{
+		"4.7.200.10.in-addr.arpa", "04.7.200.10.in-addr.arpa.", "+4.7.200.10.in-addr.arpa.", "256.7.200.10.in-addr.arpa.",
+		"7.200.10.in-addr.arpa.", "1.4.7.200.10.in-addr.arpa.", "..7.200.10.in-addr.arpa.", "in-addr.arpa.",
+		".in-addr.arpa.", "a.7.200.10.in-addr.arpa.",
+		"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.F.ip6.arpa.",
+		"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.ip6.arpa.",
+		"10.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.",
+		"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.g.ip6.arpa.",
+		"www.example.com.",
+	} {
+		if a, ok := parseReverseName(name); ok {
+			t.Errorf("parseReverseName(%q) = %v, want no address", name, a)
 		}
 	}
 }

@@ -3,10 +3,13 @@ package zone
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/model"
 )
@@ -193,29 +196,59 @@ func (l PTRList) each(f func(a netip.Addr, first, rest string)) bool {
 	suffix := r.text()
 	var scratch [maxDashed + 1]byte
 	for r.ok && r.at < len(r.list) {
-		flags := r.byte()
-		a := r.addr(flags&ptrV6 != 0)
-		switch flags & targetMask {
-		case targetSuffix:
-			if r.ok {
-				f(a, "", suffix)
-			}
-		case targetDashed:
-			if r.ok {
-				label := append(appendDashed(scratch[:0], a), '.')
-				f(a, unsafe.String(&label[0], len(label)), suffix)
-			}
-		case targetLabel:
-			if label := r.text(); r.ok {
-				f(a, label, suffix)
-			}
-		case targetWhole:
-			if target := r.text(); r.ok {
-				f(a, target, "")
-			}
+		if a, first, rest := r.next(suffix, &scratch); r.ok {
+			f(a, first, rest)
 		}
 	}
 	return r.ok
+}
+
+// eachAt calls f with the offset and address of every PTR of l, up to
+// any damage; targetAt reads the PTR at such an offset.
+func (l PTRList) eachAt(f func(at int, a netip.Addr)) {
+	r := ptrReader{list: l, ok: true}
+	suffix := r.text()
+	var scratch [maxDashed + 1]byte
+	for r.ok && r.at < len(r.list) {
+		at := r.at
+		if a, _, _ := r.next(suffix, &scratch); r.ok {
+			f(at, a)
+		}
+	}
+}
+
+// targetAt returns the target of the PTR at offset at of l (see eachAt).
+func (l PTRList) targetAt(at int) (string, bool) {
+	r := ptrReader{list: l, ok: true}
+	suffix := r.text()
+	if !r.ok || at < r.at || at >= len(l) {
+		return "", false
+	}
+	r.at = at
+	var scratch [maxDashed + 1]byte
+	_, first, rest := r.next(suffix, &scratch)
+	if !r.ok {
+		return "", false
+	}
+	return first + rest, true // a copy, when first is scratch
+}
+
+// next reads the PTR at r.at: its address and its target as first and
+// rest; first may be in scratch.
+func (r *ptrReader) next(suffix string, scratch *[maxDashed + 1]byte) (a netip.Addr, first, rest string) {
+	flags := r.byte()
+	a = r.addr(flags&ptrV6 != 0)
+	switch flags & targetMask {
+	case targetSuffix:
+		return a, "", suffix
+	case targetDashed:
+		label := append(appendDashed(scratch[:0], a), '.')
+		return a, unsafe.String(&label[0], len(label)), suffix
+	case targetLabel:
+		return a, r.text(), suffix
+	default: // targetWhole
+		return a, r.text(), ""
+	}
 }
 
 // PTRs returns the PTRs of l, each target its own string.
@@ -292,83 +325,159 @@ func (r *ptrReader) text() string {
 // made one per source object, among the lists of every other reverse
 // zone; kept as they are, the lists of the zones a replica keeps hold the
 // memory of the zones it hands over.
+//
+// A reverse snapshot answers from those lists: it keeps no name, target or
+// encoded record of its own, only an index of where each address's PTRs
+// lie in them (reversePTR). With sharded watches a replica holds a share
+// of every reverse zone of the cluster, thousands of zones of a few PTRs
+// each, and the names and records a snapshot kept beside the lists were
+// most of their memory.
 func BuildReverseZone(cfg *Config, key, origin string, serial uint32, from map[model.Key]PTRList) *Snapshot {
-	b := newBuilder()
 	ptrs := packPTRLists(from, sortedObjectKeys(from))
-	// One text block for the targets and the owner names: at most a name
-	// for every record.
-	textBytes := 0
-	var previous []byte
+	s := &Snapshot{Key: key, Origin: origin, Serial: serial, soa: cfg.SOA(origin, serial), PTRs: ptrs,
+		reverse: true, ttl: cfg.TTL}
+	n := 0
 	for _, src := range ptrs {
-		previous = previous[:0]
-		src.PTRs.each(func(a netip.Addr, first, rest string) {
-			if !sameTarget(previous, first, rest) {
-				textBytes += len(first) + len(rest)
-				previous = append(append(previous[:0], first...), rest...)
-			}
-			var buf [maxReverseName]byte
-			textBytes += len(appendReverseName(buf[:0], a))
+		src.PTRs.eachAt(func(int, netip.Addr) { n++ })
+	}
+	index := make([]reversePTR, 0, n)
+	for i, src := range ptrs {
+		src.PTRs.eachAt(func(at int, a netip.Addr) {
+			index = append(index, reversePTR{addr: a.Unmap().As16(), source: uint32(i), at: uint32(at)})
 		})
 	}
-	b.text.reserve(textBytes)
-	// A record points at target, in namespace.
-	type record struct{ target, namespace string }
-	type targets struct{ service, endpoints []record }
-	byAddr := map[netip.Addr]*targets{}
-	for _, src := range ptrs {
-		ns := strings.ToLower(src.Source.Namespace)
-		previous := "" // a target repeated in a row is copied once
-		src.PTRs.each(func(a netip.Addr, first, rest string) {
-			target := previous
-			if !sameTarget(previous, first, rest) {
-				target = b.name(first, rest)
-				previous = target
-			}
-			t := byAddr[a]
-			if t == nil {
-				t = &targets{}
-				byAddr[a] = t
-			}
-			if src.Source.Kind == model.KindService {
-				t.service = append(t.service, record{target, ns})
-			} else {
-				t.endpoints = append(t.endpoints, record{target, ns})
-			}
-		})
+	// Stable: an address's PTRs stay in the order of their sources, the
+	// order they are answered in.
+	sort.SliceStable(index, func(i, j int) bool { return string(index[i].addr[:]) < string(index[j].addr[:]) })
+	s.ptrIndex = index
+	var scratch []reverseTarget
+	for i := 0; i < len(index); {
+		j := i + 1
+		for j < len(index) && index[j].addr == index[i].addr {
+			j++
+		}
+		scratch = s.reverseTargets(index[i:j], scratch[:0])
+		s.ptrRecords += len(scratch)
+		i = j
 	}
-	s := &Snapshot{Key: key, Origin: origin, Serial: serial, nodes: make(map[string]uint32, len(byAddr)),
-		soa: cfg.SOA(origin, serial), PTRs: ptrs, reverse: true}
-	var unique []record
-	seen := map[string]bool{}
-	for a, t := range byAddr {
-		list := t.endpoints
-		if len(t.service) > 0 {
-			list = t.service[:1]
-		}
-		unique = unique[:0]
-		clear(seen)
-		for _, p := range list {
-			if !seen[p.target] {
-				seen[p.target] = true
-				unique = append(unique, p)
-			}
-		}
-		at := b.begin(ptrNode)
-		b.uvarint(len(unique))
-		for _, p := range unique {
-			b.ref(p.target)
-			b.ref(p.namespace)
-		}
-		s.nodes[b.reverseName(a)] = at
-	}
-	b.finish(s, cfg.TTL)
 	return s
 }
 
-// sameTarget reports whether target is first followed by rest.
-func sameTarget[T string | []byte](target T, first, rest string) bool {
-	n := len(first)
-	return len(target) == n+len(rest) && string(target[:n]) == first && string(target[n:]) == rest
+// reversePTR is where one PTR of a reverse snapshot lies: in the list of
+// its source (an index into Snapshot.PTRs), at a byte offset. 24 bytes
+// and no pointer, where a name and its encoded record took about 200.
+type reversePTR struct {
+	addr   [16]byte // the address, IPv4 as IPv4-mapped
+	source uint32
+	at     uint32
+}
+
+// reversePTRs returns the index entries of name's address, or none when
+// name is not the reverse name of an address (as ReverseName writes it).
+func (s *Snapshot) reversePTRs(name string) []reversePTR {
+	a, ok := parseReverseName(name)
+	if !ok {
+		return nil
+	}
+	addr := a.As16()
+	i := sort.Search(len(s.ptrIndex), func(i int) bool { return string(s.ptrIndex[i].addr[:]) >= string(addr[:]) })
+	j := i
+	for j < len(s.ptrIndex) && s.ptrIndex[j].addr == addr {
+		j++
+	}
+	return s.ptrIndex[i:j]
+}
+
+// reverseTarget is one PTR record of a reverse name: its target and the
+// namespace of the service it points at.
+type reverseTarget struct{ target, namespace string }
+
+// reverseTargets appends to out the records of one address's PTRs: a
+// service's cluster IP alone when a service has it, else every
+// endpoint's, each target once.
+func (s *Snapshot) reverseTargets(ptrs []reversePTR, out []reverseTarget) []reverseTarget {
+	for _, p := range ptrs {
+		if s.PTRs[p.source].Source.Kind == model.KindService {
+			ptrs = []reversePTR{p}
+			break
+		}
+	}
+	start := len(out)
+	for _, p := range ptrs {
+		src := s.PTRs[p.source]
+		target, ok := src.PTRs.targetAt(int(p.at))
+		if !ok || slices.ContainsFunc(out[start:], func(r reverseTarget) bool { return r.target == target }) {
+			continue
+		}
+		out = append(out, reverseTarget{target: target, namespace: strings.ToLower(src.Source.Namespace)})
+	}
+	return out
+}
+
+// answerReverse answers a name of a reverse zone. Records pointing into a
+// namespace that is not exposed (deleted, or outside the namespace
+// selector) are left out; when none is left the name does not exist.
+func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
+	var found [4]reverseTarget
+	var ans []dns.RR
+	for _, r := range s.reverseTargets(s.reversePTRs(q.Name), found[:0]) {
+		if dir.HasNamespace(r.namespace) {
+			ans = append(ans, &dns.PTR{Hdr: hdr(q.Name, dns.TypePTR, s.ttl), Ptr: r.target})
+		}
+	}
+	if len(ans) == 0 {
+		return negative(dns.RcodeNameError, s.soa)
+	}
+	if q.Type != dns.TypePTR {
+		return negative(dns.RcodeSuccess, s.soa)
+	}
+	return Response{Answer: ans}
+}
+
+// parseReverseName returns the address whose reverse name is name, as
+// ReverseName writes it (decimal octets without leading zeros, or 32
+// lower-case nibbles): the only name of the address a zone answers for.
+func parseReverseName(name string) (netip.Addr, bool) {
+	var a netip.Addr
+	if rest, ok := strings.CutSuffix(name, ".in-addr.arpa."); ok {
+		var v [4]byte
+		for i := 3; i >= 0; i-- {
+			label, tail, _ := strings.Cut(rest, ".")
+			n, err := strconv.ParseUint(label, 10, 8)
+			if err != nil {
+				return netip.Addr{}, false
+			}
+			v[i], rest = byte(n), tail
+		}
+		if rest != "" {
+			return netip.Addr{}, false
+		}
+		a = netip.AddrFrom4(v)
+	} else if rest, ok := strings.CutSuffix(name, ".ip6.arpa."); ok {
+		if len(rest) != 63 {
+			return netip.Addr{}, false
+		}
+		var v [16]byte
+		for i := range 32 {
+			if i < 31 && rest[2*i+1] != '.' {
+				return netip.Addr{}, false
+			}
+			nibble := strings.IndexByte("0123456789abcdef", rest[2*i])
+			if nibble < 0 {
+				return netip.Addr{}, false
+			}
+			// The first label is the last address's low nibble.
+			v[15-i/2] |= byte(nibble) << (4 * (i % 2))
+		}
+		a = netip.AddrFrom16(v)
+	} else {
+		return netip.Addr{}, false
+	}
+	var buf [maxReverseName]byte
+	if string(appendReverseName(buf[:0], a)) != name {
+		return netip.Addr{}, false // leading zeros, or a "+1"
+	}
+	return a, true
 }
 
 // packPTRLists copies the lists of ptrs, whose keys are sources, into

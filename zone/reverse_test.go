@@ -45,12 +45,8 @@ func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 			givenText[unsafe.StringData(p.Target)] = true
 		}
 	}
-	n, ok := s.lookup("1.0.16.172.in-addr.arpa.")
 	dir := &Directory{AnyNamespace: true}
-	var ptr []dns.RR
-	if ok {
-		ptr = n.ptr("1.0.16.172.in-addr.arpa.", dir)
-	}
+	ptr := s.answerReverse(dir, Question{Name: "1.0.16.172.in-addr.arpa.", Type: dns.TypePTR}).Answer
 	if len(ptr) != 1 || ptr[0].(*dns.PTR).Ptr != "web-0.hdls.ns1.svc.cluster.local." {
 		t.Fatalf("1.0.16.172.in-addr.arpa. answers %v, want one PTR to web-0.hdls.ns1.svc.cluster.local.", ptr)
 	}
@@ -98,5 +94,59 @@ func TestPackedPTRsRoundTrip(t *testing.T) {
 	}
 	if PackPTRs(nil) != "" || len(PTRList("").PTRs()) != 0 {
 		t.Error("no PTRs should pack to an empty list and read back as none")
+	}
+}
+
+// A reverse snapshot answers each address from its sources' lists: a
+// service's cluster IP alone, else every endpoint's target once, in the
+// order of their sources, leaving out namespaces not exposed; a damaged
+// list loses its own PTRs only.
+func TestReverseZoneAnswersFromItsLists(t *testing.T) {
+	cfg := testConfig()
+	const zoneKey = "0.0.10.in-addr.arpa."
+	a1, a2, a3, a4 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"),
+		netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.4")
+	svc := model.Key{Kind: model.KindService, Namespace: "ns1", Name: "web"}
+	slice1 := model.Key{Kind: model.KindEndpointSlice, Namespace: "ns1", Name: "hdls-a"}
+	slice2 := model.Key{Kind: model.KindEndpointSlice, Namespace: "ns1", Name: "hdls-b"}
+	hidden := model.Key{Kind: model.KindEndpointSlice, Namespace: "ns2", Name: "db-a"}
+	broken := model.Key{Kind: model.KindEndpointSlice, Namespace: "ns1", Name: "zz-broken"}
+	from := map[model.Key]PTRList{
+		svc:    PackPTRs([]PTR{{a1, "web.ns1.svc.cluster.local."}}),
+		slice1: PackPTRs([]PTR{{a1, "x.hdls.ns1.svc.cluster.local."}, {a2, "y.hdls.ns1.svc.cluster.local."}}),
+		slice2: PackPTRs([]PTR{{a2, "z.hdls.ns1.svc.cluster.local."}, {a2, "y.hdls.ns1.svc.cluster.local."}}),
+		hidden: PackPTRs([]PTR{{a2, "db.ns2.svc.cluster.local."}, {a3, "db.ns2.svc.cluster.local."}}),
+		broken: PackPTRs([]PTR{{a4, "w.hdls.ns1.svc.cluster.local."}})[:3],
+	}
+	s := BuildReverseZone(cfg, zoneKey, "in-addr.arpa.", 1, from)
+	dir := &Directory{Namespaces: map[string]struct{}{"ns1": {}}}
+	ptrs := func(name string, qtype uint16) Response {
+		return s.answerReverse(dir, Question{Name: name, Type: qtype})
+	}
+	targets := func(r Response) []string {
+		var out []string
+		for _, rr := range r.Answer {
+			out = append(out, rr.(*dns.PTR).Ptr)
+		}
+		return out
+	}
+	if got := targets(ptrs("1."+zoneKey, dns.TypePTR)); !reflect.DeepEqual(got, []string{"web.ns1.svc.cluster.local."}) {
+		t.Errorf("10.0.0.1, a cluster IP and an endpoint: %v, want the service alone", got)
+	}
+	if got := targets(ptrs("2."+zoneKey, dns.TypePTR)); !reflect.DeepEqual(got,
+		[]string{"y.hdls.ns1.svc.cluster.local.", "z.hdls.ns1.svc.cluster.local."}) {
+		t.Errorf("10.0.0.2: %v, want y then z, once each, and not ns2's", got)
+	}
+	for _, name := range []string{"3." + zoneKey, "4." + zoneKey, "5." + zoneKey, "02." + zoneKey, zoneKey} {
+		if r := ptrs(name, dns.TypePTR); r.Rcode != dns.RcodeNameError || len(r.Ns) != 1 {
+			t.Errorf("%s: rcode %d, %v; want NXDOMAIN with the SOA", name, r.Rcode, r.Answer)
+		}
+	}
+	if r := ptrs("1."+zoneKey, dns.TypeA); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 || len(r.Ns) != 1 {
+		t.Errorf("10.0.0.1 A: rcode %d, %v; want NODATA", r.Rcode, r.Answer)
+	}
+	// Records counts what the names answer, exposed or not: 1 + 3 + 1.
+	if got := s.Records(); got != 5 {
+		t.Errorf("Records() = %d, want 5", got)
 	}
 }

@@ -29,6 +29,11 @@ type Snapshot struct {
 	wildcard    uint32
 	hasWildcard bool
 	reverse     bool // a reverse zone's
+	// A reverse zone answers from PTRs, through ptrIndex, sorted by
+	// address (see BuildReverseZone); ptrRecords is how many records
+	// that makes.
+	ptrIndex   []reversePTR
+	ptrRecords int
 
 	// Sources the snapshot was built from (read-only), set by whoever
 	// builds it (see actors/zones).

@@ -3,7 +3,7 @@ package zone
 // Records counts the records this snapshot holds (answer and additional
 // records of every name), for the records-held metric.
 func (s *Snapshot) Records() int {
-	n := 0
+	n := s.ptrRecords
 	if s.File != nil {
 		return len(s.File.Records)
 	}
