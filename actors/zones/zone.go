@@ -103,11 +103,9 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 	z.forget()
 	z.pending = false
 	if s := z.slot.Load(); s != nil {
-		maps.Copy(z.services, s.Services)
-		maps.Copy(z.slices, s.Slices)
+		z.services, z.slices = maps.Clone(s.Services), maps.Clone(s.Slices)
 		z.ptrs = ptrLists(s)
-		maps.Copy(z.podObjs, s.Pods)
-		maps.Copy(z.hosts, s.Mesh)
+		z.podObjs, z.hosts = maps.Clone(s.Pods), maps.Clone(s.Mesh)
 		z.fileZone = s.File
 		z.serial = s.Serial
 	}
@@ -117,14 +115,21 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 	}
 }
 
-// forget starts the zone's state over, empty and its own.
+// forget starts the zone's state over, empty and its own. The maps are
+// made when a first change needs one (put): a zone uses one or two of
+// them, and a replica with sharded watches runs thousands of reverse
+// zones, which would each carry four empty maps.
 func (z *zoneActor) forget() {
-	z.services = map[string]model.Frozen{}
-	z.slices = map[string]model.Frozen{}
-	z.ptrs = map[model.Key]zone.PTRList{}
-	z.podObjs = map[string]*model.Pod{}
-	z.hosts = map[model.Key][]zone.MeshHost{}
+	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
 	z.shared = false
+}
+
+// put sets m[k] to v, making m when it has none.
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
 }
 
 // own copies the maps the published snapshot shares before a change.
@@ -133,7 +138,7 @@ func (z *zoneActor) own() {
 		return
 	}
 	z.services, z.slices = maps.Clone(z.services), maps.Clone(z.slices)
-	if z.ptrs == nil {
+	if z.reverse && z.ptrs == nil {
 		// A reverse zone's published snapshot holds its lists (see publish).
 		z.ptrs = ptrLists(z.slot.Load())
 	} else {
@@ -151,12 +156,12 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 	for _, c := range msg.services {
 		k := c.change.Key
 		z.namespace = k.Namespace
-		objects := z.slices
+		objects := &z.slices
 		if k.Kind == model.KindService {
-			objects = z.services
+			objects = &z.services
 		}
 		if c.change.Object == nil {
-			delete(objects, k.Name)
+			delete(*objects, k.Name)
 			continue
 		}
 		f, ok := c.change.Object.(model.Frozen)
@@ -164,12 +169,12 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 			f, ok = model.Freeze(c.change.Object) // from a source that does not freeze
 		}
 		if ok && f.Kind() == k.Kind {
-			objects[k.Name] = f
+			put(objects, k.Name, f)
 		}
 	}
 	for _, c := range msg.pods {
 		if p, ok := c.Object.(*model.Pod); ok {
-			z.podObjs[c.Key.Name] = p
+			put(&z.podObjs, c.Key.Name, p)
 		} else {
 			delete(z.podObjs, c.Key.Name)
 		}
@@ -178,14 +183,14 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		if len(p.ptrs) == 0 {
 			delete(z.ptrs, p.source)
 		} else {
-			z.ptrs[p.source] = zone.PackPTRs(p.ptrs)
+			put(&z.ptrs, p.source, zone.PackPTRs(p.ptrs))
 		}
 	}
 	for _, m := range msg.mesh {
 		if len(m.hosts) == 0 {
 			delete(z.hosts, m.source)
 		} else {
-			z.hosts[m.source] = m.hosts
+			put(&z.hosts, m.source, m.hosts)
 		}
 	}
 	if msg.file != nil {
