@@ -33,8 +33,11 @@ type replayState struct {
 // owns reports whether this replica owns key. Every replica owns the
 // file zones that may be transferred.
 func (m *Manager) owns(key string) bool {
-	return m.ring == nil || m.fileZones[key] || m.ring.Owns(m.cfg.Self, key) ||
-		m.sharded && isReverseKey(m.cfg.Answer, key)
+	// Reverse keys first: with sharded watches they are most of the keys
+	// a replica knows, and placement asks about every key each time
+	// their number changes, where the ring's answer costs a rendezvous.
+	return m.ring == nil || m.sharded && isReverseKey(m.cfg.Answer, key) || m.fileZones[key] ||
+		m.ring.Owns(m.cfg.Self, key)
 }
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
