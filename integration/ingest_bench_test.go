@@ -3,9 +3,13 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,6 +130,24 @@ func TestShardedIngest(t *testing.T) {
 	}
 }
 
+// keepCPUProfile writes r's CPU profile of the next d to file; a failure
+// is logged, not fatal: the profile is for reading, not for the verdict.
+func keepCPUProfile(t *testing.T, r *replicaProcess, d time.Duration, file string) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", r.http, int(d.Seconds())))
+	if err != nil {
+		t.Logf("CPU profile of %s: %v", r.http, err)
+		return
+	}
+	defer resp.Body.Close()
+	profile, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode == http.StatusOK {
+		err = os.WriteFile(file, profile, 0o644)
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Logf("CPU profile of %s: %d %v", r.http, resp.StatusCode, err)
+	}
+}
+
 // settledIngest waits until CoreDNS and every replica answer last, the
 // replicas hold each record once between them and have returned the
 // memory their loads freed.
@@ -177,6 +199,15 @@ func churnCost(t *testing.T, client kubernetes.Interface, rs []*replicaProcess, 
 	for i, r := range rs {
 		before[i] = churnResult{cpuSeconds(t, r.cmd.Process.Pid), scrapeLabelled(t, r.http, "shardns_kubernetes_events_total", `kind="EndpointSlice"`)}
 	}
+	// With SHARDNS_PROFILE_DIR, each replica's CPU profile of the churn
+	// is kept there (cpu-churn-<replicas>-r<i>.pb.gz).
+	var profiles sync.WaitGroup
+	if dir := os.Getenv("SHARDNS_PROFILE_DIR"); dir != "" {
+		for i, r := range rs {
+			name := filepath.Join(dir, fmt.Sprintf("cpu-churn-%d-r%d.pb.gz", len(rs), i))
+			profiles.Go(func() { keepCPUProfile(t, r, d, name) })
+		}
+	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	end := time.Now().Add(d)
@@ -190,6 +221,7 @@ func churnCost(t *testing.T, client kubernetes.Interface, rs []*replicaProcess, 
 			t.Fatalf("churn: %v", err)
 		}
 	}
+	profiles.Wait()
 	out := make([]churnResult, len(rs))
 	for i, r := range rs {
 		out[i] = churnResult{cpuSeconds(t, r.cmd.Process.Pid) - before[i].cpu,
