@@ -336,7 +336,7 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, from map[m
 	ptrs := packPTRLists(from, sortedObjectKeys(from))
 	s := &Snapshot{Key: key, Origin: origin, Serial: serial, soa: cfg.SOA(origin, serial), PTRs: ptrs,
 		reverse: true, ttl: cfg.TTL}
-	n := 0
+	n := 0 // counted first: the index is kept for as long as the snapshot
 	for _, src := range ptrs {
 		src.PTRs.eachAt(func(int, netip.Addr) { n++ })
 	}
@@ -396,9 +396,9 @@ type reverseTarget struct{ target, namespace string }
 // service's cluster IP alone when a service has it, else every
 // endpoint's, each target once.
 func (s *Snapshot) reverseTargets(ptrs []reversePTR, out []reverseTarget) []reverseTarget {
-	for _, p := range ptrs {
+	for i, p := range ptrs {
 		if s.PTRs[p.source].Source.Kind == model.KindService {
-			ptrs = []reversePTR{p}
+			ptrs = ptrs[i : i+1]
 			break
 		}
 	}
