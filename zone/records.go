@@ -61,14 +61,6 @@ func (b *blocks[T]) take(n int) []T {
 	return out
 }
 
-// reserve makes the next takes of n values in all come from one block,
-// when the caller knows how many it needs.
-func (b *blocks[T]) reserve(n int) {
-	if len(b.free) < n {
-		b.free = make([]T, n)
-	}
-}
-
 // name returns parts joined, its bytes in the snapshot's text block.
 // Nothing writes to a block's bytes once a name is made of them, so the
 // string is as immutable as any other.
