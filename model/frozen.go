@@ -75,6 +75,16 @@ func (f Frozen) Kind() Kind {
 	return Kind(f[0])
 }
 
+// ServiceName is the service a frozen EndpointSlice belongs to, read
+// without thawing it: "" for any other kind, or for damaged bytes.
+func (f Frozen) ServiceName() string {
+	d := decoder{s: string(f)}
+	if Kind(d.byte()) != KindEndpointSlice {
+		return ""
+	}
+	return d.string()
+}
+
 // Thaw decodes f into a new *Service, *EndpointSlice or *Pod with the
 // identity given. Its strings share f's bytes; its lists are a few
 // allocations, made for the caller alone.

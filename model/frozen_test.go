@@ -113,6 +113,13 @@ func TestFrozenRoundTrip(t *testing.T) {
 			if !sameModel(got, obj) {
 				t.Fatalf("thawed %+v\nfroze   %+v", got, obj)
 			}
+			want := ""
+			if sl, ok := obj.(*EndpointSlice); ok {
+				want = sl.ServiceName
+			}
+			if f.ServiceName() != want {
+				t.Fatalf("ServiceName() = %q, want %q", f.ServiceName(), want)
+			}
 			for cut := range len(f) {
 				if _, err := f[:cut].Thaw(identity(obj)); err == nil {
 					t.Fatalf("a frozen object cut to %d of %d bytes thawed without error", cut, len(f))
@@ -136,6 +143,9 @@ func FuzzThaw(f *testing.F) {
 	f.Add([]byte{byte(KindPod), 1, 4, 10, 0, 0, 1, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		obj, err := Frozen(b).Thaw("ns", "n", "1")
+		if sl, ok := obj.(*EndpointSlice); ok && err == nil && Frozen(b).ServiceName() != sl.ServiceName {
+			t.Fatalf("ServiceName() = %q, the thawed slice's %q", Frozen(b).ServiceName(), sl.ServiceName)
+		}
 		if err != nil {
 			return
 		}

@@ -41,7 +41,7 @@ func TestRouteAgreesWithBuild(t *testing.T) {
 	cfg := testConfig()
 	v := NewStaticView(cfg, testCluster(), true)
 	for key, s := range v.zones {
-		for name := range s.nodes {
+		for _, name := range s.names() {
 			if got := cfg.Domains.Route(name).Key; got != key {
 				t.Errorf("%s is built in zone %s but routes to %q", name, key, got)
 			}

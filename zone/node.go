@@ -18,7 +18,8 @@ import (
 // once and reuses the packed bytes until the zone changes, so decoding is
 // paid once per name and snapshot, not once per query.
 //
-// A name's records start at the offset the snapshot's nodes map gives:
+// A name's records start at the offset the snapshot's nodes map gives, or
+// in a service zone the offset its service's part gives (service.go):
 //
 //	kind (1 byte)
 //	address names: the counts of A, AAAA, SRV and additional records
@@ -51,7 +52,8 @@ const (
 
 // records is one name's records, read in place from its snapshot.
 type records struct {
-	s     *Snapshot
+	refs  []string // of the snapshot or part the records are in
+	ttl   uint32
 	kind  nodeKind
 	count [4]int // address names: by countA…countExtra
 	body  []byte // what follows the kind and the counts
@@ -59,6 +61,12 @@ type records struct {
 
 // lookup returns the records of name, if the snapshot has it.
 func (s *Snapshot) lookup(name string) (records, bool) {
+	if s.parts != nil {
+		if p := s.partOf(name); p != nil {
+			return p.find(name, s.ttl)
+		}
+		return records{}, false
+	}
 	at, ok := s.nodes[name]
 	if !ok {
 		return records{}, false
@@ -82,8 +90,12 @@ func (s *Snapshot) has(name string) bool {
 }
 
 func (s *Snapshot) recordsAt(at uint32) records {
-	d := s.data[at:]
-	r := records{s: s, kind: nodeKind(d[0])}
+	return decodeRecords(s.data[at:], s.refs, s.ttl)
+}
+
+// decodeRecords reads the kind and counts of the records that start d.
+func decodeRecords(d []byte, refs []string, ttl uint32) records {
+	r := records{refs: refs, ttl: ttl, kind: nodeKind(d[0])}
 	d = d[1:]
 	counts := 0
 	if r.kind == addressNode {
@@ -108,7 +120,7 @@ func (r records) size() int {
 // ref reads a ref at the start of d and returns its string and the rest.
 func (r records) ref(d []byte) (string, []byte) {
 	v, n := binary.Uvarint(d)
-	return r.s.refs[v], d[n:]
+	return r.refs[v], d[n:]
 }
 
 // addresses returns the A records of owner, or its AAAA records when v6.
@@ -123,7 +135,7 @@ func (r records) addresses(owner string, v6 bool) []dns.RR {
 		}
 		out, recs := make([]dns.RR, n), make([]dns.A, n)
 		for i := range recs {
-			recs[i] = dns.A{Hdr: hdr(owner, dns.TypeA, r.s.ttl), A: address(r.body[4*i:], 4)}
+			recs[i] = dns.A{Hdr: hdr(owner, dns.TypeA, r.ttl), A: address(r.body[4*i:], 4)}
 			out[i] = &recs[i]
 		}
 		return out
@@ -135,7 +147,7 @@ func (r records) addresses(owner string, v6 bool) []dns.RR {
 	d := r.body[4*r.count[countA]:]
 	out, recs := make([]dns.RR, n), make([]dns.AAAA, n)
 	for i := range recs {
-		recs[i] = dns.AAAA{Hdr: hdr(owner, dns.TypeAAAA, r.s.ttl), AAAA: address(d[16*i:], 16)}
+		recs[i] = dns.AAAA{Hdr: hdr(owner, dns.TypeAAAA, r.ttl), AAAA: address(d[16*i:], 16)}
 		out[i] = &recs[i]
 	}
 	return out
@@ -160,7 +172,7 @@ func (r records) srv(owner string) (answer, extra []dns.RR) {
 		port := binary.BigEndian.Uint16(d)
 		var target string
 		target, d = r.ref(d[2:])
-		srvs[i] = dns.SRV{Hdr: hdr(owner, dns.TypeSRV, r.s.ttl), Weight: weight, Port: port, Target: target}
+		srvs[i] = dns.SRV{Hdr: hdr(owner, dns.TypeSRV, r.ttl), Weight: weight, Port: port, Target: target}
 		answer[i] = &srvs[i]
 	}
 	if r.count[countExtra] == 0 {
@@ -172,9 +184,9 @@ func (r records) srv(owner string) (answer, extra []dns.RR) {
 		name, d = r.ref(d)
 		n := int(d[0])
 		if n == 4 {
-			extra[i] = &dns.A{Hdr: hdr(name, dns.TypeA, r.s.ttl), A: address(d[1:], 4)}
+			extra[i] = &dns.A{Hdr: hdr(name, dns.TypeA, r.ttl), A: address(d[1:], 4)}
 		} else {
-			extra[i] = &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, r.s.ttl), AAAA: address(d[1:], 16)}
+			extra[i] = &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, r.ttl), AAAA: address(d[1:], 16)}
 		}
 		d = d[1+n:]
 	}
@@ -188,7 +200,7 @@ func (r records) cname(owner string) *dns.CNAME {
 		return nil
 	}
 	target, _ := r.ref(r.body)
-	return &dns.CNAME{Hdr: hdr(owner, dns.TypeCNAME, r.s.ttl), Target: target}
+	return &dns.CNAME{Hdr: hdr(owner, dns.TypeCNAME, r.ttl), Target: target}
 }
 
 // encoder writes the records of a snapshot's names.

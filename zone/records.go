@@ -5,15 +5,17 @@ import (
 	"unsafe"
 )
 
-// builder encodes the records of one snapshot's names and keeps their
-// names in blocks that hold many of them, instead of one allocation
-// each. A snapshot's names live and die together: when a zone is rebuilt
-// or moves to another replica, its blocks are freed whole and go back to
-// the OS, where a name each would leave holes in memory shared with the
-// zones that stay. Blocks also save the allocator's per-object rounding.
+// builder encodes the records of a service zone's parts (service.go).
+// While a part is built its names are made in blocks that hold many of
+// them, instead of one allocation each; finishPart copies the ones the
+// part keeps into one allocation of the part's own, so a part's names
+// live and die together: when its service changes, or its zone moves to
+// another replica, they are freed whole, where a name each would leave
+// holes in memory shared with the parts that stay.
 type builder struct {
 	encoder
 	text blocks[byte] // the bytes of owner names and targets
+	part []partName   // the names of the service part being built
 
 	// Scratch space of addNode, reused from node to node.
 	scratch struct {
@@ -21,8 +23,9 @@ type builder struct {
 		srvs      []entry
 		extras    []entry
 		seenAddr  map[netip.Addr]bool
-		seenSRV   map[entry]bool // by target and port
-		seenExtra map[entry]bool // by target and address
+		seenSRV   map[entry]bool    // by target and port
+		seenExtra map[entry]bool    // by target and address
+		moved     map[string]string // finishPart's: a name's text in its part
 	}
 }
 
@@ -31,6 +34,8 @@ func newBuilder() *builder {
 	b.scratch.seenAddr = map[netip.Addr]bool{}
 	b.scratch.seenSRV = map[entry]bool{}
 	b.scratch.seenExtra = map[entry]bool{}
+	b.scratch.moved = map[string]string{}
+	b.text.next = 1 << 10 // a part's names are some hundred bytes
 	return b
 }
 

@@ -13,6 +13,11 @@ func (s *Snapshot) Records() int {
 	for _, at := range s.nodes {
 		n += s.recordsAt(at).size()
 	}
+	for _, p := range s.parts {
+		for _, name := range p.names {
+			n += decodeRecords(p.data[name.at:], p.refs, s.ttl).size()
+		}
+	}
 	return n
 }
 

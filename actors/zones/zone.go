@@ -3,6 +3,8 @@ package zones
 import (
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,6 +37,12 @@ type zoneActor struct {
 	podObjs   map[string]*model.Pod
 	hosts     map[model.Key][]zone.MeshHost
 	shared    bool
+	// A service zone's snapshot is built again only for the services a
+	// change touched: touched holds their labels since the last publish,
+	// unless the next publish builds the whole zone (wholeZone: after a
+	// start, a rebuild or a repack).
+	touched   map[string]struct{}
+	wholeZone bool
 	fileZone  *zone.FileZone
 	serial    uint32
 	pending   bool // a flush is in the mailbox
@@ -122,6 +130,7 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 func (z *zoneActor) forget() {
 	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
 	z.shared = false
+	z.touched, z.wholeZone = nil, true
 }
 
 // put sets m[k] to v, making m when it has none.
@@ -159,6 +168,9 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		objects := &z.slices
 		if k.Kind == model.KindService {
 			objects = &z.services
+			z.touch(k.Name)
+		} else if old, ok := z.slices[k.Name]; ok {
+			z.touch(old.ServiceName())
 		}
 		if c.change.Object == nil {
 			delete(*objects, k.Name)
@@ -170,6 +182,9 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		}
 		if ok && f.Kind() == k.Kind {
 			put(objects, k.Name, f)
+			if k.Kind == model.KindEndpointSlice {
+				z.touch(f.ServiceName())
+			}
 		}
 	}
 	for _, c := range msg.pods {
@@ -218,6 +233,7 @@ func (z *zoneActor) onRepack() {
 	}
 	z.shared = true // copy the maps, even those no snapshot shares
 	z.own()
+	z.wholeZone = true
 	z.publish()
 }
 
@@ -239,12 +255,56 @@ func (z *zoneActor) publish() {
 		// sorted in a slice; the next change makes the map again from them.
 		z.ptrs = nil
 	default:
-		services, slices := z.thawed()
-		s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, services, slices)
+		if prev := z.slot.Load(); prev != nil && prev.IsServiceZone() && !z.wholeZone {
+			s = zone.UpdateServiceZone(z.cfg, prev, z.serial, z.sourcesOf(z.touched))
+		} else {
+			services, slices := z.thawed()
+			s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, services, slices)
+		}
 		s.Services, s.Slices = z.services, z.slices
 	}
 	z.shared = true // the snapshot holds these maps now: never change them in place
+	z.touched, z.wholeZone = nil, false
 	z.slot.Store(s)
+}
+
+// touch notes that the names of service (any case) may have changed.
+func (z *zoneActor) touch(service string) {
+	if !z.wholeZone {
+		put(&z.touched, strings.ToLower(service), struct{}{})
+	}
+}
+
+// sourcesOf thaws the Services and EndpointSlices of each service label
+// in labels, in the order of their names.
+func (z *zoneActor) sourcesOf(labels map[string]struct{}) map[string]zone.ServiceSources {
+	out := make(map[string]zone.ServiceSources, len(labels))
+	for label := range labels {
+		out[label] = zone.ServiceSources{}
+	}
+	for name, f := range z.services {
+		label := strings.ToLower(name)
+		if src, ok := out[label]; ok {
+			if svc := thaw[model.Service](z, name, f); svc != nil {
+				src.Services = append(src.Services, svc)
+				out[label] = src
+			}
+		}
+	}
+	for name, f := range z.slices {
+		label := strings.ToLower(f.ServiceName())
+		if src, ok := out[label]; ok {
+			if sl := thaw[model.EndpointSlice](z, name, f); sl != nil {
+				src.Slices = append(src.Slices, sl)
+				out[label] = src
+			}
+		}
+	}
+	for _, src := range out {
+		slices.SortFunc(src.Services, func(a, b *model.Service) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(src.Slices, func(a, b *model.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return out
 }
 
 // thawed returns the zone's Services and EndpointSlices as model objects,
@@ -256,14 +316,22 @@ func (z *zoneActor) thawed() (map[string]*model.Service, map[string]*model.Endpo
 func thawAll[T any](z *zoneActor, frozen map[string]model.Frozen) map[string]*T {
 	out := make(map[string]*T, len(frozen))
 	for name, f := range frozen {
-		obj, err := f.Thaw(z.namespace, name, "")
-		if o, ok := obj.(*T); ok && err == nil {
+		if o := thaw[T](z, name, f); o != nil {
 			out[name] = o
-		} else {
-			z.log.Error("a frozen object of the zone does not thaw; building without it", "zone", z.key, "name", name, "err", err)
 		}
 	}
 	return out
+}
+
+// thaw returns the object frozen as f, or nil, logged, when it does not
+// thaw: the zone is built without it.
+func thaw[T any](z *zoneActor, name string, f model.Frozen) *T {
+	obj, err := f.Thaw(z.namespace, name, "")
+	if o, ok := obj.(*T); ok && err == nil {
+		return o
+	}
+	z.log.Error("a frozen object of the zone does not thaw; building without it", "zone", z.key, "name", name, "err", err)
+	return nil
 }
 
 // ptrLists makes the map of a reverse zone's PTR lists, by source, from
