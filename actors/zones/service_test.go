@@ -25,7 +25,8 @@ import (
 // After every batch of random changes (addresses, readiness, slices that
 // move to another service or go, services that come, change type and go)
 // the zone answers every name exactly as a zone built whole from the
-// objects applied so far.
+// objects applied so far. Services whose names differ in case only share
+// their names, the later in name order winning, as in a whole build.
 func TestServiceZoneAnswersAsItsObjectsAfterEveryBatch(t *testing.T) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
 	cfg.Prepare()
@@ -100,7 +101,7 @@ func TestServiceZoneAnswersAsItsObjectsAfterEveryBatch(t *testing.T) {
 		for range 1 + rng.IntN(4) {
 			i := rng.IntN(services)
 			svc, sl := fmt.Sprintf("s%d", i), fmt.Sprintf("s%d-a", i)
-			switch rng.IntN(5) {
+			switch rng.IntN(6) {
 			case 0, 1: // new addresses and readiness
 				set(slice(sl, svc, step))
 			case 2: // the slice serves another service, or goes
@@ -117,6 +118,14 @@ func TestServiceZoneAnswersAsItsObjectsAfterEveryBatch(t *testing.T) {
 				set(s)
 			case 4: // the service goes
 				remove(model.Key{Kind: model.KindService, Namespace: "shop", Name: svc})
+			case 5: // a Service named as the label in capitals (from a file, say) comes or goes
+				twin := &model.Service{Namespace: "shop", Name: "S" + svc[1:], Ports: []model.Port{http},
+					ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 95, byte(step), byte(i + 1)})}}
+				if _, ok := objects[twin.Key()]; ok {
+					remove(twin.Key())
+				} else {
+					set(twin)
+				}
 			}
 		}
 		system.Root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: changes})

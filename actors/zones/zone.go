@@ -36,7 +36,16 @@ type zoneActor struct {
 	ptrs      map[model.Key]zone.PTRList
 	podObjs   map[string]*model.Pod
 	hosts     map[model.Key][]zone.MeshHost
-	shared    bool
+	shared    mapSet // the maps the published snapshot holds
+	// slicesOf lists the EndpointSlices of each service label, made on a
+	// zone's first update of some services and kept from then on, so an
+	// update finds a service's slices without reading every slice (a
+	// cache miss each: with the slices of 200 services read on every
+	// EndpointSlice update, reading them cost more than the build).
+	// casedNames, kept with it, says a Service name has upper-case
+	// letters: a label's Services are then found by reading every name.
+	slicesOf   map[string][]string
+	casedNames bool
 	// A service zone's snapshot is built again only for the services a
 	// change touched: touched holds their labels since the last publish,
 	// unless the next publish builds the whole zone (wholeZone: after a
@@ -129,8 +138,9 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 // zones, which would each carry four empty maps.
 func (z *zoneActor) forget() {
 	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
-	z.shared = false
+	z.shared = 0
 	z.touched, z.wholeZone = nil, true
+	z.slicesOf, z.casedNames = nil, false
 }
 
 // put sets m[k] to v, making m when it has none.
@@ -141,50 +151,105 @@ func put[K comparable, V any](m *map[K]V, k K, v V) {
 	(*m)[k] = v
 }
 
-// own copies the maps the published snapshot shares before a change.
-func (z *zoneActor) own() {
-	if !z.shared {
-		return
+// mapSet names some of a zone actor's maps.
+type mapSet uint8
+
+const (
+	servicesMap mapSet = 1 << iota
+	slicesMap
+	ptrsMap
+	podsMap
+	hostsMap
+	allMaps = servicesMap | slicesMap | ptrsMap | podsMap | hostsMap
+)
+
+// changes returns the maps msg changes.
+func (msg *zoneApply) changes() mapSet {
+	var m mapSet
+	for _, c := range msg.services {
+		if c.change.Key.Kind == model.KindService {
+			m |= servicesMap
+		} else {
+			m |= slicesMap
+		}
 	}
-	z.services, z.slices = maps.Clone(z.services), maps.Clone(z.slices)
-	if z.reverse && z.ptrs == nil {
-		// A reverse zone's published snapshot holds its lists (see publish).
-		z.ptrs = ptrLists(z.slot.Load())
-	} else {
-		z.ptrs = maps.Clone(z.ptrs)
+	if len(msg.pods) > 0 {
+		m |= podsMap
 	}
-	z.podObjs, z.hosts = maps.Clone(z.podObjs), maps.Clone(z.hosts)
-	z.shared = false
+	if len(msg.ptrs) > 0 {
+		m |= ptrsMap
+	}
+	if len(msg.mesh) > 0 {
+		m |= hostsMap
+	}
+	return m
+}
+
+// own copies those of maps that the published snapshot shares, before
+// they change: an EndpointSlice update copies the slices, not the
+// Services too.
+func (z *zoneActor) own(which mapSet) {
+	copying := which & z.shared
+	z.shared &^= copying
+	if copying&servicesMap != 0 {
+		z.services = maps.Clone(z.services)
+	}
+	if copying&slicesMap != 0 {
+		z.slices = maps.Clone(z.slices)
+	}
+	if copying&ptrsMap != 0 {
+		if z.reverse && z.ptrs == nil {
+			// A reverse zone's published snapshot holds its lists (see publish).
+			z.ptrs = ptrLists(z.slot.Load())
+		} else {
+			z.ptrs = maps.Clone(z.ptrs)
+		}
+	}
+	if copying&podsMap != 0 {
+		z.podObjs = maps.Clone(z.podObjs)
+	}
+	if copying&hostsMap != 0 {
+		z.hosts = maps.Clone(z.hosts)
+	}
 }
 
 func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 	if z.fault != nil {
 		z.fault(z.key, msg)
 	}
-	z.own()
+	z.own(msg.changes())
 	for _, c := range msg.services {
 		k := c.change.Key
 		z.namespace = k.Namespace
+		var f model.Frozen
+		if c.change.Object != nil {
+			var ok bool
+			if f, ok = c.change.Object.(model.Frozen); !ok {
+				f, ok = model.Freeze(c.change.Object) // from a source that does not freeze
+			}
+			if !ok || f.Kind() != k.Kind {
+				continue // nothing to apply: what the zone holds stays
+			}
+		}
 		objects := &z.slices
 		if k.Kind == model.KindService {
 			objects = &z.services
 			z.touch(k.Name)
-		} else if old, ok := z.slices[k.Name]; ok {
-			z.touch(old.ServiceName())
-		}
-		if c.change.Object == nil {
-			delete(*objects, k.Name)
-			continue
-		}
-		f, ok := c.change.Object.(model.Frozen)
-		if !ok {
-			f, ok = model.Freeze(c.change.Object) // from a source that does not freeze
-		}
-		if ok && f.Kind() == k.Kind {
-			put(objects, k.Name, f)
-			if k.Kind == model.KindEndpointSlice {
-				z.touch(f.ServiceName())
+			if z.slicesOf != nil && k.Name != strings.ToLower(k.Name) {
+				z.casedNames = true
 			}
+		} else {
+			if old, ok := z.slices[k.Name]; ok {
+				z.unindexSlice(old.ServiceName(), k.Name)
+			}
+			if f != "" {
+				z.indexSlice(f.ServiceName(), k.Name)
+			}
+		}
+		if f == "" {
+			delete(*objects, k.Name)
+		} else {
+			put(objects, k.Name, f)
 		}
 	}
 	for _, c := range msg.pods {
@@ -231,8 +296,8 @@ func (z *zoneActor) onRepack() {
 	if z.pending || z.rebuilding != 0 || z.slot.Load() == nil {
 		return
 	}
-	z.shared = true // copy the maps, even those no snapshot shares
-	z.own()
+	z.shared = allMaps // copy the maps, even those no snapshot shares
+	z.own(allMaps)
 	z.wholeZone = true
 	z.publish()
 }
@@ -263,7 +328,7 @@ func (z *zoneActor) publish() {
 		}
 		s.Services, s.Slices = z.services, z.slices
 	}
-	z.shared = true // the snapshot holds these maps now: never change them in place
+	z.shared = allMaps // the snapshot holds these maps now: never change them in place
 	z.touched, z.wholeZone = nil, false
 	z.slot.Store(s)
 }
@@ -275,30 +340,60 @@ func (z *zoneActor) touch(service string) {
 	}
 }
 
+// indexSlice notes that slice serves service, and touches the service.
+func (z *zoneActor) indexSlice(service, slice string) {
+	label := strings.ToLower(service)
+	z.touch(label)
+	if z.slicesOf != nil {
+		z.slicesOf[label] = append(z.slicesOf[label], slice)
+	}
+}
+
+// unindexSlice notes that slice no longer serves service, and touches the
+// service.
+func (z *zoneActor) unindexSlice(service, slice string) {
+	label := strings.ToLower(service)
+	z.touch(label)
+	if z.slicesOf == nil {
+		return
+	}
+	names := slices.DeleteFunc(z.slicesOf[label], func(name string) bool { return name == slice })
+	if len(names) == 0 {
+		delete(z.slicesOf, label)
+	} else {
+		z.slicesOf[label] = names
+	}
+}
+
 // sourcesOf thaws the Services and EndpointSlices of each service label
 // in labels, in the order of their names.
 func (z *zoneActor) sourcesOf(labels map[string]struct{}) map[string]zone.ServiceSources {
+	if z.slicesOf == nil {
+		z.slicesOf = make(map[string][]string, len(z.services))
+		for name, f := range z.slices {
+			label := strings.ToLower(f.ServiceName())
+			z.slicesOf[label] = append(z.slicesOf[label], name)
+		}
+		for name := range z.services {
+			z.casedNames = z.casedNames || name != strings.ToLower(name)
+		}
+	}
 	out := make(map[string]zone.ServiceSources, len(labels))
 	for label := range labels {
-		out[label] = zone.ServiceSources{}
-	}
-	for name, f := range z.services {
-		label := strings.ToLower(name)
-		if src, ok := out[label]; ok {
-			if svc := thaw[model.Service](z, name, f); svc != nil {
-				src.Services = append(src.Services, svc)
-				out[label] = src
+		var src zone.ServiceSources
+		if z.casedNames {
+			for name, f := range z.services {
+				if strings.ToLower(name) == label {
+					src.Services = appendThawed[model.Service](z, src.Services, name, f)
+				}
 			}
+		} else if f, ok := z.services[label]; ok {
+			src.Services = appendThawed[model.Service](z, src.Services, label, f)
 		}
-	}
-	for name, f := range z.slices {
-		label := strings.ToLower(f.ServiceName())
-		if src, ok := out[label]; ok {
-			if sl := thaw[model.EndpointSlice](z, name, f); sl != nil {
-				src.Slices = append(src.Slices, sl)
-				out[label] = src
-			}
+		for _, name := range z.slicesOf[label] {
+			src.Slices = appendThawed[model.EndpointSlice](z, src.Slices, name, z.slices[name])
 		}
+		out[label] = src
 	}
 	for _, src := range out {
 		slices.SortFunc(src.Services, func(a, b *model.Service) int { return strings.Compare(a.Name, b.Name) })
@@ -321,6 +416,15 @@ func thawAll[T any](z *zoneActor, frozen map[string]model.Frozen) map[string]*T 
 		}
 	}
 	return out
+}
+
+// appendThawed appends the object frozen as f to objs, unless it does
+// not thaw.
+func appendThawed[T any](z *zoneActor, objs []*T, name string, f model.Frozen) []*T {
+	if o := thaw[T](z, name, f); o != nil {
+		return append(objs, o)
+	}
+	return objs
 }
 
 // thaw returns the object frozen as f, or nil, logged, when it does not
