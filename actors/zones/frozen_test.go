@@ -22,15 +22,7 @@ import (
 // zones built from them answer their names, SRV records and PTRs, an
 // update replaces what the old version served, and deletes remove it.
 func TestFrozenChangesAnswer(t *testing.T) {
-	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
-	cfg.Prepare()
-	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	t.Cleanup(system.Shutdown)
-	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
-		Sources: []string{"kubernetes"}, Now: time.Now, Logger: logger, Synced: &synced}))
+	cfg, table, system, manager := startKubernetesZones(t)
 	frozen := func(obj interface{ Key() model.Key }) model.Change {
 		f, ok := model.Freeze(obj)
 		if !ok {
@@ -109,4 +101,21 @@ func TestFrozenChangesAnswer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startKubernetesZones starts a zone manager fed by one source, the
+// kubernetes one, publishing to a table of the cluster.local and
+// in-addr.arpa zones.
+func startKubernetesZones(t *testing.T) (*zone.Config, *zone.Table, *actor.ActorSystem, *actor.PID) {
+	t.Helper()
+	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
+	cfg.Prepare()
+	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	t.Cleanup(system.Shutdown)
+	var synced atomic.Bool
+	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
+		Sources: []string{"kubernetes"}, Now: time.Now, Logger: logger, Synced: &synced}))
+	return cfg, table, system, manager
 }

@@ -2,17 +2,13 @@ package zones_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/actors/zones"
@@ -28,15 +24,7 @@ import (
 // objects applied so far. Services whose names differ in case only share
 // their names, the later in name order winning, as in a whole build.
 func TestServiceZoneAnswersAsItsObjectsAfterEveryBatch(t *testing.T) {
-	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
-	cfg.Prepare()
-	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	t.Cleanup(system.Shutdown)
-	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
-		Sources: []string{"kubernetes"}, Now: time.Now, Logger: logger, Synced: &synced}))
+	cfg, table, system, manager := startKubernetesZones(t)
 
 	http := model.Port{Name: "http", Protocol: "TCP", Port: 80}
 	objects := map[model.Key]any{}
