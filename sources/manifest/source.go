@@ -37,13 +37,31 @@ type Snapshot struct {
 // Load reads and parses every file. At start-up its error is fatal: it
 // names the file, the document and the object.
 func Load(fsys fs.FS, files []string) (*Snapshot, error) {
-	s := &Snapshot{objects: map[model.Key]any{}, files: map[string][]byte{}}
+	contents, err := readFiles(fsys, files)
+	if err != nil {
+		return nil, err
+	}
+	return parseFiles(files, contents)
+}
+
+// readFiles reads every file.
+func readFiles(fsys fs.FS, files []string) (map[string][]byte, error) {
+	contents := make(map[string][]byte, len(files))
 	for _, f := range files {
 		data, err := fsutil.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
-		objs, err := Parse(f, data)
+		contents[f] = data
+	}
+	return contents, nil
+}
+
+// parseFiles parses what readFiles read.
+func parseFiles(files []string, contents map[string][]byte) (*Snapshot, error) {
+	s := &Snapshot{objects: map[model.Key]any{}, files: contents}
+	for _, f := range files {
+		objs, err := Parse(f, contents[f])
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +71,6 @@ func Load(fsys fs.FS, files []string) (*Snapshot, error) {
 			}
 			s.objects[k] = o
 		}
-		s.files[f] = data
 	}
 	withImpliedNamespaces(s.objects)
 	return s, nil
@@ -83,15 +100,17 @@ func (s *Snapshot) Diff(old *Snapshot) []model.Change {
 	return out
 }
 
-// changed reports whether any file's content differs from s.
-func (s *Snapshot) changed(fsys fs.FS, files []string) bool {
-	for _, f := range files {
-		data, err := fsutil.ReadFile(fsys, f)
-		if err != nil || !bytes.Equal(data, s.files[f]) {
-			return true
+// sameFiles reports whether two reads of the files found the same bytes.
+func sameFiles(a, b map[string][]byte) bool {
+	if a == nil || b == nil || len(a) != len(b) {
+		return false
+	}
+	for f, data := range a {
+		if other, ok := b[f]; !ok || !bytes.Equal(data, other) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // Source is the actor that serves the files and re-reads them on change.
@@ -100,6 +119,9 @@ type Source struct {
 	served  *Snapshot
 	cancel  func()
 	lastErr string // the last reload error, logged once until it changes
+	// settling is what the last tick read when it differed from what is
+	// served: a change is taken once the next tick reads it again.
+	settling map[string][]byte
 }
 
 type tick struct{}
@@ -136,22 +158,43 @@ func (s *Source) onStarted(ctx actor.Context) {
 // onTick reloads when a file changed. A file that no longer parses keeps
 // the last good state serving.
 func (s *Source) onTick(ctx actor.Context) {
-	if !s.served.changed(s.cfg.FS, s.cfg.Files) {
-		return
+	if changes := s.reload(); len(changes) > 0 {
+		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
 	}
-	next, err := Load(s.cfg.FS, s.cfg.Files)
+}
+
+// reload reads the files and returns the changes from what is served to
+// what they hold, and serves that. A file written in place (truncated,
+// then written) can be read empty or cut short in between, and a cut
+// file may even parse: served, it would delete what the rest of the file
+// holds until the next tick. So a change is taken only once two ticks in
+// a row read the same bytes, one interval later than it was seen.
+func (s *Source) reload() []model.Change {
+	contents, err := readFiles(s.cfg.FS, s.cfg.Files)
+	if err == nil && sameFiles(contents, s.served.files) {
+		s.settling = nil
+		return nil
+	}
+	if err == nil && !sameFiles(contents, s.settling) {
+		s.settling = contents
+		return nil
+	}
+	var next *Snapshot
+	if err == nil {
+		next, err = parseFiles(s.cfg.Files, contents)
+	}
 	if err != nil {
 		if err.Error() != s.lastErr {
 			s.cfg.Logger.Error("manifest reload failed; still serving the last good files", "err", err)
 		}
 		s.lastErr = err.Error()
-		return
+		return nil
 	}
-	s.lastErr = ""
+	s.lastErr, s.settling = "", nil
 	changes := next.Diff(s.served)
 	s.served = next
 	if len(changes) > 0 {
 		s.cfg.Logger.Info("manifests reloaded", "changes", len(changes), "objects", next.Len())
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
 	}
+	return changes
 }
