@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"reflect"
 	"time"
 
@@ -100,19 +101,6 @@ func (s *Snapshot) Diff(old *Snapshot) []model.Change {
 	return out
 }
 
-// sameFiles reports whether two reads of the files found the same bytes.
-func sameFiles(a, b map[string][]byte) bool {
-	if a == nil || b == nil || len(a) != len(b) {
-		return false
-	}
-	for f, data := range a {
-		if other, ok := b[f]; !ok || !bytes.Equal(data, other) {
-			return false
-		}
-	}
-	return true
-}
-
 // Source is the actor that serves the files and re-reads them on change.
 type Source struct {
 	cfg     Config
@@ -171,11 +159,11 @@ func (s *Source) onTick(ctx actor.Context) {
 // a row read the same bytes, one interval later than it was seen.
 func (s *Source) reload() []model.Change {
 	contents, err := readFiles(s.cfg.FS, s.cfg.Files)
-	if err == nil && sameFiles(contents, s.served.files) {
+	if err == nil && maps.EqualFunc(contents, s.served.files, bytes.Equal) {
 		s.settling = nil
 		return nil
 	}
-	if err == nil && !sameFiles(contents, s.settling) {
+	if err == nil && (s.settling == nil || !maps.EqualFunc(contents, s.settling, bytes.Equal)) {
 		s.settling = contents
 		return nil
 	}
