@@ -86,12 +86,14 @@ type Manager struct {
 	fileZones  map[string]bool            // file zone origins → held by every replica (see file.go)
 
 	// Sharding (see placement.go).
-	ring         *cluster.Ring         // nil: this replica owns every zone
-	sources      map[string]*actor.PID // source actors, for replays
-	grace        map[string]bool       // lost zones still held for a while
-	replay       replayState
-	keysSeen     int  // len(zoneSize) when placement was last published
-	placementDue bool // a publishPlacement message is in the mailbox
+	ring    *cluster.Ring         // nil: this replica owns every zone
+	sources map[string]*actor.PID // source actors, for replays
+	grace   map[string]bool       // lost zones still held for a while
+	replay  replayState
+	// placementStale says that since placement was last published a zone
+	// it places came or went, or (with sharded watches) a namespace.
+	placementStale bool
+	placementDue   bool // a publishPlacement message is in the mailbox
 	// sharded is set once a source says it receives only this replica's
 	// namespaces (see sharded.go).
 	sharded bool
@@ -287,7 +289,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 	if dirChanged {
 		m.publishDirectory()
 	}
-	if len(m.zoneSize) != m.keysSeen {
+	if m.placementStale {
 		m.schedulePlacement(ctx)
 	}
 }
@@ -296,10 +298,27 @@ func (m *Manager) applyNamespace(c model.Change) bool {
 	_, had := m.namespaces[c.Key.Name]
 	if c.Object == nil {
 		delete(m.namespaces, c.Key.Name)
-		return had
+	} else {
+		m.namespaces[c.Key.Name] = struct{}{}
 	}
-	m.namespaces[c.Key.Name] = struct{}{}
-	return !had
+	changed := had != (c.Object != nil)
+	if changed && m.sharded {
+		// Its zones are placed before any object of it is known here:
+		// most namespaces' objects never are.
+		m.placementStale = true
+	}
+	return changed
+}
+
+// places reports whether the placement lists zone key when this replica
+// does not serve it. With sharded watches every replica holds a share of
+// every reverse zone and asks the others for the rest (FanOut), so the
+// reverse zones that come and go with the addresses of a churn, most of
+// the keys a replica knows, move nothing: publishing the placement again
+// for each, a walk of every key and namespace, was a tenth of the CPU of a
+// replica of three under churn (TestShardedIngest's profiles).
+func (m *Manager) places(key string) bool {
+	return !m.sharded || !isReverseKey(m.cfg.Answer, key)
 }
 
 // routeServiceChange sends a Service or EndpointSlice change to its service
@@ -407,6 +426,9 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 	}
 	shared := make([]string, len(zones))
 	for i, z := range zones {
+		if _, known := m.zoneSize[z]; !known && m.places(z) {
+			m.placementStale = true
+		}
 		m.zoneSize[z]++
 		// Each object's keys were built anew, a reverse zone's as part of
 		// a longer name; the directory holds one copy of each for all.
@@ -466,6 +488,9 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 	for key := range batches {
 		if m.zoneSize[key] > 0 {
 			continue
+		}
+		if m.places(key) {
+			m.placementStale = true
 		}
 		delete(m.zoneSize, key)
 		delete(m.zoneKeys, key)

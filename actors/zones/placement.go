@@ -258,7 +258,7 @@ func (m *Manager) onPublishPlacement() {
 // (no owner reachable yet) makes such names SERVFAIL, never NXDOMAIN.
 func (m *Manager) publishPlacement() {
 	m.placementDue = false
-	m.keysSeen = len(m.zoneSize)
+	m.placementStale = false
 	if m.ring == nil {
 		m.cfg.Table.SetPlacement(nil)
 		return

@@ -284,3 +284,25 @@ func TestWidenedReplicaAnswersAloneOnceLoaded(t *testing.T) {
 		}
 	}
 }
+
+// A namespace created later, owned by the other replica, is asked of it
+// as soon as this replica knows the namespace, though no object of it
+// ever reaches here: its names are the owner's to answer, not NXDOMAIN.
+func TestShardedReplicaPlacesANewNamespace(t *testing.T) {
+	r := startShardedReplica(t)
+	ns := ""
+	for i := 0; ns == ""; i++ {
+		if name := fmt.Sprintf("late%d", i); !r.ring.Owns("a", zone.ServiceZoneKey(name, "cluster.local.")) {
+			ns = name
+		}
+	}
+	r.system.Root.Send(r.manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{
+		{Key: model.Key{Kind: model.KindNamespace, Name: ns}, Object: &model.Namespace{Name: ns}}}})
+	name := "web." + ns + ".svc.cluster.local."
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if resp := r.ask(name, dns.TypeA); !slices.Equal(resp.Remote, []string{"b"}) {
+			return fmt.Errorf("%s (b's, created later): rcode %s, remote %v; want it asked of b", name, dns.RcodeToString[resp.Rcode], resp.Remote)
+		}
+		return nil
+	})
+}
