@@ -66,6 +66,13 @@ func TestShardedIngest(t *testing.T) {
 			}
 			rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("r%d", len(rs)), seeds, 1, cluster))
 			settled(t, rs, len(rs))
+			// What the newcomer took from announcing itself to serving
+			// its share, against the grace its zones' old owners give it.
+			r := rs[len(rs)-1]
+			if n := scrape(t, r.http, "shardns_cluster_gain_load_duration_seconds_count"); n > 0 {
+				t.Logf("handoff: r%d (replica %d of %d) loaded the zones it gained in %.1f s",
+					len(rs)-1, len(rs), len(rs), scrape(t, r.http, "shardns_cluster_gain_load_duration_seconds_sum")/n)
+			}
 		}
 	}
 	grow(3)

@@ -43,6 +43,9 @@ type Cluster struct {
 	Dispatches       *prometheus.CounterVec // result: queries sent to other replicas
 	DispatchDuration prometheus.Histogram
 	Handoffs         *prometheus.CounterVec // direction: gained | lost
+	// How long the zones ring changes gained took to load: to compare
+	// with cluster.handoffGrace, after which their old owners drop them.
+	GainLoadDuration prometheus.Histogram
 	// Per owner, so a node-local cache shows where its misses go.
 	OwnerDispatches *prometheus.CounterVec   // owner, result
 	OwnerDuration   *prometheus.HistogramVec // owner
@@ -159,6 +162,9 @@ func New(version string) (*prometheus.Registry, *All) {
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}),
 		Handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 			Name: "handoffs_total", Help: "Zones gained or lost on ring changes."}, []string{"direction"}),
+		GainLoadDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shardns", Subsystem: "cluster",
+			Name: "gain_load_duration_seconds", Help: "Time from a ring change to the zones it gained serving.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}),
 	}
 	cl.OwnerDispatches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "owner_dispatches_total", Help: "Questions sent to each owning replica, by result."}, []string{"owner", "result"})
@@ -178,7 +184,7 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.MembersDown = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "members_down_total", Help: "Members found down because their remote port refused a connection; " +
 			"they own no zone here until they serve again or gossip declares them dead."})
-	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.OwnerDispatches, cl.OwnerDuration,
+	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.OwnerDispatches, cl.OwnerDuration,
 		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers, cl.MembersDown)
 	k := &Kubernetes{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",

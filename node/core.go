@@ -135,7 +135,8 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
 			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
 		},
-		OnReleasing: memory.loading, OnSettled: memory.release, OnChanges: memory.changed, Interest: interest,
+		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
+		OnReleasing:  memory.loading, OnSettled: memory.release, OnChanges: memory.changed, Interest: interest,
 	}))
 	c.manager = manager
 	if initial != nil {

@@ -43,6 +43,9 @@ type Config struct {
 	Ring *cluster.Ring
 	// OnHandoff is told how many zones a ring change gained and lost.
 	OnHandoff func(gained, lost int)
+	// OnGainLoaded is told how long the zones ring changes gained took to
+	// load, from the first change to the zones serving; may be nil.
+	OnGainLoaded func(took time.Duration)
 	// Interest, when set, is kept telling the sources which namespaces
 	// this replica's zones are built from.
 	Interest *Interest

@@ -28,6 +28,11 @@ type replayState struct {
 	waiting map[string]bool // sources that have not finished
 	keys    map[string]bool // zones being loaded
 	pending int             // loading zones yet to pass the barrier
+	// since is when the zones loading began: a replay that starts while
+	// others load keeps the first one's time. gaining says a ring change
+	// gained some of them (not only restarted zones being rebuilt).
+	since   time.Time
+	gaining bool
 }
 
 // owns reports whether this replica owns key. Every replica owns the
@@ -84,14 +89,15 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 // returns the replay's ID. Gained zones are hidden: the node is not
 // loaded until they are; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
-	loading := m.replay.keys
+	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
 	if loading == nil {
-		loading = map[string]bool{}
+		loading, since, gaining = map[string]bool{}, time.Now(), false
 	}
 	for _, k := range keys {
 		loading[k] = true
 	}
-	m.replay = replayState{id: m.replay.id + 1, keys: loading, waiting: map[string]bool{}}
+	m.replay = replayState{id: m.replay.id + 1, keys: loading, waiting: map[string]bool{},
+		since: since, gaining: gaining || hidden}
 	if hidden {
 		m.setLoaded(false)
 	}
@@ -149,10 +155,31 @@ func (m *Manager) finishReplay() {
 			}
 		}
 	}
-	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys))
+	took := time.Since(m.replay.since)
+	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys), "took", took.Round(time.Millisecond))
+	if m.replay.gaining {
+		m.reportGainLoaded(took)
+	}
 	m.replay.keys = nil
 	m.setLoaded(true)
 	m.publishPlacement()
+}
+
+// reportGainLoaded reports how long the zones a ring change gained took
+// to load. The replicas that lost them stop answering them
+// cluster.handoffGrace after the change, whether they have loaded here or
+// not, and questions then wait for the load or fail (with
+// replicationFactor 1, no other replica holds them): a load that takes
+// more than half the grace is logged as a warning, so that the grace is
+// raised before a larger cluster outgrows it.
+func (m *Manager) reportGainLoaded(took time.Duration) {
+	if m.cfg.OnGainLoaded != nil {
+		m.cfg.OnGainLoaded(took)
+	}
+	if m.cfg.Grace > 0 && took > m.cfg.Grace/2 {
+		m.cfg.Logger.Warn("gained zones took more than half of cluster.handoffGrace to load: the replicas that lost them may stop answering them first; raise cluster.handoffGrace",
+			"took", took.Round(time.Millisecond), "handoffGrace", m.cfg.Grace)
+	}
 }
 
 func (m *Manager) setLoaded(b bool) {

@@ -67,6 +67,41 @@ func TestLoadedOnlyOnceGainedZonesAnswer(t *testing.T) {
 	})
 }
 
+// How long gained zones took to load is reported, and a load longer than
+// half the handoff grace, after which the replicas that lost the zones
+// drop them, is logged as a warning that says what to raise.
+func TestGainLoadIsReported(t *testing.T) {
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
+	c.write(t, service("s1", "10.96.0.2"))
+	var logs testutil.SyncBuffer
+	loads := make(chan time.Duration, 4)
+	joining := ring.NewRing("a", []ring.Member{{Name: "a"}}, 1)
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(&logs, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+		// Any load takes more than half of a nanosecond.
+		cfg.Self, cfg.Ring, cfg.Grace = "a", joining, time.Nanosecond
+		cfg.OnGainLoaded = func(took time.Duration) { loads <- took }
+		return cfg
+	})
+	system.Root.Send(manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
+	select {
+	case took := <-loads:
+		if took <= 0 {
+			t.Errorf("the gained zones' load is reported as %v", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gained zones' load was not reported")
+	}
+	if err := c.check("s1", "10.96.0.2"); err != nil {
+		t.Fatalf("reported loaded, but the gained zone does not answer: %v", err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if !strings.Contains(logs.String(), "raise cluster.handoffGrace") {
+			return fmt.Errorf("no warning that the load outlasted half the grace; log:\n%s", logs.String())
+		}
+		return nil
+	})
+}
+
 // servedAlone serves namespaces n0… with services s0… (s<i> in
 // n<i mod namespaces>, at 10.96.<i>.1) from replica "a" alone, with a
 // handoff grace of 50 ms and the config changes of tune, and returns the
