@@ -132,17 +132,36 @@ func missMeaning(fan *[]string) int {
 // NewSlot installs an empty slot for key, replacing any slot it had, and
 // returns it. The zone reads as absent until its first snapshot.
 func (t *Table) NewSlot(key string) *Slot {
+	s := &Slot{}
+	t.SetSlots(map[string]*Slot{key: s})
+	return s
+}
+
+// SetSlots installs the slot of each key of slots, replacing any it had,
+// and drops the slot of each key mapped to nil, in one copy of the slot
+// map: zones come by the thousand in a list or a handoff (reverse zones
+// most), and a copy for each cost time quadratic in their number, 0.9 s
+// for 4,000 zones. A retired table keeps the slots it has.
+func (t *Table) SetSlots(slots map[string]*Slot) {
+	if len(slots) == 0 {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := *t.slots.Load()
-	next := make(map[string]*Slot, len(old)+1)
+	next := make(map[string]*Slot, len(old)+len(slots))
 	for k, v := range old {
 		next[k] = v
 	}
-	s := &Slot{}
-	next[key] = s
+	for k, v := range slots {
+		switch {
+		case v != nil:
+			next[k] = v
+		case !t.retired.Load():
+			delete(next, k)
+		}
+	}
 	t.slots.Store(&next)
-	return s
 }
 
 // SlotOf returns the slot of key, or nil.
@@ -160,18 +179,30 @@ func (t *Table) Retired() bool { return t.retired.Load() }
 // stops late never removes the slot of the actor that replaced it. A
 // retired table keeps its slots.
 func (t *Table) RemoveSlot(key string, slot *Slot) {
+	t.RemoveSlots(map[string]*Slot{key: slot})
+}
+
+// RemoveSlots is RemoveSlot for each key and slot of slots, in one copy of
+// the slot map at most.
+func (t *Table) RemoveSlots(slots map[string]*Slot) {
 	if t.retired.Load() {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := *t.slots.Load()
-	if old[key] != slot {
+	gone := 0
+	for k, v := range slots {
+		if old[k] == v {
+			gone++
+		}
+	}
+	if gone == 0 {
 		return
 	}
-	next := make(map[string]*Slot, len(old))
+	next := make(map[string]*Slot, len(old)-gone)
 	for k, v := range old {
-		if k != key {
+		if slots[k] != v {
 			next[k] = v
 		}
 	}
