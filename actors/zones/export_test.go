@@ -20,3 +20,9 @@ func WithRepacked(cfg Config, repacked func(key string)) Config {
 	cfg.repacked = repacked
 	return cfg
 }
+
+// WithReverseHosts returns cfg with the reverse zones in n hosts.
+func WithReverseHosts(cfg Config, n int) Config {
+	cfg.reverseHosts = n
+	return cfg
+}

@@ -66,6 +66,9 @@ type Config struct {
 	// repacked, set by this package's tests only, runs after a zone
 	// actor built its snapshot again for a repack.
 	repacked func(key string)
+	// reverseHosts, set by this package's tests only, is how many hosts
+	// the reverse zones share, at most the default (host.go).
+	reverseHosts int
 }
 
 // Manager routes source changes to zone actors and owns the directory.
@@ -80,13 +83,19 @@ type Manager struct {
 	zonesOf    map[model.Key][]string // zone keys each object contributes to
 	zoneSize   map[string]int         // objects contributing to each zone
 	zoneKeys   map[string]string      // the one copy of each zone key that zonesOf shares
-	children   map[string]*actor.PID
-	serial     uint32
-	podIPs     map[model.Key][]netip.Addr // for PodIndex
-	ipOwner    map[netip.Addr]model.Key   // the pod an address is indexed for
-	meshNames  map[string]int             // mesh host names → entries declaring them
-	meshOf     map[model.Key][]string     // mesh host names of each entry
-	fileZones  map[string]bool            // file zone origins → held by every replica (see file.go)
+	children   map[string]*actor.PID  // a zone's actor, or the host of a reverse zone (host.go)
+	hosts      [reverseHosts]*actor.PID
+	// newSlots are the table slots of zones spawned (a slot) or stopped
+	// (nil) since the table was last told: it is told once a message is
+	// handled, or before anything reads it, with one copy of its slot map
+	// for all (installSlots).
+	newSlots  map[string]*zone.Slot
+	serial    uint32
+	podIPs    map[model.Key][]netip.Addr // for PodIndex
+	ipOwner   map[netip.Addr]model.Key   // the pod an address is indexed for
+	meshNames map[string]int             // mesh host names → entries declaring them
+	meshOf    map[model.Key][]string     // mesh host names of each entry
+	fileZones map[string]bool            // file zone origins → held by every replica (see file.go)
 
 	// Sharding (see placement.go).
 	ring    *cluster.Ring         // nil: this replica owns every zone
@@ -170,6 +179,43 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *zoneRestarted:
 		m.onZoneRestarted(ctx, msg)
 	}
+	m.installSlots()
+}
+
+// installSlots publishes the slots of the zones spawned and stopped since
+// it last ran.
+func (m *Manager) installSlots() {
+	if len(m.newSlots) > 0 {
+		m.cfg.Table.SetSlots(m.newSlots)
+		m.newSlots = nil
+	}
+}
+
+// addSlots publishes the slots of the zones spawned since installSlots
+// last ran, not yet those stopped: it runs before what tells queries
+// that a zone is here (placement, the directory, a load's end), which
+// must find it, and a stopped zone's slot goes after the placement that
+// sends its queries elsewhere.
+func (m *Manager) addSlots() {
+	if len(m.newSlots) == 0 {
+		return
+	}
+	added := map[string]*zone.Slot{}
+	for key, slot := range m.newSlots {
+		if slot != nil {
+			added[key] = slot
+			delete(m.newSlots, key)
+		}
+	}
+	m.cfg.Table.SetSlots(added)
+}
+
+// setSlot notes the slot of key for installSlots; nil drops it.
+func (m *Manager) setSlot(key string, slot *zone.Slot) {
+	if m.newSlots == nil {
+		m.newSlots = map[string]*zone.Slot{}
+	}
+	m.newSlots[key] = slot
 }
 
 func (m *Manager) onStarted(ctx actor.Context) {
@@ -217,8 +263,8 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 	}
 	m.rebuildRestarted(ctx) // before the barrier, which waits for them
 	m.barriers = len(m.children)
-	for _, pid := range m.children {
-		ctx.Send(pid, &barrier{tag: 0})
+	for key, pid := range m.children {
+		m.tell(ctx, key, pid, &barrier{tag: 0})
 	}
 	if m.barriers == 0 {
 		m.markSynced()
@@ -285,7 +331,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 			continue // a replay only fills the zones being loaded
 		}
 		if pid := m.zoneActor(ctx, key); pid != nil {
-			ctx.Send(pid, b)
+			m.tell(ctx, key, pid, b)
 		}
 	}
 	m.stopEmptyZones(ctx, batches)
@@ -471,16 +517,24 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 // queries until its replay completes.
 func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.PID {
 	r := m.cfg.Answer.Domains.Route(key)
-	slot := m.cfg.Table.NewSlot(key)
+	slot := &zone.Slot{}
 	slot.SetLoading(loading)
-	var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
-	za := func() actor.Actor {
-		return &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
-			mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
-			slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
-			restarted: incarnations.Add(1) > 1, fault: m.cfg.fault, repacked: m.cfg.repacked}
+	m.setSlot(key, slot)
+	z := &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
+		mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
+		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
+		fault: m.cfg.fault, repacked: m.cfg.repacked}
+	var pid *actor.PID
+	if m.hostedKey(key) {
+		pid = m.spawnHosted(ctx, key, z)
+	} else {
+		var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
+		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			fresh := z.identity()
+			fresh.restarted = incarnations.Add(1) > 1
+			return fresh
+		}))
 	}
-	pid := ctx.Spawn(actor.PropsFromProducer(za))
 	m.children[key] = pid
 	return pid
 }
@@ -499,13 +553,15 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 		delete(m.zoneKeys, key)
 		delete(m.grace, key)
 		if pid := m.children[key]; pid != nil {
-			ctx.Poison(pid)
+			m.stopZone(ctx, key, pid)
 			delete(m.children, key)
+			m.setSlot(key, nil)
 		}
 	}
 }
 
 func (m *Manager) publishDirectory() {
+	m.addSlots() // a directory that says synced must find the zones
 	m.serial = nextSerial(m.serial, m.cfg.Now())
 	ns := make(map[string]struct{}, len(m.namespaces))
 	for n := range m.namespaces {

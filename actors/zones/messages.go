@@ -144,11 +144,12 @@ type barrierDone struct {
 }
 
 // zoneRestarted tells the Manager that its supervisor restarted the zone
-// actor pid: whatever the failed actor had applied but not published is
-// lost, so the zone is rebuilt from the sources.
+// actor pid, or the host pid of the zones keys: whatever the failed actor
+// had applied but not published is lost, so the zones are rebuilt from
+// the sources.
 type zoneRestarted struct {
-	key string
-	pid *actor.PID
+	keys []string
+	pid  *actor.PID
 }
 
 // rebuild makes a restarted zone actor forget what it resumed from and

@@ -127,7 +127,7 @@ func (m *Manager) replayBarrier(ctx actor.Context) {
 	for key := range m.replay.keys {
 		if pid := m.children[key]; pid != nil {
 			m.replay.pending++
-			ctx.Send(pid, &barrier{tag: m.replay.id})
+			m.tell(ctx, key, pid, &barrier{tag: m.replay.id})
 		}
 	}
 	if m.replay.pending == 0 {
@@ -148,6 +148,7 @@ func (m *Manager) onReplayBarrierDone(_ actor.Context, msg *barrierDone) {
 // finishReplay shows the loaded zones to queries.
 func (m *Manager) finishReplay() {
 	m.settled() // first, so whoever sees the zones loaded sees the release asked for
+	m.addSlots()
 	for key := range m.replay.keys {
 		if m.children[key] != nil {
 			if slot := m.cfg.Table.SlotOf(key); slot != nil {
@@ -192,14 +193,15 @@ func (m *Manager) setLoaded(b bool) {
 // unless they were gained back meanwhile. The placement that sends their
 // queries elsewhere is published before they stop.
 func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
-	var stop []*actor.PID
+	stop := map[string]*actor.PID{}
 	for key, pid := range msg.zones {
 		if !m.grace[key] || m.children[key] != pid || m.owns(key) {
 			continue
 		}
 		delete(m.grace, key)
 		delete(m.children, key)
-		stop = append(stop, pid)
+		m.setSlot(key, nil)
+		stop[key] = pid
 	}
 	if len(stop) == 0 {
 		m.settled() // all gained back: the release is over all the same
@@ -214,8 +216,8 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 	// while those are still alive, they move to memory of their own, and
 	// what they shared with the stopped ones is freed whole.
 	done := m.repackKept(ctx)
-	for _, pid := range stop {
-		done = append(done, ctx.PoisonFuture(pid))
+	for key, pid := range stop {
+		done = append(done, m.stopZoneFuture(ctx, key, pid))
 	}
 	// Once the stopped zones are collected, their spans are left with
 	// holes wherever something else lived among them; built a second
@@ -238,7 +240,7 @@ func (m *Manager) repackKept(ctx actor.Context) []*actor.Future {
 	var done []*actor.Future
 	for key, pid := range m.children {
 		if !m.grace[key] {
-			done = append(done, ctx.RequestFuture(pid, &repack{}, repackTimeout))
+			done = append(done, m.ask(ctx, key, pid, &repack{}))
 		}
 	}
 	return done
@@ -284,6 +286,7 @@ func (m *Manager) onPublishPlacement() {
 // replica does not serve complete, which replicas to ask. An empty list
 // (no owner reachable yet) makes such names SERVFAIL, never NXDOMAIN.
 func (m *Manager) publishPlacement() {
+	m.addSlots() // the zones it no longer places must be found here
 	m.placementDue = false
 	m.placementStale = false
 	if m.ring == nil {

@@ -30,19 +30,26 @@ import (
 const rebuildBackoff = time.Minute
 
 func (m *Manager) onZoneRestarted(ctx actor.Context, msg *zoneRestarted) {
-	if m.children[msg.key] != msg.pid {
-		return // stopped or replaced since
+	var keys []string
+	for _, key := range msg.keys {
+		if m.children[key] != msg.pid {
+			continue // stopped or replaced since
+		}
+		if at, ok := m.rebuiltAt[key]; ok && m.cfg.Now().Sub(at) < rebuildBackoff {
+			m.cfg.Logger.Error("zone actor failed again soon after a rebuild; it serves its last snapshot and later changes",
+				"zone", key, "rebuilt", at)
+			continue
+		}
+		if len(m.unsynced) > 0 {
+			m.rebuildAfterSync[key] = true // the sources cannot replay yet
+			continue
+		}
+		keys = append(keys, key)
 	}
-	if at, ok := m.rebuiltAt[msg.key]; ok && m.cfg.Now().Sub(at) < rebuildBackoff {
-		m.cfg.Logger.Error("zone actor failed again soon after a rebuild; it serves its last snapshot and later changes",
-			"zone", msg.key, "rebuilt", at)
-		return
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		m.rebuildZones(ctx, keys)
 	}
-	if len(m.unsynced) > 0 {
-		m.rebuildAfterSync[msg.key] = true // the sources cannot replay yet
-		return
-	}
-	m.rebuildZones(ctx, []string{msg.key})
 }
 
 // rebuildRestarted rebuilds the zones restarted before every source had
@@ -71,7 +78,7 @@ func (m *Manager) rebuildZones(ctx actor.Context, keys []string) {
 	id := m.startReplay(ctx, keys, false)
 	for _, key := range keys {
 		m.rebuiltAt[key] = m.cfg.Now()
-		ctx.Send(m.children[key], &rebuild{id: id})
+		m.tell(ctx, key, m.children[key], &rebuild{id: id})
 	}
 }
 

@@ -24,10 +24,11 @@ import (
 // cluster is a Manager fed by the manifest source from one file the test
 // rewrites.
 type cluster struct {
-	file  string
-	cfg   *zone.Config
-	table *zone.Table
-	log   *testutil.SyncBuffer
+	file    string
+	cfg     *zone.Config
+	table   *zone.Table
+	log     *testutil.SyncBuffer
+	reverse bool // serve the reverse zones of in-addr.arpa. too
 }
 
 func service(name, ip string) string {
@@ -66,6 +67,9 @@ func (c *cluster) serve(t *testing.T, logger *slog.Logger, interval time.Duratio
 	tune func(zones.Config) zones.Config) (*actor.ActorSystem, *actor.PID) {
 	t.Helper()
 	c.cfg = &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	if c.reverse {
+		c.cfg.Domains.Reverse = []string{"in-addr.arpa."}
+	}
 	c.cfg.Prepare()
 	c.table = zone.NewTable(zone.NewDirectory(c.cfg, map[string]struct{}{}, false, 0))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
@@ -229,4 +233,83 @@ func TestZoneFailingAgainIsNotRebuiltInALoop(t *testing.T) {
 	c.write(t, service("web", "10.96.0.10"), service("poison", "10.96.1.11"), service("cart", "10.96.0.12"))
 	c.eventually(t, "cart", "10.96.0.12")
 	a.finish(t)
+}
+
+// checkPTR returns an error unless the reverse name of ip has the one PTR
+// name.shop.svc.cluster.local.
+func (c *cluster) checkPTR(ip, name string) error {
+	rev, err := dns.ReverseAddr(ip)
+	if err != nil {
+		return err
+	}
+	r := zone.Answer(c.cfg, c.table, zone.Question{Name: rev, Type: dns.TypePTR})
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		return fmt.Errorf("%s: rcode %s, %d records", rev, dns.RcodeToString[r.Rcode], len(r.Answer))
+	}
+	if p, ok := r.Answer[0].(*dns.PTR); !ok || p.Ptr != name+".shop.svc.cluster.local." {
+		return fmt.Errorf("%s: %v, want %s", rev, r.Answer[0], name)
+	}
+	return nil
+}
+
+// Reverse zones share host actors: one that panics on a change takes its
+// host down, and with it every zone the host runs. The host is restarted
+// with them all, each serving its last snapshot while the Manager rebuilds
+// them in one replay, so the lost change is served, so is a later change
+// of another zone of the host, and no reverse name gets a wrong answer
+// meanwhile.
+func TestRestartedReverseHostRebuildsItsZones(t *testing.T) {
+	var armed, failed atomic.Bool
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &testutil.SyncBuffer{}, reverse: true}
+	initial := []string{service("web", "10.96.0.10"), service("api", "10.96.1.11"), service("db", "10.96.2.12")}
+	c.write(t, initial...)
+	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond, func(cfg zones.Config) zones.Config {
+		return zones.WithReverseHosts(zones.WithFault(cfg, func(key string, _ []string) {
+			if key == "0.96.10.in-addr.arpa." && armed.Load() && failed.CompareAndSwap(false, true) {
+				panic("injected fault")
+			}
+		}), 1)
+	})
+	served := map[string]string{"10.96.0.10": "web", "10.96.1.11": "api", "10.96.2.12": "db"}
+	for ip, name := range served {
+		testutil.Eventually(t, 10*time.Second, func() error { return c.checkPTR(ip, name) })
+	}
+	armed.Store(true)
+
+	stop, done := make(chan struct{}), make(chan []string)
+	go func() {
+		var wrong []string
+		for asked := 0; ; asked++ {
+			select {
+			case <-stop:
+				if asked == 0 {
+					wrong = append(wrong, "nothing was asked")
+				}
+				done <- wrong
+				return
+			default:
+			}
+			for ip, name := range served {
+				if err := c.checkPTR(ip, name); err != nil {
+					wrong = append(wrong, err.Error())
+				}
+			}
+		}
+	}()
+	c.write(t, append(initial, service("cart", "10.96.0.13"))...)
+	testutil.Eventually(t, 10*time.Second, func() error { return c.checkPTR("10.96.0.13", "cart") })
+	if !failed.Load() {
+		t.Fatal("the reverse zone did not fail on the change")
+	}
+	for _, want := range []string{"reverse zone host restarted", "zone rebuilt from the sources"} {
+		if !strings.Contains(c.log.String(), want) {
+			t.Fatalf("%q not logged:\n%s", want, c.log)
+		}
+	}
+	c.write(t, append(initial, service("cart", "10.96.0.13"), service("orders", "10.96.1.14"))...)
+	testutil.Eventually(t, 10*time.Second, func() error { return c.checkPTR("10.96.1.14", "orders") })
+	close(stop)
+	if wrong := <-done; len(wrong) > 0 {
+		t.Fatalf("%d wrong answers, first: %s\nlog:\n%s", len(wrong), wrong[0], c.log)
+	}
 }

@@ -19,6 +19,7 @@ type zoneActor struct {
 	reverse     bool
 	pods        bool // a pod zone (pods: verified)
 	mesh        bool // a mesh zone (Istio ServiceEntry hosts)
+	hosted      bool // one of the zones of a zoneHost, not an actor of its own
 	cfg         *zone.Config
 	slot        *zone.Slot
 	table       *zone.Table
@@ -66,9 +67,26 @@ type zoneActor struct {
 }
 
 func (z *zoneActor) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *actor.Started:
-		z.onStarted(ctx)
+		z.onStarted()
+		if z.restarted {
+			z.log.Warn("zone actor restarted; its last snapshot serves while it rebuilds from the sources", "zone", z.key)
+			ctx.Send(ctx.Parent(), &zoneRestarted{keys: []string{z.key}, pid: ctx.Self()})
+		}
+	case *actor.Stopping:
+		z.table.RemoveSlot(z.key, z.slot)
+	case *actor.Stopped:
+		z.drop()
+	default:
+		z.handle(ctx, ctx.Message())
+	}
+}
+
+// handle applies one of the zone's own messages. A hosted zone (see
+// host.go) gets them from its host, addressed to it by key.
+func (z *zoneActor) handle(ctx actor.Context, msg any) {
+	switch msg := msg.(type) {
 	case *zoneApply:
 		z.onApply(ctx, msg)
 	case *flush:
@@ -87,11 +105,16 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 		}
 	case *rebuild:
 		z.onRebuild(msg)
-	case *actor.Stopping:
-		z.table.RemoveSlot(z.key, z.slot)
-	case *actor.Stopped:
-		z.drop()
 	}
+}
+
+// toSelf sends msg to this zone, through its host when it has one.
+func (z *zoneActor) toSelf(ctx actor.Context, msg any) {
+	if z.hosted {
+		ctx.Send(ctx.Self(), &hosted{key: z.key, msg: msg})
+		return
+	}
+	ctx.Send(ctx.Self(), msg)
 }
 
 // drop lets go of the zone's state once the actor has stopped, its slot
@@ -114,9 +137,9 @@ func (z *zoneActor) drop() {
 }
 
 // onStarted resumes from the last published snapshot, so a zone actor
-// restarted by its supervisor keeps serving what it served; then it asks
-// the Manager to rebuild it from the sources.
-func (z *zoneActor) onStarted(ctx actor.Context) {
+// restarted by its supervisor keeps serving what it served; the caller
+// then asks the Manager to rebuild it from the sources.
+func (z *zoneActor) onStarted() {
 	z.forget()
 	z.pending = false
 	if s := z.slot.Load(); s != nil {
@@ -125,10 +148,6 @@ func (z *zoneActor) onStarted(ctx actor.Context) {
 		z.podObjs, z.hosts = maps.Clone(s.Pods), maps.Clone(s.Mesh)
 		z.fileZone = s.File
 		z.serial = s.Serial
-	}
-	if z.restarted {
-		z.log.Warn("zone actor restarted; its last snapshot serves while it rebuilds from the sources", "zone", z.key)
-		ctx.Send(ctx.Parent(), &zoneRestarted{key: z.key, pid: ctx.Self()})
 	}
 }
 
@@ -278,7 +297,7 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 	}
 	if !z.pending {
 		z.pending = true
-		ctx.Send(ctx.Self(), &flush{})
+		z.toSelf(ctx, &flush{})
 	}
 }
 
