@@ -92,9 +92,11 @@ func (h *zoneHost) receive(ctx actor.Context, m *hosted) {
 		h.zones[m.key] = msg.zone
 		msg.zone.onStarted()
 	case *stopHosted:
+		// The Manager drops the zone's slot from the table with the
+		// others it stops; a removal here, one copy of the table's map
+		// for each zone, would come first as often as not.
 		if z := h.zones[m.key]; z != nil {
 			delete(h.zones, m.key)
-			z.table.RemoveSlot(z.key, z.slot)
 			z.drop()
 		}
 		if ctx.Sender() != nil {

@@ -313,3 +313,29 @@ func TestRestartedReverseHostRebuildsItsZones(t *testing.T) {
 		t.Fatalf("%d wrong answers, first: %s\nlog:\n%s", len(wrong), wrong[0], c.log)
 	}
 }
+
+// A reverse zone whose last address goes stops, in its host, and its slot
+// leaves the table: the name is NXDOMAIN, the zone's neighbours in the
+// host stay.
+func TestHostedReverseZoneStopsWithItsLastAddress(t *testing.T) {
+	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &testutil.SyncBuffer{}, reverse: true}
+	c.write(t, service("web", "10.96.0.10"), service("api", "10.96.1.11"))
+	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond,
+		func(cfg zones.Config) zones.Config { return zones.WithReverseHosts(cfg, 1) })
+	testutil.Eventually(t, 10*time.Second, func() error { return c.checkPTR("10.96.1.11", "api") })
+
+	c.write(t, service("web", "10.96.0.10"))
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if slices.Contains(c.table.Keys(), "1.96.10.in-addr.arpa.") {
+			return fmt.Errorf("the emptied zone's slot is still in the table: %v", c.table.Keys())
+		}
+		return nil
+	})
+	r := zone.Answer(c.cfg, c.table, zone.Question{Name: "11.1.96.10.in-addr.arpa.", Type: dns.TypePTR})
+	if r.Rcode != dns.RcodeNameError {
+		t.Fatalf("the removed address: rcode %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
+	}
+	if err := c.checkPTR("10.96.0.10", "web"); err != nil {
+		t.Fatal(err)
+	}
+}
