@@ -162,27 +162,30 @@ func (m *Manager) spawnHosted(ctx actor.Context, key string, z *zoneActor) *acto
 	return pid
 }
 
+// addressed returns msg as the zone of key receives it: wrapped for its
+// host when it is hosted.
+func (m *Manager) addressed(key string, msg any) any {
+	if m.hostedKey(key) {
+		return &hosted{key: key, msg: msg}
+	}
+	return msg
+}
+
 // tell sends msg to the zone of key, whose actor (or host) is pid.
 func (m *Manager) tell(ctx actor.Context, key string, pid *actor.PID, msg any) {
-	if m.hostedKey(key) {
-		msg = &hosted{key: key, msg: msg}
-	}
-	ctx.Send(pid, msg)
+	ctx.Send(pid, m.addressed(key, msg))
 }
 
 // ask sends msg to the zone of key, whose actor (or host) is pid, as a
 // request, and returns the future of its answer.
 func (m *Manager) ask(ctx actor.Context, key string, pid *actor.PID, msg any) *actor.Future {
-	if m.hostedKey(key) {
-		msg = &hosted{key: key, msg: msg}
-	}
-	return ctx.RequestFuture(pid, msg, repackTimeout)
+	return ctx.RequestFuture(pid, m.addressed(key, msg), repackTimeout)
 }
 
 // stopZone stops the zone of key after what was sent to it before.
 func (m *Manager) stopZone(ctx actor.Context, key string, pid *actor.PID) {
 	if m.hostedKey(key) {
-		ctx.Send(pid, &hosted{key: key, msg: &stopHosted{}})
+		m.tell(ctx, key, pid, &stopHosted{})
 		return
 	}
 	ctx.Poison(pid)
@@ -191,7 +194,7 @@ func (m *Manager) stopZone(ctx actor.Context, key string, pid *actor.PID) {
 // stopZoneFuture is stopZone with a future that completes once it stopped.
 func (m *Manager) stopZoneFuture(ctx actor.Context, key string, pid *actor.PID) *actor.Future {
 	if m.hostedKey(key) {
-		return ctx.RequestFuture(pid, &hosted{key: key, msg: &stopHosted{}}, repackTimeout)
+		return m.ask(ctx, key, pid, &stopHosted{})
 	}
 	return ctx.PoisonFuture(pid)
 }
