@@ -463,7 +463,11 @@ func thawed(c model.Change, log *slog.Logger) model.Change {
 }
 
 func isReverseKey(cfg *zone.Config, key string) bool {
-	r := cfg.Domains.Route(key)
+	return isReverseRoute(cfg.Domains.Route(key))
+}
+
+// isReverseRoute reports whether r is the route of a reverse zone's key.
+func isReverseRoute(r zone.Route) bool {
 	return r.Kind == zone.RouteZone && r.Reverse
 }
 
@@ -525,7 +529,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
 		fault: m.cfg.fault, repacked: m.cfg.repacked}
 	var pid *actor.PID
-	if m.hostedKey(key) {
+	if isReverseRoute(r) { // hostedKey, from the route at hand
 		pid = m.spawnHosted(ctx, key, z)
 	} else {
 		var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
