@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"hash/fnv"
+	"slices"
 	"sort"
 )
 
@@ -85,6 +86,25 @@ func NewRing(self string, members []Member, replication int) *Ring {
 		}
 	}
 	return r
+}
+
+// AsOwner returns the ring as it will be once member announces itself an
+// owner: r itself when member owns zones already, is found down, or is
+// not a member. Rendezvous hashing only takes zones from a member when
+// others join, so what member owns in that ring is a superset of what it
+// will own once the members that join meanwhile have too.
+func (r *Ring) AsOwner(member string) *Ring {
+	m, ok := r.byName[member]
+	if !ok || m.Owner || m.Down {
+		return r
+	}
+	members := slices.Clone(r.Members)
+	for i := range members {
+		if members[i].Name == member {
+			members[i].Owner = true
+		}
+	}
+	return NewRing(r.Self, members, r.Replication)
 }
 
 // Order lists every owning member in preference order for zoneKey: the

@@ -174,3 +174,44 @@ func TestRingDownMemberHandsItsZonesToTheNext(t *testing.T) {
 		t.Fatal("a ring whose only owner is down says it has one")
 	}
 }
+
+// A member that has not announced itself is given, in the ring AsOwner
+// makes, every zone it will own once it has: a superset of what it owns
+// when more members join meanwhile, and nothing changes for the others.
+func TestRingAsOwner(t *testing.T) {
+	owners := []Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}}
+	pending := append(slices.Clone(owners), Member{Name: "d"}, Member{Name: "e"})
+	now := NewRing("d", pending, 1)
+	prospective := now.AsOwner("d")
+	announced := NewRing("d", append(slices.Clone(owners), Member{Name: "d", Owner: true}, Member{Name: "e"}), 1)
+	both := NewRing("d", append(slices.Clone(owners), Member{Name: "d", Owner: true}, Member{Name: "e", Owner: true}), 1)
+	gained := 0
+	for i := range 300 {
+		key := fmt.Sprintf("ns%d.svc.cluster.local.", i)
+		if now.Owns("d", key) {
+			t.Fatalf("d owns %s before it announced itself", key)
+		}
+		if prospective.Owns("d", key) != announced.Owns("d", key) {
+			t.Fatalf("%s: AsOwner gives d %v, the announced ring %v", key, prospective.Owns("d", key), announced.Owns("d", key))
+		}
+		if both.Owns("d", key) && !prospective.Owns("d", key) {
+			t.Fatalf("%s: d owns it once e joins too, but not in the ring AsOwner made", key)
+		}
+		if prospective.Owns("e", key) {
+			t.Fatalf("%s: e, still pending, owns it in the ring AsOwner made for d", key)
+		}
+		if prospective.Owns("d", key) {
+			gained++
+		}
+	}
+	if gained < 40 || gained > 110 {
+		t.Fatalf("d would own %d of 300 zones, want about a quarter", gained)
+	}
+	if now.AsOwner("a") != now || now.AsOwner("nobody") != now {
+		t.Fatal("AsOwner of an owner or a stranger must return the ring itself")
+	}
+	down := NewRing("d", append(slices.Clone(owners), Member{Name: "d", Down: true}), 1)
+	if down.AsOwner("d") != down {
+		t.Fatal("AsOwner of a member found down must return the ring itself")
+	}
+}

@@ -1,0 +1,46 @@
+package zones_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/shardns/shardns/actors/zones"
+	ring "github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/zone"
+)
+
+// A replica that has not announced itself an owner is interested in the
+// namespaces it will own once it has, so that its sources list them
+// before it announces; an announced one in what it owns.
+func TestInterestOfAReplicaNotAnnouncedYet(t *testing.T) {
+	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	owners := []ring.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}, {Name: "r2", Owner: true}}
+	pending := ring.NewRing("r3", append(owners, ring.Member{Name: "r3"}), 1)
+	announced := ring.NewRing("r3", append(owners, ring.Member{Name: "r3", Owner: true}), 1)
+	var before, after zones.Interest
+	before.Set(pending, "r3", cfg)
+	after.Set(announced, "r3", cfg)
+	served := 0
+	for i := range 200 {
+		ns := fmt.Sprintf("team-%03d", i)
+		owns := announced.Owns("r3", zone.ServiceZoneKey(ns, "cluster.local."))
+		for _, kind := range []model.Kind{model.KindService, model.KindEndpointSlice} {
+			if got := before.Serves(kind, ns); got != owns {
+				t.Fatalf("%s of %s: interest before announcing %v, want %v (what r3 owns once announced)", kind, ns, got, owns)
+			}
+			if got := after.Serves(kind, ns); got != owns {
+				t.Fatalf("%s of %s: interest once announced %v, want %v", kind, ns, got, owns)
+			}
+		}
+		if owns {
+			served++
+		}
+	}
+	if served == 0 || served == 200 {
+		t.Fatalf("r3 would own %d of 200 namespaces: want a share", served)
+	}
+	if !before.Clustered() {
+		t.Fatal("a ring with a replication factor shares zones out")
+	}
+}
