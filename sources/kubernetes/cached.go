@@ -2,11 +2,13 @@ package kubernetes
 
 import (
 	"strings"
+	"sync/atomic"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources/kubeobj"
@@ -61,31 +63,42 @@ func sameRecords(a, b *cached) bool {
 // transformFor returns the informers' transform: it converts each API
 // object to a cached entry before the object enters the cache or reaches
 // the handler. Objects of namespaces outside kubernetes.namespaces keep
-// no model object. The transform is idempotent, as client-go asks.
-func transformFor(exposed func(namespace string) bool) func(any) (any, error) {
+// no model object. An object that held already has at the same
+// resourceVersion is not converted again: its entry is reused. The
+// transform is idempotent, as client-go asks.
+func transformFor(exposed func(namespace string) bool, held *heldEntries) func(any) (any, error) {
 	return func(obj any) (any, error) {
-		var meta metav1.ObjectMeta
-		var object any
-		var err error
+		var meta *metav1.ObjectMeta
 		switch o := obj.(type) {
 		case *cached:
 			return o, nil
 		case *corev1.Service:
-			meta = o.ObjectMeta
+			meta = &o.ObjectMeta
+		case *discoveryv1.EndpointSlice:
+			meta = &o.ObjectMeta
+		case *corev1.Namespace:
+			meta = &o.ObjectMeta
+		case *corev1.Pod:
+			meta = &o.ObjectMeta
+		default:
+			return obj, nil // tombstones pass through
+		}
+		if c := held.find(meta.Namespace, meta.Name, meta.ResourceVersion); c != nil {
+			return c, nil
+		}
+		var object any
+		var err error
+		switch o := obj.(type) {
+		case *corev1.Service:
 			object, err = nilIfEmpty(kubeobj.Service(o))
 		case *discoveryv1.EndpointSlice:
-			meta = o.ObjectMeta
 			object, err = nilIfEmpty(kubeobj.EndpointSlice(o))
 		case *corev1.Namespace:
-			meta = o.ObjectMeta
 			object, err = nilIfEmpty(kubeobj.Namespace(o))
 		case *corev1.Pod:
-			meta = o.ObjectMeta
 			if o.Status.Phase != corev1.PodSucceeded && o.Status.Phase != corev1.PodFailed {
 				object, err = nilIfEmpty(kubeobj.Pod(o)) // a finished pod's IPs are free for others
 			}
-		default:
-			return obj, nil // tombstones pass through
 		}
 		namespace := meta.Namespace
 		if namespace == "" {
@@ -94,8 +107,59 @@ func transformFor(exposed func(namespace string) bool) func(any) (any, error) {
 		if !exposed(namespace) {
 			object, err = nil, nil
 		}
-		return newCached(meta, object, err), nil
+		return newCached(*meta, object, err), nil
 	}
+}
+
+// heldEntries finds the entry that an informer's store, or the stores of
+// the informers it replaces, holds already for an object at the same
+// resourceVersion (the same content). Lists bring back objects a replica
+// holds: an informer lists everything again when its watch has expired,
+// and a ring change that takes namespaces away replaces an informer with
+// one that lists the namespaces kept. Reusing the entries, such a list
+// converts nothing and leaves nothing new in memory; the zones, which
+// share the entries' frozen strings, keep theirs, and the entries of the
+// namespaces lost are freed whole instead of leaving holes among copies
+// of the kept ones.
+type heldEntries struct {
+	own cache.Store
+	// replaced are the stores of the informers this one replaces, until
+	// it has synced: then the source lets them go.
+	replaced atomic.Pointer[[]cache.Store]
+}
+
+// find returns the entry held for namespace/name at resourceVersion, or
+// nil. A nil heldEntries holds nothing.
+func (h *heldEntries) find(namespace, name, resourceVersion string) *cached {
+	if h == nil || resourceVersion == "" {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	if c := heldIn(h.own, key, resourceVersion); c != nil {
+		return c
+	}
+	if replaced := h.replaced.Load(); replaced != nil {
+		for _, store := range *replaced {
+			if c := heldIn(store, key, resourceVersion); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func heldIn(store cache.Store, key, resourceVersion string) *cached {
+	if store == nil {
+		return nil
+	}
+	obj, ok, _ := store.GetByKey(key)
+	if c, isCached := obj.(*cached); ok && isCached && c.resourceVersion == resourceVersion {
+		return c
+	}
+	return nil
 }
 
 // newCached makes the cache entry of an API object with the model object

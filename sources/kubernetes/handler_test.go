@@ -67,7 +67,7 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 // cachedOf is obj as the informers store it.
 func cachedOf(t *testing.T, obj any) any {
 	t.Helper()
-	out, err := transformFor(func(string) bool { return true })(obj)
+	out, err := transformFor(func(string) bool { return true }, nil)(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func thawedService(t *testing.T, c model.Change) *model.Service {
 // The informers keep the model object, frozen, and the identity, never
 // the API object; the informer's key function reads the identity.
 func TestCacheHoldsModelObjects(t *testing.T) {
-	transform := transformFor(func(ns string) bool { return ns != "hidden" })
+	transform := transformFor(func(ns string) bool { return ns != "hidden" }, nil)
 	s := service("7", "10.0.0.1", map[string]string{"big": "annotation"})
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	out, err := transform(s)
@@ -173,5 +173,49 @@ func TestCacheKeepsNothingOfTheAPIObject(t *testing.T) {
 	}
 	if c.namespace != "ns" || c.name != "web" || c.resourceVersion != "7" || svc.Ports[0].Name != "http" || svc.Namespace != "ns" {
 		t.Fatalf("cached %+v with %+v, want ns/web at 7 with port http", c, svc)
+	}
+}
+
+// A list that brings back an object held at the same resourceVersion, in
+// the informer's own store or in a store it replaces, reuses its entry:
+// the frozen strings the zones share stay where they are. Any other
+// version is converted anew.
+func TestTransformReusesHeldEntries(t *testing.T) {
+	own := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	replaced := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	held := &heldEntries{own: own}
+	transform := transformFor(func(string) bool { return true }, held)
+	first, err := transform(service("5", "10.0.0.1", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Add(first); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := transform(service("5", "10.0.0.1", nil)); again != first {
+		t.Fatal("an object listed again at the resourceVersion held was converted anew")
+	}
+	newer, _ := transform(service("6", "10.0.0.9", nil))
+	if newer == first || newer.(*cached).resourceVersion != "6" {
+		t.Fatalf("a newer version got %+v, want a new entry at 6", newer)
+	}
+	if thawedService(t, model.Change{Key: model.Key{Kind: model.KindService, Namespace: "ns", Name: "web"}, Object: newer.(*cached).frozen}).ClusterIPs[0].String() != "10.0.0.9" {
+		t.Fatal("a newer version carries the old records")
+	}
+
+	// A replacement informer, whose own store is empty, finds the entry
+	// in the store it replaces until it lets that go.
+	if err := replaced.Add(first); err != nil {
+		t.Fatal(err)
+	}
+	next := &heldEntries{own: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+	next.replaced.Store(&[]cache.Store{replaced})
+	transform = transformFor(func(string) bool { return true }, next)
+	if got, _ := transform(service("5", "10.0.0.1", nil)); got != first {
+		t.Fatal("a replacement's list converted anew an object the replaced store holds")
+	}
+	next.replaced.Store(nil)
+	if got, _ := transform(service("5", "10.0.0.1", nil)); got == first {
+		t.Fatal("a replacement still reuses entries of a store it let go")
 	}
 }

@@ -69,6 +69,7 @@ type shardInformer struct {
 	informer cache.SharedIndexInformer
 	stop     chan struct{}
 	synced   cache.InformerSynced
+	held     *heldEntries
 }
 
 // maxAdded bounds the informers new namespaces add to a kind; beyond it
@@ -136,7 +137,7 @@ func (s *Source) startSharded(ctx actor.Context) {
 	}
 	var synced []cache.InformerSynced
 	for _, w := range fixed {
-		reg := s.register(w, nil)
+		reg, _ := s.register(w, nil)
 		synced = append(synced, reg)
 		if w.kind == model.KindNamespace {
 			// New namespaces may be owned here: their objects need a wider
@@ -332,7 +333,13 @@ func (s *Source) addInformer(k *shardedKind, ranges []cluster.HashRange) {
 	})
 	informer := cache.NewSharedIndexInformer(lw, k.object(), 0, cache.Indexers{})
 	si := &shardInformer{informer: informer, stop: make(chan struct{})}
-	si.synced = s.register(watched{k.kind, informer}, k)
+	si.synced, si.held = s.register(watched{k.kind, informer}, k)
+	if len(k.retired) > 0 {
+		// What a replaced informer held in the namespaces still owned
+		// comes back in this one's list: reuse it (heldEntries).
+		replaced := slices.Clone(k.retired)
+		si.held.replaced.Store(&replaced)
+	}
 	k.current = append(k.current, si)
 	s.wg.Go(func() { informer.Run(si.stop) })
 	if ranges == nil {
@@ -350,6 +357,9 @@ func (s *Source) onShardsSynced(ctx actor.Context, msg *shardsSynced) {
 	}
 	for _, k := range s.kinds {
 		s.sendDeleted(ctx, k)
+		for _, si := range k.current {
+			si.held.replaced.Store(nil) // listed: let the replaced stores go
+		}
 	}
 	if !s.syncedOnce {
 		s.syncedOnce = true

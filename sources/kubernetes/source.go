@@ -154,15 +154,17 @@ func (s *Source) newInformer(resource string, object runtime.Object, tweak func(
 }
 
 // register sets w's transform, error logging and handler, and returns
-// when the handler has seen the initial list. sharded, when set, is the
-// sharded kind whose generation guards the handler.
-func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced {
+// when the handler has seen the initial list and the entries the
+// transform reuses. sharded, when set, is the sharded kind whose
+// generation guards the handler.
+func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced, *heldEntries) {
 	kind := w.kind
 	w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
 			"kind", kind.String(), "err", err)
 	})
-	if err := w.informer.SetTransform(transformFor(s.exposed)); err != nil {
+	held := &heldEntries{own: w.informer.GetStore()}
+	if err := w.informer.SetTransform(transformFor(s.exposed, held)); err != nil {
 		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
 	}
 	root, manager := s.root, s.cfg.Manager
@@ -174,7 +176,7 @@ func (s *Source) register(w watched, sharded *shardedKind) cache.InformerSynced 
 	if err != nil {
 		panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
 	}
-	return reg.HasSynced
+	return reg.HasSynced, held
 }
 
 // startFull watches every object of every kind.
@@ -195,7 +197,8 @@ func (s *Source) startFull(ctx actor.Context) {
 	}
 	var synced []cache.InformerSynced
 	for _, w := range list {
-		synced = append(synced, s.register(w, nil))
+		reg, _ := s.register(w, nil)
+		synced = append(synced, reg)
 	}
 	s.watched = list
 	for _, w := range list {
