@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -25,7 +26,7 @@ import (
 // 1.36+ with the ShardedListAndWatch feature gate), a replica in a cluster
 // watches the Services, EndpointSlices and Pods of the namespaces whose
 // zones it owns only, with a shardSelector that is the union of the hash
-// ranges of those namespaces (cluster.NamespaceRanges). Every replica
+// ranges of those namespaces (watchRanges). Every replica
 // still watches every Namespace, which is how it knows the ranges.
 //
 // A namespace this replica gains (a ring change, or a new namespace) adds
@@ -216,7 +217,7 @@ func (s *Source) reshard(ctx actor.Context) {
 			for _, ns := range added {
 				k.owned[ns] = true
 			}
-			s.addInformer(k, addedRanges(all, added))
+			s.addInformer(k, watchRanges(all, added))
 		}
 		changed = true
 	}
@@ -254,21 +255,22 @@ func (s *Source) reshard(ctx actor.Context) {
 	})
 }
 
-// addedRanges are the hash ranges of the namespaces added. A few (new
-// namespaces) get one range each, their own hash alone: a run across them
-// would also take in the namespaces created later between them, mostly
-// other replicas'. Many (a ring change) get the runs among all that
-// cluster.NamespaceRanges gives, so that the selector stays short.
-func addedRanges(all, added []string) []cluster.HashRange {
-	if len(added) > maxPointRanges {
-		isNew := map[string]bool{}
-		for _, ns := range added {
-			isNew[ns] = true
+// watchRanges are the hash ranges that select namespaces among all. A
+// few get one range each, their own hash alone: a run across them would
+// also take in the namespaces created later between them, mostly other
+// replicas', whose objects the watch would then deliver and the informer
+// keep. Many get the runs among all that cluster.NamespaceRanges gives,
+// so that the selector stays short.
+func watchRanges(all, namespaces []string) []cluster.HashRange {
+	if len(namespaces) > maxPointRanges {
+		selected := map[string]bool{}
+		for _, ns := range namespaces {
+			selected[ns] = true
 		}
-		return cluster.NamespaceRanges(all, func(ns string) bool { return isNew[ns] })
+		return cluster.NamespaceRanges(all, func(ns string) bool { return selected[ns] })
 	}
 	var ranges []cluster.HashRange
-	for _, ns := range added {
+	for _, ns := range namespaces {
 		h := cluster.NamespaceHash(ns)
 		ranges = append(ranges, cluster.HashRange{Start: h, End: h})
 	}
@@ -276,7 +278,7 @@ func addedRanges(all, added []string) []cluster.HashRange {
 	return ranges
 }
 
-// maxPointRanges is the most namespaces added with a range each.
+// maxPointRanges is the most namespaces a watch selects with a range each.
 const maxPointRanges = 64
 
 // forgetDeleted drops from what k watches the namespaces deleted: their
@@ -317,7 +319,7 @@ func (s *Source) replace(k *shardedKind, owned map[string]bool, all []string) {
 		return
 	}
 	if len(owned) > 0 {
-		s.addInformer(k, cluster.NamespaceRanges(all, func(ns string) bool { return owned[ns] }))
+		s.addInformer(k, watchRanges(all, slices.Collect(maps.Keys(owned))))
 	}
 }
 

@@ -26,7 +26,7 @@ func TestAddedRanges(t *testing.T) {
 	}
 	for _, n := range []int{1, 3, maxPointRanges, maxPointRanges + 1, 40} {
 		added := all[:n]
-		ranges := addedRanges(all, added)
+		ranges := watchRanges(all, added)
 		for i, ns := range all {
 			if in(ranges, ns) != (i < n) {
 				t.Fatalf("%d added: %s in the ranges: %v", n, ns, in(ranges, ns))
