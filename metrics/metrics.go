@@ -46,6 +46,10 @@ type Cluster struct {
 	// How long the zones ring changes gained took to load: to compare
 	// with cluster.handoffGrace, after which their old owners drop them.
 	GainLoadDuration prometheus.Histogram
+	// Zones lost on ring changes that this replica still answers through
+	// cluster.handoffGrace; once none is left, their release (the kept
+	// zones rebuilt, freed memory returned) follows.
+	ZonesInGrace prometheus.Gauge
 	// Per owner, so a node-local cache shows where its misses go.
 	OwnerDispatches *prometheus.CounterVec   // owner, result
 	OwnerDuration   *prometheus.HistogramVec // owner
@@ -166,6 +170,8 @@ func New(version string) (*prometheus.Registry, *All) {
 			Name: "gain_load_duration_seconds", Help: "Time from a ring change to the zones it gained serving.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}),
 	}
+	cl.ZonesInGrace = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "zones_in_grace", Help: "Zones lost on ring changes that this replica still answers through cluster.handoffGrace."})
 	cl.OwnerDispatches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "owner_dispatches_total", Help: "Questions sent to each owning replica, by result."}, []string{"owner", "result"})
 	cl.OwnerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shardns", Subsystem: "cluster",
@@ -184,7 +190,7 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.MembersDown = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "members_down_total", Help: "Members found down because their remote port refused a connection; " +
 			"they own no zone here until they serve again or gossip declares them dead."})
-	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.OwnerDispatches, cl.OwnerDuration,
+	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.ZonesInGrace, cl.OwnerDispatches, cl.OwnerDuration,
 		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers, cl.MembersDown)
 	k := &Kubernetes{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",

@@ -136,6 +136,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
 		},
 		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
+		OnGrace:      func(zones int) { m.Cluster.ZonesInGrace.Set(float64(zones)) },
 		OnReleasing:  memory.loading, OnSettled: memory.release, OnChanges: memory.changed, Interest: interest,
 	}))
 	c.manager = manager

@@ -46,6 +46,9 @@ type Config struct {
 	// OnGainLoaded is told how long the zones ring changes gained took to
 	// load, from the first change to the zones serving; may be nil.
 	OnGainLoaded func(took time.Duration)
+	// OnGrace is told how many lost zones are in their grace period
+	// whenever that changes; may be nil.
+	OnGrace func(zones int)
 	// Interest, when set, is kept telling the sources which namespaces
 	// this replica's zones are built from.
 	Interest *Interest
@@ -101,7 +104,9 @@ type Manager struct {
 	ring    *cluster.Ring         // nil: this replica owns every zone
 	sources map[string]*actor.PID // source actors, for replays
 	grace   map[string]bool       // lost zones still held for a while
-	replay  replayState
+	// reportedGrace is the size of grace OnGrace was last told.
+	reportedGrace int
+	replay        replayState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
 	placementStale bool
@@ -180,6 +185,16 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onZoneRestarted(ctx, msg)
 	}
 	m.installSlots()
+	m.reportGrace()
+}
+
+// reportGrace tells OnGrace how many lost zones are in their grace
+// period, when that changed.
+func (m *Manager) reportGrace() {
+	if n := len(m.grace); n != m.reportedGrace && m.cfg.OnGrace != nil {
+		m.reportedGrace = n
+		m.cfg.OnGrace(n)
+	}
 }
 
 // installSlots publishes the slots of the zones spawned and stopped since
