@@ -62,6 +62,9 @@ type Member struct {
 	// refusing connections: its process is gone although gossip has not
 	// declared it dead yet. A member that is down owns nothing here.
 	Down bool
+	// Pending is set for a replica that has not announced itself an
+	// owner yet: it will once its sources have synced.
+	Pending bool
 }
 
 // Ring is an immutable view of the live members: who owns what. Every
@@ -88,19 +91,21 @@ func NewRing(self string, members []Member, replication int) *Ring {
 	return r
 }
 
-// AsOwner returns the ring as it will be once member announces itself an
-// owner: r itself when member owns zones already, is found down, or is
-// not a member. Rendezvous hashing only takes zones from a member when
-// others join, so what member owns in that ring is a superset of what it
-// will own once the members that join meanwhile have too.
-func (r *Ring) AsOwner(member string) *Ring {
+// Prospective returns the ring as it will be once member and the other
+// replicas that have not announced themselves yet (Pending) have: r
+// itself when member owns zones already, is found down, or is not a
+// member. A replica that has not announced lists what it owns in this
+// ring before it announces. Rendezvous hashing only takes zones from a
+// member as others join, so if some pending replica never announces,
+// member owns a little more than this ring gives it, never less.
+func (r *Ring) Prospective(member string) *Ring {
 	m, ok := r.byName[member]
 	if !ok || m.Owner || m.Down {
 		return r
 	}
 	members := slices.Clone(r.Members)
 	for i := range members {
-		if members[i].Name == member {
+		if members[i].Name == member || members[i].Pending && !members[i].Down {
 			members[i].Owner = true
 		}
 	}

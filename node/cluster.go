@@ -57,18 +57,34 @@ type clusterState struct {
 	endpoints   *eventstream.Subscription
 }
 
-// meta is what a replica tells the others: whether it owns zones yet, and
-// where its actor remote listens ("1|10.0.0.5:8090").
-func meta(owner bool, remoteAddr string) []byte {
-	if owner {
-		return []byte("1|" + remoteAddr)
-	}
-	return []byte("0|" + remoteAddr)
+// memberRole is what a process of the ring says it is, in its metadata.
+type memberRole byte
+
+const (
+	// roleNone owns no zone, ever: a node-local cache.
+	roleNone memberRole = '0'
+	// roleOwner is a replica that owns zones.
+	roleOwner memberRole = '1'
+	// rolePending is a replica that will own zones once its sources
+	// have synced. Releases that knew only '1' and '0' read it as '0'.
+	rolePending memberRole = 'p'
+)
+
+// meta is what a process tells the others: its role, and where its actor
+// remote listens ("1|10.0.0.5:8090").
+func meta(role memberRole, remoteAddr string) []byte {
+	return []byte(string(rune(role)) + "|" + remoteAddr)
 }
 
-func parseMeta(b []byte) (owner bool, remoteAddr string) {
+func parseMeta(b []byte) (role memberRole, remoteAddr string) {
 	flag, addr, _ := strings.Cut(string(b), "|")
-	return flag == "1", addr
+	switch flag {
+	case string(rune(roleOwner)):
+		return roleOwner, addr
+	case string(rune(rolePending)):
+		return rolePending, addr
+	}
+	return roleNone, addr
 }
 
 // startCluster starts remote, dispatch and membership. The replica joins
@@ -122,7 +138,11 @@ func (n *Node) startCluster() error {
 	mc := membership.DefaultConfig()
 	mc.NodeName, mc.Bind, mc.Seeds, mc.Label = n.name, cc.Bind, cc.Join, cc.Label
 	mc.Logger = n.log.With("component", "membership")
-	mc.Meta = meta(false, c.remoteAddr)
+	role := rolePending
+	if n.nodeLocal {
+		role = roleNone
+	}
+	mc.Meta = meta(role, c.remoteAddr)
 	mc.SecretKeys = c.keys
 	mc.Admit, mc.Rejected = c.admit, c.rejections.Record
 	mc.RejoinNow = c.peersChanged // nil without joinService
@@ -161,9 +181,10 @@ func (n *Node) buildRing() *cluster.Ring {
 	}
 	n.cluster.liveness.Retain(remotes)
 	for _, m := range members {
-		owner, addr := parseMeta(m.Meta)
+		role, addr := parseMeta(m.Meta)
 		down := m.Name != n.name && n.cluster.liveness.Down(m.Name, addr)
-		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: owner, Down: down})
+		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: role == roleOwner,
+			Pending: role == rolePending, Down: down})
 		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
 			ips = append(ips, ap.Addr())
 		}
@@ -282,7 +303,7 @@ func (n *Node) maybeAnnounce() (done bool) {
 	// would be sent queries for zones it does not hold yet. The manager
 	// sets loaded again once they have loaded.
 	c.loaded.Store(false)
-	if err := n.cluster.members.SetMeta(meta(true, n.cluster.remoteAddr), 5*time.Second); err != nil {
+	if err := n.cluster.members.SetMeta(meta(roleOwner, n.cluster.remoteAddr), 5*time.Second); err != nil {
 		c.loaded.Store(true)
 		n.log.Warn("announcing ownership", "err", err)
 		return false

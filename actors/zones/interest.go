@@ -76,15 +76,16 @@ func (i *Interest) Clustered() bool {
 // Set makes i answer for ring, as seen by the member self, with the zones
 // of cfg. A nil ring serves everything.
 //
-// A replica that has not announced itself an owner yet is counted as one:
-// its sources list the namespaces it will own before it announces, while
-// it is not ready and their owners still answer them, and the zones it
-// gains once it has announced load from what it holds, not from a list
-// that the old owners' grace period would have to wait for. Members that
-// join meanwhile only take namespaces away (cluster.Ring.AsOwner).
+// A replica that has not announced itself an owner yet is counted as one,
+// and so are the other replicas starting with it (cluster.Ring.
+// Prospective): its sources list the namespaces it will own before it
+// announces, while it is not ready and their owners still answer them,
+// and the zones it gains once it has announced load from what it holds,
+// not from a list that the old owners' grace period would have to wait
+// for. Replicas that start together do not each list everything first.
 func (i *Interest) Set(ring *cluster.Ring, self string, cfg *zone.Config) {
 	if ring != nil {
-		ring = ring.AsOwner(self)
+		ring = ring.Prospective(self)
 	}
 	i.view.Store(&interestView{ring: ring, self: self, cfg: cfg})
 }

@@ -16,7 +16,7 @@ import (
 func TestInterestOfAReplicaNotAnnouncedYet(t *testing.T) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	owners := []ring.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}, {Name: "r2", Owner: true}}
-	pending := ring.NewRing("r3", append(owners, ring.Member{Name: "r3"}), 1)
+	pending := ring.NewRing("r3", append(owners, ring.Member{Name: "r3", Pending: true}), 1)
 	announced := ring.NewRing("r3", append(owners, ring.Member{Name: "r3", Owner: true}), 1)
 	var before, after zones.Interest
 	before.Set(pending, "r3", cfg)
