@@ -63,9 +63,9 @@ func sameRecords(a, b *cached) bool {
 // transformFor returns the informers' transform: it converts each API
 // object to a cached entry before the object enters the cache or reaches
 // the handler. Objects of namespaces outside kubernetes.namespaces keep
-// no model object. An object that held already has at the same
-// resourceVersion is not converted again: its entry is reused. The
-// transform is idempotent, as client-go asks.
+// no model object. An object already in held at the same resourceVersion
+// is not converted again: its entry is reused. The transform is
+// idempotent, as client-go asks.
 func transformFor(exposed func(namespace string) bool, held *heldEntries) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		var meta *metav1.ObjectMeta
