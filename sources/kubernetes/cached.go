@@ -134,10 +134,7 @@ func (h *heldEntries) find(namespace, name, resourceVersion string) *cached {
 	if h == nil || resourceVersion == "" {
 		return nil
 	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
+	key := cache.NewObjectName(namespace, name).String() // the informers' key
 	if c := heldIn(h.own, key, resourceVersion); c != nil {
 		return c
 	}
