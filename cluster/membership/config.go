@@ -108,15 +108,26 @@ type Timing struct {
 	DeadNodeReclaimTime time.Duration
 }
 
-// DefaultTiming is memberlist's LAN profile: a crashed member of a small
-// cluster is declared dead about 5 s after it stops answering.
+// DefaultTiming is memberlist's LAN profile, gossiping once a second
+// instead of five times: a crashed member of a small cluster is declared
+// dead about 5 s after it stops answering.
+//
+// The gossip ticker fires whether or not news is queued, and wakeups are
+// most of what an idle process spends: at 200 ms an idle replica of three
+// woke about 65 times a second and spent 2.9 ms of CPU a second, at 1 s
+// about 30 times and 1.2 ms (a replica alone: 32 and 8 times). The news
+// gossiped here is membership only: joins, announcements, leaves and
+// deaths, rare and never on a query's path. It still reaches every member of a few dozen within two or three
+// rounds, and rides on the probes meanwhile, while the zones a change
+// moves are served by their old owners for cluster.handoffGrace (15 s);
+// a member that exits is found by its closed remote port, not by gossip.
 func DefaultTiming() Timing {
 	lan := memberlist.DefaultLANConfig()
 	return Timing{
 		ProbeInterval:    lan.ProbeInterval,    // 1s
 		ProbeTimeout:     lan.ProbeTimeout,     // 500ms
 		SuspicionMult:    lan.SuspicionMult,    // 4
-		GossipInterval:   lan.GossipInterval,   // 200ms
+		GossipInterval:   time.Second,          // memberlist's: 200ms
 		PushPullInterval: lan.PushPullInterval, // 30s
 		TCPTimeout:       lan.TCPTimeout,       // 10s
 		// The name of a crashed member is free again one suspicion period
