@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardns/shardns/internal/fsutil"
 )
 
 // Config configures a Hosts.
@@ -35,11 +37,12 @@ type Hosts struct {
 
 // hostsFile is one file and what was last read of it.
 type hostsFile struct {
-	path    string
-	modTime time.Time
-	size    int64
-	entries []Entry // the last good content
-	failing string  // the error last logged, so a broken file is logged once
+	path     string
+	modTime  time.Time
+	size     int64
+	entries  []Entry // the last good content
+	failing  string  // the error last logged, so a broken file is logged once
+	settling fsutil.Settling
 }
 
 // New reads the entries and the files. An inline entry or a file that
@@ -96,8 +99,13 @@ func (h *Hosts) Stop() {
 
 // Reload checks the files once and publishes a new snapshot when one of
 // them changed. A file that cannot be read or does not parse keeps its
-// last good entries, and is logged once. It reports whether a snapshot
-// was published. Only one goroutine may call it at a time.
+// last good entries, and is logged once. A changed file is read when it
+// was last modified at least Interval ago, or else when this check finds
+// it as the one before did: a file written in place is empty or half
+// written for a moment, and read then it would serve nothing, or be kept
+// as the last good version when the whole edit is broken. It reports
+// whether a snapshot was published. Only one goroutine may call it at a
+// time.
 func (h *Hosts) Reload() bool {
 	changed := false
 	for _, f := range h.files {
@@ -108,6 +116,9 @@ func (h *Hosts) Reload() bool {
 		}
 		if st.ModTime().Equal(f.modTime) && st.Size() == f.size {
 			continue // unchanged, or the broken version already logged
+		}
+		if !f.settling.Ready(st, h.cfg.Interval) {
+			continue
 		}
 		if err := f.read(); err != nil {
 			h.failed(f, err)

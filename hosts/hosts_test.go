@@ -207,6 +207,39 @@ func TestReloadKeepsTheLastGoodFile(t *testing.T) {
 	}
 }
 
+// TestReloadWaitsForAFileWrittenInPlace: a writer that truncates the
+// file and then writes it leaves it empty for a moment. A check that
+// finds it just modified waits for the next one to find it unchanged, so
+// the empty moment is never served, nor kept as the last good version
+// when the edit turns out broken.
+func TestReloadWaitsForAFileWrittenInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hosts")
+	write(t, path, "192.0.2.1 web.example.com\n", time.Now().Add(-time.Hour))
+	h, err := New(Config{Files: []string{path}, Interval: time.Hour, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	write(t, path, "", now) // truncated
+	if h.Reload() || addrs(h.Snapshot(), "web.example.com.") != "192.0.2.1" {
+		t.Fatalf("a file modified just now was read at once: %q", addrs(h.Snapshot(), "web.example.com."))
+	}
+	write(t, path, "192.0.2.2 web.example.com\nnot-an-ip broken\n", now.Add(time.Millisecond)) // then written
+	if h.Reload() || addrs(h.Snapshot(), "web.example.com.") != "192.0.2.1" {
+		t.Fatalf("a file modified since the last check was read: %q", addrs(h.Snapshot(), "web.example.com."))
+	}
+	if h.Reload() || addrs(h.Snapshot(), "web.example.com.") != "192.0.2.1" {
+		t.Fatalf("a broken edit replaced the entries: %q", addrs(h.Snapshot(), "web.example.com."))
+	}
+	write(t, path, "192.0.2.3 web.example.com\n", now.Add(2*time.Millisecond))
+	if h.Reload() {
+		t.Fatal("the fix was read at the check that first saw it")
+	}
+	if !h.Reload() || addrs(h.Snapshot(), "web.example.com.") != "192.0.2.3" {
+		t.Fatalf("the fix, unchanged for a check: %q", addrs(h.Snapshot(), "web.example.com."))
+	}
+}
+
 func TestStartReloadsOnItsOwn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
 	write(t, path, "192.0.2.1 web.example.com\n", time.Now().Add(-time.Hour))

@@ -132,8 +132,9 @@ type file struct {
 	data   []byte
 	// The version last looked at, good or not: a file is read again when
 	// its modification time or size differ.
-	mod  time.Time
-	size int64
+	mod      time.Time
+	size     int64
+	settling fsutil.Settling // a changed file is read once whole
 }
 
 // Snapshot is what the source serves: the last good version of every

@@ -147,7 +147,7 @@ func TestReloadKeepsTheLastGoodVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := f.mod
+	base := time.Now().Add(-time.Hour) // edits made long enough ago to be whole
 	if z, err := src.reload(f); z != nil || err != nil {
 		t.Fatalf("unchanged file: zone %v, err %v", z, err)
 	}
@@ -173,5 +173,23 @@ func TestReloadKeepsTheLastGoodVersion(t *testing.T) {
 	edit("$ORIGIN example.net.\n$TTL 60\n@ SOA ns hm 4 1 1 1 1\n", base.Add(3*time.Second))
 	if _, err := src.reload(f); err == nil || !strings.Contains(err.Error(), "origin changed from example.org. to example.net.") {
 		t.Fatalf("new origin: err %v", err)
+	}
+
+	// Written in place just now, checked every hour: the first check that
+	// sees a version holds it back (it may be cut short), the next that
+	// finds it the same reads it.
+	src.cfg.Interval = time.Hour
+	now := time.Now()
+	edit(strings.Replace(good, " 1 7200", " 5 7200", 1), now) // cut short: no "new A"
+	if z, err := src.reload(f); z != nil || err != nil {
+		t.Fatalf("a version modified just now was read: zone %v, err %v", z, err)
+	}
+	edit(strings.Replace(good, " 1 7200", " 5 7200", 1)+"new A 192.0.2.98\n", now.Add(time.Millisecond))
+	if z, err := src.reload(f); z != nil || err != nil {
+		t.Fatalf("a version modified since the last check was read: zone %v, err %v", z, err)
+	}
+	z, err = src.reload(f)
+	if err != nil || z == nil || z.Serial != 5 || len(z.Records) != 5 {
+		t.Fatalf("the whole version, unchanged for a check: zone %+v, err %v", z, err)
 	}
 }

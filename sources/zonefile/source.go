@@ -124,7 +124,7 @@ func (s *Source) reload(f *file) (*zone.FileZone, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.ModTime().Equal(f.mod) && st.Size() == f.size {
+	if st.ModTime().Equal(f.mod) && st.Size() == f.size || !f.settling.Ready(st, s.cfg.Interval) {
 		return nil, nil
 	}
 	data, err := fsutil.ReadFile(s.cfg.FS, f.cfg.File)
