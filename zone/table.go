@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -142,17 +143,21 @@ func (t *Table) NewSlot(key string) *Slot {
 // map: zones come by the thousand in a list or a handoff (reverse zones
 // most), and a copy for each cost time quadratic in their number, 0.9 s
 // for 4,000 zones. A retired table keeps the slots it has.
+//
+// The copy is maps.Clone, which copies the map's tables as they are:
+// 2.7 times faster than inserting each key anew (BenchmarkTableNewZone,
+// 3,000 zones), the cost each replica pays for each reverse zone that it
+// creates, every replica holding a share of every /24. Keeping changes
+// apart from a base copied less often made that cost 130 times smaller,
+// but then every question's lookup read two maps (12 → 24 ns, on a fast
+// path of 124 ns), a worse trade for any replica that answers questions.
 func (t *Table) SetSlots(slots map[string]*Slot) {
 	if len(slots) == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := *t.slots.Load()
-	next := make(map[string]*Slot, len(old)+len(slots))
-	for k, v := range old {
-		next[k] = v
-	}
+	next := maps.Clone(*t.slots.Load())
 	for k, v := range slots {
 		switch {
 		case v != nil:
@@ -200,10 +205,10 @@ func (t *Table) RemoveSlots(slots map[string]*Slot) {
 	if gone == 0 {
 		return
 	}
-	next := make(map[string]*Slot, len(old)-gone)
-	for k, v := range old {
-		if slots[k] != v {
-			next[k] = v
+	next := maps.Clone(old)
+	for k, v := range slots {
+		if old[k] == v {
+			delete(next, k)
 		}
 	}
 	t.slots.Store(&next)
