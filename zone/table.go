@@ -205,10 +205,22 @@ func (t *Table) RemoveSlots(slots map[string]*Slot) {
 	if gone == 0 {
 		return
 	}
-	next := maps.Clone(old)
-	for k, v := range slots {
-		if old[k] == v {
-			delete(next, k)
+	var next map[string]*Slot
+	if gone*4 > len(old) {
+		// A clone keeps the room of what it copies: after a large
+		// release (a handoff), a map made to the size that is left.
+		next = make(map[string]*Slot, len(old)-gone)
+		for k, v := range old {
+			if slots[k] != v {
+				next[k] = v
+			}
+		}
+	} else {
+		next = maps.Clone(old)
+		for k, v := range slots {
+			if old[k] == v {
+				delete(next, k)
+			}
 		}
 	}
 	t.slots.Store(&next)
