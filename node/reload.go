@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/internal/fsutil"
 )
 
 // configPollInterval is how often the config file is checked for changes.
@@ -91,20 +92,30 @@ func (n *Node) swapHTTP(l net.Listener) {
 }
 
 // watchConfig reloads the node when its config file changes. An invalid
-// file is logged once and the running configuration keeps serving.
+// file is logged once and the running configuration keeps serving. A
+// file modified less than a poll ago is taken once the next poll finds
+// it unchanged (SIGHUP takes it at once): written in place, it is empty
+// or cut short for a moment, and an empty file is a valid configuration,
+// the defaults.
 func (n *Node) watchConfig(last []byte) {
 	lastErr := ""
 	t := time.NewTicker(configPollInterval)
 	defer t.Stop()
+	var settling fsutil.Settling
 	for {
+		asked := false
 		select {
 		case <-n.stopWatch:
 			return
 		case <-n.reloadNow:
+			asked = true
 		case <-t.C:
 		}
 		data, err := os.ReadFile(n.cfgPath)
 		if err != nil || bytes.Equal(data, last) {
+			continue
+		}
+		if st, err := os.Stat(n.cfgPath); err != nil || !asked && !settling.Ready(st, configPollInterval) {
 			continue
 		}
 		cfg, err := config.Load(n.cfgPath)
