@@ -99,13 +99,10 @@ func (h *Hosts) Stop() {
 
 // Reload checks the files once and publishes a new snapshot when one of
 // them changed. A file that cannot be read or does not parse keeps its
-// last good entries, and is logged once. A changed file is read when it
-// was last modified at least Interval ago, or else when this check finds
-// it as the one before did: a file written in place is empty or half
-// written for a moment, and read then it would serve nothing, or be kept
-// as the last good version when the whole edit is broken. It reports
-// whether a snapshot was published. Only one goroutine may call it at a
-// time.
+// last good entries, and is logged once. A changed file is read once it
+// is whole (fsutil.Settling): modified at least Interval ago, or found
+// by this check as the one before found it. It reports whether a
+// snapshot was published. Only one goroutine may call it at a time.
 func (h *Hosts) Reload() bool {
 	changed := false
 	for _, f := range h.files {

@@ -117,10 +117,11 @@ type Timing struct {
 // woke about 65 times a second and spent 2.9 ms of CPU a second, at 1 s
 // about 30 times and 1.2 ms (a replica alone: 32 and 8 times). The news
 // gossiped here is membership only: joins, announcements, leaves and
-// deaths, rare and never on a query's path. It still reaches every member of a few dozen within two or three
-// rounds, and rides on the probes meanwhile, while the zones a change
-// moves are served by their old owners for cluster.handoffGrace (15 s);
-// a member that exits is found by its closed remote port, not by gossip.
+// deaths, rare and never on a query's path. It still reaches every
+// member of a few dozen within two or three rounds, and rides on the
+// probes meanwhile, while the zones a change moves are served by their
+// old owners for cluster.handoffGrace (15 s); a member that exits is
+// found by its closed remote port, not by gossip.
 func DefaultTiming() Timing {
 	lan := memberlist.DefaultLANConfig()
 	return Timing{
