@@ -99,10 +99,18 @@ func TestShardedIngest(t *testing.T) {
 			}
 			largestAnon = max(largestAnon, anon)
 		}
-		// Then, RSS read, what the largest holds live and in spans.
-		m := measureMemory(t, biggest, fmt.Sprintf("heap-%dk-%d.pb.gz", services/1000, len(rs)))
-		t.Logf("memory: the largest replica holds %.0f records; Go heap %.0f MB in use, %.0f MB free and not returned to the OS, %.0f MB live, %.0f MB in use after a collection",
-			m.records, m.heapInUse, m.unreturned, m.live, m.spans)
+		// Then, RSS read, what each holds live and in spans: a replica
+		// that handed zones over beside one that only gained them.
+		for i, r := range rs {
+			profile := fmt.Sprintf("heap-%dk-%d-r%d.pb.gz", services/1000, len(rs), i)
+			m := measureMemory(t, r, profile)
+			largestMark := ""
+			if r == biggest {
+				largestMark = " (the largest)"
+			}
+			t.Logf("memory: r%d%s holds %.0f records; Go heap %.0f MB in use, %.0f MB free and not returned to the OS, %.0f MB live, %.0f MB in use after a collection",
+				i, largestMark, m.records, m.heapInUse, m.unreturned, m.live, m.spans)
+		}
 		verdict := "met"
 		if largest/core > target {
 			verdict = "missed"
