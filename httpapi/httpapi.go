@@ -70,7 +70,11 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /ready", s.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
+	// The page is sent uncompressed: it is about 20 KB, and a gzip
+	// writer, which the handler pools between scrapes, holds about 1 MB
+	// of the replica's heap (1.3 MB of RSS on an idle replica: 5% of it).
+	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
+		Registry: cfg.Registry, DisableCompression: true}))
 	mux.HandleFunc("GET /debug/ring", s.ring)
 	// The handlers are registered on this server's mux only: importing
 	// net/http/pprof also registers them on http.DefaultServeMux, which
