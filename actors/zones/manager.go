@@ -304,6 +304,7 @@ func (m *Manager) markSynced() {
 }
 
 func (m *Manager) settled() {
+	m.compactIndex()
 	if m.cfg.OnSettled != nil {
 		m.cfg.OnSettled()
 	}
@@ -489,6 +490,9 @@ func isReverseRoute(r zone.Route) bool {
 // setZonesOf records which zones an object is in, keeping per-zone counts
 // so that zones are stopped when their last object goes.
 func (m *Manager) setZonesOf(key model.Key, zones []string) {
+	if old, ok := m.zonesOf[key]; ok && slices.Equal(old, zones) {
+		return // most updates: the same zones, counted already
+	}
 	for _, z := range m.zonesOf[key] {
 		m.zoneSize[z]--
 	}
@@ -512,6 +516,51 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 	} else {
 		m.zonesOf[key] = shared
 	}
+}
+
+// compactIndex makes the per-object indexes anew, each map at its size
+// and the lists of every object in one array, once a load or a release is
+// over (settled). A Go map keeps the table of its largest size, so a
+// replica that handed zones over would keep the entries of every object it
+// ever held; and each object's list, made while its API object was decoded
+// and thawed, lies among their garbage, so that after a collection every
+// few of them keep a span of holes in use. Made in one piece they leave
+// none: at 20k services a replica of six holds about 7,000 objects.
+func (m *Manager) compactIndex() {
+	m.zonesOf = packed(m.zonesOf)
+	m.podIPs = packed(m.podIPs)
+	m.meshOf = packed(m.meshOf)
+	m.zoneSize = resized(m.zoneSize)
+	m.zoneKeys = resized(m.zoneKeys)
+	m.children = resized(m.children)
+	m.ipOwner = resized(m.ipOwner)
+	m.grace = resized(m.grace)
+	m.rebuiltAt = resized(m.rebuiltAt)
+}
+
+// packed copies index into a map of its size whose lists share one array.
+// A list replaced later leaves its part of the array unused until the
+// next packing.
+func packed[K comparable, V any](index map[K][]V) map[K][]V {
+	total := 0
+	for _, list := range index {
+		total += len(list)
+	}
+	all := make([]V, 0, total)
+	out := make(map[K][]V, len(index))
+	for key, list := range index {
+		start := len(all)
+		all = append(all, list...)
+		out[key] = all[start:len(all):len(all)]
+	}
+	return out
+}
+
+// resized copies m into a map of its current size.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	maps.Copy(out, m)
+	return out
 }
 
 // zoneActor returns the actor of zone key, spawning it with a fresh slot

@@ -1,8 +1,6 @@
 package zones
 
 import (
-	"maps"
-
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shardns/shardns/model"
@@ -118,20 +116,8 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 		return
 	}
 	m.onApply(ctx, &Apply{Source: "release", Changes: forget})
-	// A Go map keeps the table of its largest size: the first replica
-	// of a cluster, which held every object before it handed most of
-	// them over, would keep the entries of every object of the cluster.
-	if len(forget) > len(m.zonesOf) {
-		m.zonesOf = resized(m.zonesOf)
-		m.zoneSize = resized(m.zoneSize)
-	}
-}
-
-// resized copies m into a map of its current size.
-func resized[K comparable, V any](m map[K]V) map[K]V {
-	out := make(map[K]V, len(m))
-	maps.Copy(out, m)
-	return out
+	// The indexes keep the tables of their largest size until the
+	// release settles (compactIndex).
 }
 
 // gainedUnknown reports whether key, in a batch of replay id, is a zone
