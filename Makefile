@@ -55,7 +55,7 @@ deps:
 bench: deps build
 	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 120m -run '^(TestDNSPerf|TestShardedMemory|TestShardedIngest|TestKillWindow)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover)_test|^(ok|FAIL|---)'"
 
-	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones
+	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration
 
 ## soak: SOAK_DURATION (10m) of mixed queries and 10 Service changes per second

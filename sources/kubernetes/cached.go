@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unique"
 
@@ -172,7 +173,10 @@ func heldIn(store cache.Store, key, resourceVersion string) *cached {
 // half its namespaces to a new one.
 func newCached(meta metav1.ObjectMeta, object any, err error) *cached {
 	c := &cached{namespace: unique.Make(meta.Namespace).Value(), err: err}
-	frozen, ok := model.AppendFrozen(nil, object)
+	scratch := frozenScratch.Get().(*[]byte)
+	defer putFrozenScratch(scratch)
+	frozen, ok := model.AppendFrozen((*scratch)[:0], object)
+	*scratch = frozen
 	if !ok {
 		c.object = object
 	}
@@ -185,6 +189,22 @@ func newCached(meta metav1.ObjectMeta, object any, err error) *cached {
 	n, v := len(meta.Name), len(meta.Name)+len(meta.ResourceVersion)
 	c.name, c.resourceVersion, c.frozen = all[:n], all[n:v], model.Frozen(all[v:])
 	return c
+}
+
+// frozenScratch holds the buffers objects are frozen into before their
+// entry copies them. A buffer grown anew for every object would leave its
+// smaller steps, as garbage, among the entries of the same sizes: after a
+// collection each entry would keep a span of holes in use.
+var frozenScratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxFrozenScratch bounds the buffers kept: an EndpointSlice of a
+// thousand endpoints freezes into tens of kilobytes.
+const maxFrozenScratch = 16 << 10
+
+func putFrozenScratch(b *[]byte) {
+	if cap(*b) <= maxFrozenScratch {
+		frozenScratch.Put(b)
+	}
 }
 
 // nilIfEmpty turns a typed nil pointer into an untyped nil.
