@@ -522,10 +522,10 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 // and the lists of every object in one array, once a load or a release is
 // over (settled). A Go map keeps the table of its largest size, so a
 // replica that handed zones over would keep the entries of every object it
-// ever held; and each object's list, made while its API object was decoded
-// and thawed, lies among their garbage, so that after a collection every
-// few of them keep a span of holes in use. Made in one piece they leave
-// none: at 20k services a replica of six holds about 7,000 objects.
+// ever held; and each object's list, made while its API object was
+// decoded and thawed, lies among that garbage. At 20k services the
+// replicas of six held 1-3 MB less live heap for it (TestShardedIngest),
+// for a copy of some 10,000 entries per load or release.
 func (m *Manager) compactIndex() {
 	m.zonesOf = packed(m.zonesOf)
 	m.podIPs = packed(m.podIPs)

@@ -192,9 +192,9 @@ func newCached(meta metav1.ObjectMeta, object any, err error) *cached {
 }
 
 // frozenScratch holds the buffers objects are frozen into before their
-// entry copies them. A buffer grown anew for every object would leave its
-// smaller steps, as garbage, among the entries of the same sizes: after a
-// collection each entry would keep a span of holes in use.
+// entry copies them: a buffer grown anew for every object left six
+// allocations of garbage per EndpointSlice of ten endpoints
+// (BenchmarkNewCached), on every list and every change.
 var frozenScratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // maxFrozenScratch bounds the buffers kept: an EndpointSlice of a
