@@ -2,6 +2,7 @@ package zone
 
 import (
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 )
@@ -47,6 +48,14 @@ type apexRecords struct {
 	nsA     []dns.RR
 	nsAAAA  []dns.RR
 	version []dns.RR // dns-version TXT
+	// soa is the SOA record last built for this zone, with its serial.
+	soa atomic.Pointer[serialSOA]
+}
+
+// serialSOA is an SOA record and the serial it was built with.
+type serialSOA struct {
+	serial uint32
+	rr     []dns.RR
 }
 
 // Prepare builds the static records. Call it once before answering.
@@ -78,8 +87,26 @@ func (c *Config) Primary() string {
 	return c.Domains.Cluster[0]
 }
 
-// SOA builds the SOA record of origin as CoreDNS writes it.
+// SOA returns the SOA record of origin as CoreDNS writes it. Records are
+// never changed once built (a cache or a rewrite copies them first), so
+// the snapshots of one configured zone at one serial share one: serials
+// are seconds, and a replica holding a share of every /24 builds hundreds
+// of reverse zones in the same second, each with an SOA record of 145
+// bytes on the heap.
 func (c *Config) SOA(origin string, serial uint32) []dns.RR {
+	r := c.apex[origin]
+	if r == nil {
+		return c.buildSOA(origin, serial)
+	}
+	if last := r.soa.Load(); last != nil && last.serial == serial {
+		return last.rr
+	}
+	rr := c.buildSOA(origin, serial)
+	r.soa.Store(&serialSOA{serial: serial, rr: rr})
+	return rr
+}
+
+func (c *Config) buildSOA(origin string, serial uint32) []dns.RR {
 	return []dns.RR{&dns.SOA{
 		Hdr:     hdr(origin, dns.TypeSOA, min(c.TTL, 300)),
 		Ns:      "ns.dns." + origin,
