@@ -148,8 +148,35 @@ func parseWire(req []byte, lname []byte) (q wireQuestion, name []byte, ok bool) 
 	if i+11+rdlen != len(req) {
 		return q, nil, false
 	}
+	if !plainOptions(req[i+11:]) {
+		return q, nil, false
+	}
 	q.opt, q.udpSize = true, binary.BigEndian.Uint16(req[i+3:])
 	return q, name, true
+}
+
+// plainOptions reports whether the OPT rdata rd is a well-framed list of
+// options whose contents cannot be malformed (a cookie, an NSID request,
+// padding, algorithm lists, codes this server does not know). Any other
+// option, or a broken frame, takes the full path, which answers FORMERR to
+// a request that does not unpack.
+func plainOptions(rd []byte) bool {
+	for len(rd) > 0 {
+		if len(rd) < 4 {
+			return false
+		}
+		code, n := binary.BigEndian.Uint16(rd), int(binary.BigEndian.Uint16(rd[2:]))
+		if 4+n > len(rd) {
+			return false
+		}
+		switch code {
+		case dns.EDNS0LLQ, dns.EDNS0UL, dns.EDNS0SUBNET, dns.EDNS0EXPIRE, dns.EDNS0TCPKEEPALIVE,
+			dns.EDNS0EDE, dns.EDNS0ESU, dns.EDNS0REPORTING, dns.EDNS0ZONEVERSION:
+			return false // contents with a format of their own
+		}
+		rd = rd[4+n:]
+	}
+	return true
 }
 
 // sizeLimit is the largest response the client takes.

@@ -84,3 +84,33 @@ func TestFastPathFollowsUpdates(t *testing.T) {
 		t.Fatalf("after an update: got %s, want 10.0.0.2", ip)
 	}
 }
+
+// A request whose OPT options do not parse is answered FORMERR, as the
+// full path answers any request that does not unpack; one with a cookie is
+// answered.
+func TestFastPathChecksEDNSOptions(t *testing.T) {
+	h := testHandler(t)
+	m := query("web.ns.svc.cluster.local.", dns.TypeA)
+	m.SetEdns0(1232, false)
+	opt := m.IsEdns0()
+	opt.Option = append(opt.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0102030405060708"})
+	good := pack(t, m)
+	if r := serve(t, h, good, Transport{}); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("request with a cookie: rcode %s, %d answers, want NOERROR with one A:\n%v", dns.RcodeToString[r.Rcode], len(r.Answer), r)
+	}
+	// The option claims one byte more than the OPT record holds.
+	short := append([]byte(nil), good...)
+	short[len(short)-10+1]++ // the cookie's option length: code (2), length (2), 8 bytes of cookie
+	// An ECS option of an unknown address family.
+	subnet := append([]byte(nil), good[:len(good)-12]...)
+	subnet = append(subnet, 0, 8, 0, 8, 0, 9, 24, 0, 10, 0, 0, 0)
+	for name, req := range map[string][]byte{"option overruns the record": short, "ECS of family 9": subnet} {
+		if new(dns.Msg).Unpack(req) == nil {
+			t.Fatalf("%s: the test request unpacks", name)
+		}
+		r := serve(t, h, req, Transport{})
+		if r.Rcode != dns.RcodeFormatError || len(r.Answer) != 0 {
+			t.Fatalf("%s: rcode %s, %d answers, want FORMERR", name, dns.RcodeToString[r.Rcode], len(r.Answer))
+		}
+	}
+}
