@@ -97,6 +97,10 @@ type replicaMemory struct {
 	live       float64 // heap objects reachable after a forced collection
 	spans      float64 // heap spans in use after it: live objects and the holes between them
 	cpu        float64 // CPU-seconds the replica has used: its loads, as it serves no query here
+	// runtime is what the Go runtime holds beside the heap: goroutine
+	// stacks, span and GC metadata, profiling buckets, other (MB).
+	runtime    float64
+	goroutines float64
 }
 
 // measureMemory reads RSS first, undisturbed; then it fetches a heap
@@ -108,6 +112,11 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 	m.rss, m.anon = procMemory(t, r.cmd.Process.Pid)
 	m.cpu = cpuSeconds(t, r.cmd.Process.Pid)
 	m.heapInUse = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	for _, metric := range []string{"go_memstats_stack_inuse_bytes", "go_memstats_mspan_inuse_bytes",
+		"go_memstats_gc_sys_bytes", "go_memstats_buck_hash_sys_bytes", "go_memstats_other_sys_bytes"} {
+		m.runtime += scrape(t, r.http, metric) / (1 << 20)
+	}
+	m.goroutines = scrape(t, r.http, "go_goroutines")
 	m.unreturned = (scrape(t, r.http, "go_memstats_heap_idle_bytes") - scrape(t, r.http, "go_memstats_heap_released_bytes")) / (1 << 20)
 	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
 	if err != nil {
