@@ -97,8 +97,9 @@ type replicaMemory struct {
 	live       float64 // heap objects reachable after a forced collection
 	spans      float64 // heap spans in use after it: live objects and the holes between them
 	cpu        float64 // CPU-seconds the replica has used: its loads, as it serves no query here
-	// runtime is what the Go runtime holds beside the heap: goroutine
-	// stacks, span and GC metadata, profiling buckets, other (MB).
+	// runtime is what the Go runtime has mapped beside the heap: goroutine
+	// stacks, span and GC metadata, profiling buckets, other. Not all of
+	// it is resident: the part of RssAnon the heap does not explain is.
 	runtime    float64
 	goroutines float64
 }
