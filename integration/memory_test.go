@@ -112,13 +112,21 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 	m := replicaMemory{records: scrape(t, r.http, "shardns_records_held")}
 	m.rss, m.anon = procMemory(t, r.cmd.Process.Pid)
 	m.cpu = cpuSeconds(t, r.cmd.Process.Pid)
-	m.heapInUse = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	page := samples(t, r.http) // one page: the heap's and the runtime's figures of one moment
+	read := func(metric string) float64 {
+		v, ok := page[metric]
+		if !ok {
+			t.Fatalf("no %s in /metrics", metric)
+		}
+		return v
+	}
+	m.heapInUse = read("go_memstats_heap_inuse_bytes") / (1 << 20)
+	m.unreturned = (read("go_memstats_heap_idle_bytes") - read("go_memstats_heap_released_bytes")) / (1 << 20)
 	for _, metric := range []string{"go_memstats_stack_inuse_bytes", "go_memstats_mspan_inuse_bytes",
 		"go_memstats_gc_sys_bytes", "go_memstats_buck_hash_sys_bytes", "go_memstats_other_sys_bytes"} {
-		m.runtime += scrape(t, r.http, metric) / (1 << 20)
+		m.runtime += read(metric) / (1 << 20)
 	}
-	m.goroutines = scrape(t, r.http, "go_goroutines")
-	m.unreturned = (scrape(t, r.http, "go_memstats_heap_idle_bytes") - scrape(t, r.http, "go_memstats_heap_released_bytes")) / (1 << 20)
+	m.goroutines = read("go_goroutines")
 	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
