@@ -1,0 +1,173 @@
+package zones_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/zone"
+)
+
+// BenchmarkLoadShareSlack loads through a Manager what the largest of six
+// replicas holds in the sharded ingest bench at 20k services (24 of its
+// 100 namespaces: 4,800 services of 10 endpoints, 70% with a cluster IP
+// in 10.96.0.0/16, the endpoints of ten services of ten namespaces in each
+// /24), then reads the heap after a collection:
+//
+//   - live-B/service: what the loaded zones keep;
+//   - slack-B/service: what the spans in use hold free beside it, which
+//     RSS pays for as much as for live objects;
+//   - fillable-%: how much of the heap's slack new objects take before
+//     the heap needs a new span, found by allocating objects of each size
+//     class in turn, and top-class-%: the share of that in the one size
+//     class that has the most.
+//
+// A slack mostly fillable and spread over many size classes is the
+// allocator's: long-lived objects of every size made among the garbage
+// of the builds. No one structure's layout would remove it.
+func BenchmarkLoadShareSlack(b *testing.B) {
+	const services, namespaces = 20000, 100
+	var changes []model.Change
+	held := 0
+	for i := range services {
+		if (i%namespaces)*37%namespaces >= 24 { // 24 namespaces spread over the hash of i
+			continue
+		}
+		held++
+		ns := fmt.Sprintf("bench%d", i%namespaces)
+		svc := &model.Service{Namespace: ns, Name: fmt.Sprintf("svc%d", i), Type: model.ServiceClusterIP,
+			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+		if i%10 < 7 {
+			ip := uint32(i) * 7919 % 65536
+			svc.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(ip >> 8), byte(ip)})}
+		}
+		slice := &model.EndpointSlice{Namespace: ns, Name: svc.Name + "-1", ServiceName: svc.Name,
+			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+		for e := range 10 {
+			slice.Endpoints = append(slice.Endpoints, model.Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
+				Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, byte(200 + i/2500), byte(i / 10 % 250), byte(i%10*20 + e + 1)})}})
+		}
+		for _, obj := range []any{svc, slice} {
+			frozen, _ := model.Freeze(obj) // as the Kubernetes source sends them
+			changes = append(changes, model.Change{Key: keyOf(obj), Object: frozen})
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var live, slack, fillable, topClass float64
+	first := true
+	for b.Loop() {
+		b.StopTimer()
+		before := heapAfterCollection()
+		cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
+		cfg.Prepare()
+		table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
+		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+		var synced atomic.Bool
+		manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
+			Sources: []string{"bench"}, Now: time.Now, Logger: logger, Synced: &synced}))
+		b.StartTimer()
+		for i := 0; i < len(changes); i += 100 {
+			system.Root.Send(manager, &zones.Apply{Source: "bench", Changes: changes[i:min(i+100, len(changes))]})
+		}
+		system.Root.Send(manager, &zones.Synced{Source: "bench"})
+		for !synced.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		b.StopTimer()
+		after := heapAfterCollection()
+		live += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		// The slack is read once, on a heap that held only the changes:
+		// a later load fills the holes the one before it left.
+		if first {
+			first = false
+			slack = float64(after.HeapInuse-after.HeapAlloc) - float64(before.HeapInuse-before.HeapAlloc)
+			all, top := fillableSlack(after.BySize[:])
+			fillable, topClass = all/float64(after.HeapInuse-after.HeapAlloc), top/all
+		}
+		system.Root.StopFuture(manager).Wait()
+		system.Shutdown()
+		runtime.KeepAlive(table)
+		b.StartTimer()
+	}
+	b.ReportMetric(live/float64(b.N)/float64(held), "live-B/service")
+	b.ReportMetric(slack/float64(held), "slack-B/service")
+	b.ReportMetric(100*fillable, "fillable-%")
+	b.ReportMetric(100*topClass, "top-class-%")
+}
+
+// heapAfterCollection collects and returns the heap's statistics.
+func heapAfterCollection() *runtime.MemStats {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return &m
+}
+
+func keyOf(obj any) model.Key {
+	switch o := obj.(type) {
+	case *model.Service:
+		return o.Key()
+	case *model.EndpointSlice:
+		return o.Key()
+	}
+	panic(fmt.Sprintf("no key for %T", obj))
+}
+
+// fillableSlack allocates objects of each small size class, with and
+// without pointers (spans of each kind apart), until the heap takes a new
+// span for them, and returns the bytes they filled: all classes', and the
+// most any one class filled. The objects are dropped on return.
+func fillableSlack(classes []struct {
+	Size    uint32
+	Mallocs uint64
+	Frees   uint64
+}) (all, top float64) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one allocation cache, the one filled
+	// Made before the first reading: the probe's own allocations would
+	// take spans of their own classes and stop it early.
+	noPointers := make([][]byte, 0, 1<<20)
+	pointers := make([][]*byte, 0, 1<<20)
+	spans := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	inUse := func() uint64 {
+		metrics.Read(spans)
+		return spans[0].Value.Uint64() + spans[1].Value.Uint64()
+	}
+	seen := map[uint32]bool{}
+	for _, c := range classes {
+		if c.Size < 16 || seen[c.Size] { // below 16 bytes, objects without pointers share 16-byte blocks
+			continue
+		}
+		seen[c.Size] = true
+		for _, withPointers := range []bool{false, true} {
+			start, n := inUse(), 0
+			for inUse() < start+8192 && len(noPointers) < cap(noPointers) && len(pointers) < cap(pointers) {
+				if withPointers {
+					words := c.Size / 8
+					if c.Size > 512 {
+						words-- // a header word precedes larger objects with pointers
+					}
+					pointers = append(pointers, make([]*byte, words))
+				} else {
+					noPointers = append(noPointers, make([]byte, c.Size))
+				}
+				n++
+			}
+			filled := float64(max(n-1, 0)) * float64(c.Size) // the last took a new span
+			all += filled
+			top = max(top, filled)
+		}
+	}
+	runtime.KeepAlive(noPointers)
+	runtime.KeepAlive(pointers)
+	return all, top
+}
