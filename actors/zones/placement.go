@@ -86,8 +86,8 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 
 // startReplay asks every source to send its objects again, to fill the
 // zones of keys (and any still loading from an earlier replay), and
-// returns the replay's ID. Gained zones are hidden: the node is not
-// loaded until they are; a restarted zone keeps serving its last snapshot.
+// returns the replay's ID. Gained zones are hidden until they have
+// loaded; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
 	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
 	if loading == nil {
@@ -98,9 +98,14 @@ func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uin
 	}
 	m.replay = replayState{id: m.replay.id + 1, keys: loading, waiting: map[string]bool{},
 		since: since, gaining: gaining || hidden}
-	if hidden {
-		m.setLoaded(false)
-	}
+	// A replay does not make the replica unready: the node does that as
+	// it announces itself, until the zones its announcement gains have
+	// loaded (finishReplay). A later ring change's replay, with sharded
+	// watches, waits for a list that takes seconds in a large cluster, on
+	// every replica at once when one joins; were they all to fail their
+	// readiness probes together, the Service would have no endpoint left.
+	// The zones a replay loads stay hidden meanwhile, and their questions
+	// go to the replicas that still hold them.
 	for name, pid := range m.sources {
 		m.replay.waiting[name] = true
 		ctx.Send(pid, &Replay{ID: m.replay.id})
@@ -158,7 +163,9 @@ func (m *Manager) finishReplay() {
 	}
 	took := time.Since(m.replay.since)
 	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys), "took", took.Round(time.Millisecond))
-	if m.replay.gaining {
+	if m.replay.gaining && len(m.replay.keys) > 0 {
+		// A replay that gained no zone (a replica losing namespaces to
+		// one that joins lists what it keeps) left nothing unanswered.
 		m.reportGainLoaded(took)
 	}
 	m.replay.keys = nil

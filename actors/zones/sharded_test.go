@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func svcOf(i int) (model.Change, string) {
 	return model.Change{Key: s.Key(), Object: s}, ns
 }
 
-func startShardedReplica(t *testing.T) *shardedReplica {
+func startShardedReplica(t *testing.T, tune ...func(*zones.Config)) *shardedReplica {
 	t.Helper()
 	r := &shardedReplica{release: make(chan struct{}, 16)}
 	r.cfg = &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
@@ -78,9 +79,13 @@ func startShardedReplica(t *testing.T) *shardedReplica {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	var synced atomic.Bool
-	r.manager = r.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: r.cfg, Table: r.table,
+	cfg := zones.Config{Answer: r.cfg, Table: r.table,
 		Sources: []string{"kubernetes"}, Now: time.Now, Logger: logger, Synced: &synced,
-		Self: "a", Ring: r.ring, Grace: 50 * time.Millisecond, Loaded: &r.loaded}))
+		Self: "a", Ring: r.ring, Grace: 50 * time.Millisecond, Loaded: &r.loaded}
+	for _, tune := range tune {
+		tune(&cfg)
+	}
+	r.manager = r.system.Root.Spawn(zones.NewManagerProps(cfg))
 	held := func() []model.Change {
 		var out []model.Change
 		for i := range shardedNamespaces {
@@ -111,13 +116,20 @@ func startShardedReplica(t *testing.T) *shardedReplica {
 }
 
 // finishReplay lets the source answer the replay it holds, and waits
-// until the zones it loads are visible.
+// until the zones it loads are visible. Some must be loading when it is
+// called: the wait would otherwise end before the replay does.
 func (r *shardedReplica) finishReplay(t *testing.T) {
 	t.Helper()
+	loading := func() []string {
+		return slices.DeleteFunc(r.table.Keys(), func(key string) bool { return !r.table.Loading(key) })
+	}
+	if len(loading()) == 0 {
+		t.Fatal("no zone is loading: nothing tells when the replay ends")
+	}
 	r.release <- struct{}{}
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if !r.loaded.Load() {
-			return fmt.Errorf("not loaded")
+		if keys := loading(); len(keys) > 0 {
+			return fmt.Errorf("zones still loading: %v", keys)
 		}
 		return nil
 	})
@@ -164,8 +176,9 @@ func TestShardedReplicaPlacesUnknownNamespaces(t *testing.T) {
 // Zones a ring change gives a replica with sharded watches stay hidden
 // until its source's new watch has listed them (the replay it answers
 // last): meanwhile their names get SERVFAIL when no one else holds them,
-// never NXDOMAIN. Zones it takes away are forgotten after their grace,
-// reverse records included.
+// never NXDOMAIN, and the replica stays ready for the zones it serves.
+// Zones it takes away are forgotten after their grace, reverse records
+// included.
 func TestShardedReplicaGainsAndForgets(t *testing.T) {
 	r := startShardedReplica(t)
 	var gained []int
@@ -186,14 +199,14 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 	}
 	r.system.Root.Send(r.manager, &zones.Apply{Source: "kubernetes", Changes: listed})
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if r.loaded.Load() {
-			return fmt.Errorf("loaded before the source answered the replay")
-		}
 		if r.table.SlotOf(fmt.Sprintf("n%d.svc.cluster.local.", gained[0])) == nil {
 			return fmt.Errorf("the listed zones are not spawned yet")
 		}
 		return nil
 	})
+	if !r.loaded.Load() {
+		t.Fatal("a ring change's replay made the replica unready while it serves its own zones")
+	}
 	for _, i := range gained[:len(gained)/2] {
 		_, ns := svcOf(i)
 		if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
@@ -232,6 +245,41 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 		if owned(ns) != (len(resp.Answer) == 1) || !owned(ns) && !slices.Equal(resp.Remote, []string{"b"}) {
 			t.Fatalf("%s after the release: rcode %s, %d records, remote %v", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote)
 		}
+	}
+}
+
+// A replica that only loses namespaces to one that joins lists what it
+// keeps again (a replay that waits for its source), but it gained no
+// zone: it stays ready, reports no gained load and warns of no grace.
+func TestShardedReplicaLosingOnlyReportsNoGain(t *testing.T) {
+	var logs testutil.SyncBuffer
+	gains := make(chan time.Duration, 4)
+	r := startShardedReplica(t, func(cfg *zones.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		cfg.Grace = time.Nanosecond // any load reported would outlast half of it
+		cfg.OnGainLoaded = func(took time.Duration) { gains <- took }
+	})
+	three := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}}, 1)
+	owned := func(ns string) bool { return three.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) }
+	r.owned.Store(&owned)
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: three})
+	r.release <- struct{}{}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(logs.String(), "zones loaded from the sources") {
+			return fmt.Errorf("the replay has not ended")
+		}
+		return nil
+	})
+	if !r.loaded.Load() {
+		t.Error("a replica that gained nothing is not ready after the replay")
+	}
+	select {
+	case took := <-gains:
+		t.Errorf("a replay that gained no zone was reported as a gained load of %v", took)
+	default:
+	}
+	if strings.Contains(logs.String(), "raise cluster.handoffGrace") {
+		t.Errorf("a replay that gained no zone warned of the grace; log:\n%s", logs.String())
 	}
 }
 
