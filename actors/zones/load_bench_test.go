@@ -36,28 +36,51 @@ func BenchmarkLoadReverseZones(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		before := liveHeap()
-		cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
-		cfg.Prepare()
-		table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-		var synced atomic.Bool
-		manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
-			Sources: []string{"bench"}, Now: time.Now, Logger: logger, Synced: &synced}))
+		m := startBenchManager(logger)
 		b.StartTimer()
-		for i := 0; i < len(changes); i += 100 { // as a source's batches
-			system.Root.Send(manager, &zones.Apply{Source: "bench", Changes: changes[i:min(i+100, len(changes))]})
-		}
-		system.Root.Send(manager, &zones.Synced{Source: "bench"})
-		for !synced.Load() {
-			time.Sleep(time.Millisecond)
-		}
+		m.load(changes)
 		b.StopTimer()
 		grown += int64(liveHeap()) - int64(before)
-		system.Root.StopFuture(manager).Wait()
-		system.Shutdown()
+		m.stop()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(grown)/float64(b.N)/services, "live-B/service")
+}
+
+// benchManager is a zone manager of its own actor system and table, fed
+// as a source would feed it.
+type benchManager struct {
+	system  *actor.ActorSystem
+	manager *actor.PID
+	table   *zone.Table
+	synced  *atomic.Bool
+}
+
+func startBenchManager(logger *slog.Logger) *benchManager {
+	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
+	cfg.Prepare()
+	m := &benchManager{table: zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0)), synced: &atomic.Bool{}}
+	m.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	m.manager = m.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: m.table,
+		Sources: []string{"bench"}, Now: time.Now, Logger: logger, Synced: m.synced}))
+	return m
+}
+
+// load sends changes in a source's batches of 100, then the source's
+// sync, and returns once the manager has synced: every zone published.
+func (m *benchManager) load(changes []model.Change) {
+	for i := 0; i < len(changes); i += 100 {
+		m.system.Root.Send(m.manager, &zones.Apply{Source: "bench", Changes: changes[i:min(i+100, len(changes))]})
+	}
+	m.system.Root.Send(m.manager, &zones.Synced{Source: "bench"})
+	for !m.synced.Load() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (m *benchManager) stop() {
+	m.system.Root.StopFuture(m.manager).Wait()
+	m.system.Shutdown()
 }
 
 // liveHeap collects and returns the bytes the heap holds.

@@ -7,15 +7,9 @@ import (
 	"net/netip"
 	"runtime"
 	"runtime/metrics"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
-	"github.com/shardns/shardns/zone"
 )
 
 // BenchmarkLoadShareSlack loads through a Manager what the largest of six
@@ -57,9 +51,9 @@ func BenchmarkLoadShareSlack(b *testing.B) {
 			slice.Endpoints = append(slice.Endpoints, model.Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
 				Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, byte(200 + i/2500), byte(i / 10 % 250), byte(i%10*20 + e + 1)})}})
 		}
-		for _, obj := range []any{svc, slice} {
+		for _, obj := range []interface{ Key() model.Key }{svc, slice} {
 			frozen, _ := model.Freeze(obj) // as the Kubernetes source sends them
-			changes = append(changes, model.Change{Key: keyOf(obj), Object: frozen})
+			changes = append(changes, model.Change{Key: obj.Key(), Object: frozen})
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -68,21 +62,9 @@ func BenchmarkLoadShareSlack(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		before := heapAfterCollection()
-		cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
-		cfg.Prepare()
-		table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-		var synced atomic.Bool
-		manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
-			Sources: []string{"bench"}, Now: time.Now, Logger: logger, Synced: &synced}))
+		m := startBenchManager(logger)
 		b.StartTimer()
-		for i := 0; i < len(changes); i += 100 {
-			system.Root.Send(manager, &zones.Apply{Source: "bench", Changes: changes[i:min(i+100, len(changes))]})
-		}
-		system.Root.Send(manager, &zones.Synced{Source: "bench"})
-		for !synced.Load() {
-			time.Sleep(time.Millisecond)
-		}
+		m.load(changes)
 		b.StopTimer()
 		after := heapAfterCollection()
 		live += float64(after.HeapAlloc) - float64(before.HeapAlloc)
@@ -94,9 +76,7 @@ func BenchmarkLoadShareSlack(b *testing.B) {
 			all, top := fillableSlack(after.BySize[:])
 			fillable, topClass = all/float64(after.HeapInuse-after.HeapAlloc), top/all
 		}
-		system.Root.StopFuture(manager).Wait()
-		system.Shutdown()
-		runtime.KeepAlive(table)
+		m.stop()
 		b.StartTimer()
 	}
 	b.ReportMetric(live/float64(b.N)/float64(held), "live-B/service")
@@ -111,16 +91,6 @@ func heapAfterCollection() *runtime.MemStats {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return &m
-}
-
-func keyOf(obj any) model.Key {
-	switch o := obj.(type) {
-	case *model.Service:
-		return o.Key()
-	case *model.EndpointSlice:
-		return o.Key()
-	}
-	panic(fmt.Sprintf("no key for %T", obj))
 }
 
 // fillableSlack allocates objects of each small size class, with and
