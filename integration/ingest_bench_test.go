@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,8 +67,20 @@ func TestShardedIngest(t *testing.T) {
 			if len(rs) > 0 {
 				seeds = []string{rs[0].gossip}
 			}
+			serving := watchReadiness(rs)
 			rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("r%d", len(rs)), seeds, 1, cluster))
 			settled(t, rs, len(rs))
+			// The replicas already serving re-list what they keep; they
+			// must stay ready throughout, or a readiness probe would take
+			// them out of the Service all at once.
+			handedOver(t, rs)
+			if asked, unready := serving.stop(); len(serving.replicas) > 0 {
+				t.Logf("readiness: while r%d joined, the %d replicas already serving answered /ready %d times, %d of them not ready",
+					len(rs)-1, len(serving.replicas), asked, unready)
+				if unready > 0 {
+					t.Errorf("replicas already serving turned unready %d times while r%d joined", unready, len(rs)-1)
+				}
+			}
 			// What the newcomer took from announcing itself to serving
 			// its share, against the grace its zones' old owners give it.
 			r := rs[len(rs)-1]
@@ -204,6 +218,66 @@ func settledIngest(t *testing.T, coredns string, rs []*replicaProcess, last stri
 		}
 		return nil
 	})
+}
+
+// handedOver waits until every replica has released the zones a ring
+// change took from it: the end of its grace period, by which the replicas
+// that lost zones have listed what they keep again.
+func handedOver(t *testing.T, rs []*replicaProcess) {
+	t.Helper()
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		for _, r := range rs {
+			if n := scrape(t, r.http, "shardns_cluster_zones_in_grace"); n != 0 {
+				return fmt.Errorf("%s still answers %.0f zones it lost", r.http, n)
+			}
+		}
+		return nil
+	})
+}
+
+// readinessWatch asks replicas for /ready every 100 ms until stopped.
+type readinessWatch struct {
+	replicas []*replicaProcess
+	done     chan struct{}
+	wg       sync.WaitGroup
+	asked    atomic.Int64
+	unready  atomic.Int64
+}
+
+func watchReadiness(rs []*replicaProcess) *readinessWatch {
+	w := &readinessWatch{replicas: slices.Clone(rs), done: make(chan struct{})}
+	client := &http.Client{Timeout: time.Second}
+	w.wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+			}
+			for _, r := range w.replicas {
+				resp, err := client.Get("http://" + r.http + "/ready")
+				if err != nil {
+					continue // a slow answer is not a not-ready one
+				}
+				resp.Body.Close()
+				w.asked.Add(1)
+				if resp.StatusCode != http.StatusOK {
+					w.unready.Add(1)
+				}
+			}
+		}
+	})
+	return w
+}
+
+// stop ends the watch and returns how many answers it had, and how many
+// of them were not ready.
+func (w *readinessWatch) stop() (asked, unready int64) {
+	close(w.done)
+	w.wg.Wait()
+	return w.asked.Load(), w.unready.Load()
 }
 
 func addrs(rs []*replicaProcess) []string {
