@@ -34,6 +34,8 @@ import (
 //     has passed: 3 replicas at 10k (target ≤ 0.45), 3 and 6 at 20k
 //     (≤ 0.40, ≤ 0.25). SHARDNS_MEMORY=0 skips the measurements (the
 //     cluster is still made, for the churn).
+//   - Readiness: while each replica joins, those already serving stay
+//     ready (asked every 100 ms until the zones they lost are released).
 //   - Churn: 10 EndpointSlice updates a second across all namespaces for
 //     SHARDNS_CHURN (10m; 0 skips it): the CPU-seconds and watch events
 //     of one replica alone, then of each of 3 (target ≤ 1.5/3 of the
