@@ -52,16 +52,16 @@ func BenchmarkLoadReverseZones(b *testing.B) {
 type benchManager struct {
 	system  *actor.ActorSystem
 	manager *actor.PID
-	table   *zone.Table
 	synced  *atomic.Bool
 }
 
 func startBenchManager(logger *slog.Logger) *benchManager {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
 	cfg.Prepare()
-	m := &benchManager{table: zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0)), synced: &atomic.Bool{}}
+	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
+	m := &benchManager{synced: &atomic.Bool{}}
 	m.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	m.manager = m.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: m.table,
+	m.manager = m.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
 		Sources: []string{"bench"}, Now: time.Now, Logger: logger, Synced: m.synced}))
 	return m
 }
