@@ -53,13 +53,14 @@ type benchManager struct {
 	system  *actor.ActorSystem
 	manager *actor.PID
 	synced  *atomic.Bool
+	table   *zone.Table
 }
 
 func startBenchManager(logger *slog.Logger) *benchManager {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
 	cfg.Prepare()
 	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
-	m := &benchManager{synced: &atomic.Bool{}}
+	m := &benchManager{synced: &atomic.Bool{}, table: table}
 	m.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	m.manager = m.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
 		Sources: []string{"bench"}, Now: time.Now, Logger: logger, Synced: m.synced}))

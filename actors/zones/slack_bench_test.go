@@ -7,8 +7,11 @@ import (
 	"net/netip"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
 )
 
@@ -140,4 +143,132 @@ func fillableSlack(classes []struct {
 	runtime.KeepAlive(noPointers)
 	runtime.KeepAlive(pointers)
 	return all, top
+}
+
+// BenchmarkHandoffSlack loads what the largest of three replicas holds
+// at 20k services (33 namespaces of 200 services of 10 endpoints, as a
+// list sends them: namespace after namespace), then deletes 9 of those
+// namespaces, as the largest of six would have handed them over, and
+// reads the heap's slack after a collection, against loading the 24
+// namespaces kept alone: slack-B/service and direct-slack-B/service, per
+// service kept.
+func BenchmarkHandoffSlack(b *testing.B) {
+	const perNamespace, kept, lost = 200, 24, 9
+	changesOf := func(ns int) []model.Change {
+		var changes []model.Change
+		for s := range perNamespace {
+			i := ns*perNamespace + s
+			name := fmt.Sprintf("bench%d", ns)
+			svc := &model.Service{Namespace: name, Name: fmt.Sprintf("svc%d", s), Type: model.ServiceClusterIP,
+				Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+			if s%10 < 7 {
+				ip := uint32(i) * 7919 % 65536
+				svc.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(ip >> 8), byte(ip)})}
+			}
+			slice := &model.EndpointSlice{Namespace: name, Name: svc.Name + "-1", ServiceName: svc.Name,
+				Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+			for e := range 10 {
+				slice.Endpoints = append(slice.Endpoints, model.Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
+					Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, byte(200 + s/25), byte(ns), byte(s%25*10 + e + 1)})}})
+			}
+			for _, obj := range []interface{ Key() model.Key }{svc, slice} {
+				frozen, _ := model.Freeze(obj)
+				changes = append(changes, model.Change{Key: obj.Key(), Object: frozen})
+			}
+		}
+		return changes
+	}
+	// The namespaces lost lie among those kept, as hashing spreads them.
+	isLost := func(ns int) bool { return ns%11 == 3 }
+	// The reverse zones that hold PTRs of a lost namespace: the cluster
+	// IPs' /24s and its endpoints' own.
+	var reverseKeys []string
+	for b := range 256 {
+		reverseKeys = append(reverseKeys, fmt.Sprintf("%d.96.10.in-addr.arpa.", b))
+	}
+	for ns := range 100 {
+		for b := range perNamespace / 25 {
+			if isLost(ns) {
+				reverseKeys = append(reverseKeys, fmt.Sprintf("%d.%d.10.in-addr.arpa.", ns, 200+b))
+			}
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var handoff, direct float64
+	for b.Loop() {
+		for _, handOver := range []bool{true, false} {
+			b.StopTimer()
+			var all, deletes []model.Change
+			var lostNamespaces []string
+			for ns, k, l := 0, 0, 0; k < kept || (handOver && l < lost); ns++ {
+				switch {
+				case isLost(ns) && l < lost:
+					l++
+					if handOver {
+						all = append(all, changesOf(ns)...)
+						lostNamespaces = append(lostNamespaces, fmt.Sprintf("bench%d", ns))
+					}
+				case !isLost(ns) && k < kept:
+					k++
+					all = append(all, changesOf(ns)...)
+				}
+			}
+			keptChanges := make([]model.Change, 0, len(all))
+			for _, c := range all {
+				if slices.Contains(lostNamespaces, c.Key.Namespace) {
+					deletes = append(deletes, model.Change{Key: c.Key})
+				} else {
+					keptChanges = append(keptChanges, c)
+				}
+			}
+			before := heapAfterCollection()
+			m := startBenchManager(logger)
+			b.StartTimer()
+			m.load(all)
+			all = nil
+			if len(deletes) > 0 {
+				m.system.Root.Send(m.manager, &zones.Apply{Source: "bench", Changes: deletes})
+				deletes = nil
+				for !m.holdsNone(lostNamespaces, reverseKeys) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			b.StopTimer()
+			after := heapAfterCollection()
+			slack := float64(after.HeapInuse-after.HeapAlloc) - float64(before.HeapInuse-before.HeapAlloc)
+			if handOver {
+				handoff += slack / float64(kept*perNamespace)
+			} else {
+				direct += slack / float64(kept*perNamespace)
+			}
+			runtime.KeepAlive(keptChanges)
+			m.stop()
+			b.StartTimer()
+		}
+	}
+	b.ReportMetric(handoff/float64(b.N), "slack-B/service")
+	b.ReportMetric(direct/float64(b.N), "direct-slack-B/service")
+}
+
+// holdsNone reports whether the manager's zones hold nothing of the
+// namespaces named: their service zones are gone or empty, and none of
+// the reverse zones keyed lists a PTR of theirs.
+func (m *benchManager) holdsNone(namespaces, reverseKeys []string) bool {
+	for _, ns := range namespaces {
+		if slot := m.table.SlotOf(ns + ".svc.cluster.local."); slot != nil {
+			if s := slot.Load(); s != nil && (len(s.Services) > 0 || len(s.Slices) > 0) {
+				return false
+			}
+		}
+	}
+	for _, key := range reverseKeys {
+		if slot := m.table.SlotOf(key); slot != nil && slot.Load() != nil {
+			for _, src := range slot.Load().PTRs {
+				if slices.Contains(namespaces, src.Source.Namespace) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
