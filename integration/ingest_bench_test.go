@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -143,6 +145,9 @@ func TestShardedIngest(t *testing.T) {
 		grow(6)
 	}
 	compare(20000, 0.25)
+	if os.Getenv("SHARDNS_MEMORY") != "0" {
+		leaveUnderLoad(t, cp, rs, cluster, namespaces)
+	}
 
 	if churn == 0 {
 		return // SHARDNS_CHURN=0: memory only
@@ -170,6 +175,56 @@ func TestShardedIngest(t *testing.T) {
 		}
 		t.Logf("churn: 3 replicas, r%d: %s; CPU %.2f × one replica's (target ≤ 0.50: %s), events %.2f × its",
 			i, c, c.cpu/single[0].cpu, verdict, c.events/single[0].events)
+	}
+}
+
+// leaveUnderLoad measures a replica leaving the ring of rs, which it
+// joins last, as a scale-in does: with the deployed lameduck (5 s), it
+// widens its watches to every namespace before leaving (node
+// watchEverything) and answers meanwhile. Its RSS is read every 50 ms
+// until it exits; the replicas staying answer a name of every namespace
+// throughout, until they have loaded its zones, and none may fail.
+func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess, cluster string, namespaces int) {
+	t.Helper()
+	r := startReplicaProcessLameduck(t, cp, fmt.Sprintf("r%d", len(rs)), []string{rs[0].gossip}, 1, cluster, 5*time.Second)
+	all := append(slices.Clone(rs), r)
+	settled(t, all, len(all))
+	handedOver(t, all)
+	// An endpoint's own name in each namespace: one A record, known here
+	// (generateCluster's addresses), whichever replica owns it.
+	names := map[string]string{}
+	for n := range namespaces {
+		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)
+	}
+	l := startLoad(func() []string { return addrs(rs) }, names)
+	pid := r.cmd.Process.Pid
+	before, _ := procMemory(t, pid)
+	peak := before
+	start := time.Now()
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	tick := time.NewTicker(50 * time.Millisecond)
+	for exited := false; !exited; {
+		select {
+		case <-r.done:
+			exited = true
+		case <-tick.C:
+			if rss, _, err := readProcMemory(pid); err == nil {
+				peak = max(peak, rss)
+			}
+		}
+	}
+	tick.Stop()
+	stopped := time.Since(start)
+	settled(t, rs, len(rs))
+	handedOver(t, rs)
+	l.stop.Store(true)
+	l.wg.Wait()
+	t.Logf("leaving: r%d (of %d) exited %.1f s after SIGTERM; RSS %.0f MB before, %.0f MB at most while it widened and left",
+		len(rs), len(all), stopped.Seconds(), before, peak)
+	if l.failed.Load() > 0 {
+		t.Errorf("leaving: %d of %d queries to the replicas staying failed after a retry; e.g. %s", l.failed.Load(), l.asked.Load(), l.example)
+	} else {
+		t.Logf("leaving: %d queries to the replicas staying, none failed", l.asked.Load())
 	}
 }
 

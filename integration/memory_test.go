@@ -149,9 +149,18 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 // procMemory reads VmRSS and RssAnon of pid, in MB.
 func procMemory(t *testing.T, pid int) (rss, anon float64) {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	rss, anon, err := readProcMemory(pid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rss, anon
+}
+
+// readProcMemory is procMemory for a process that may be gone.
+func readProcMemory(pid int) (rss, anon float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		name, value, _ := strings.Cut(line, ":")
@@ -164,7 +173,7 @@ func procMemory(t *testing.T, pid int) (rss, anon float64) {
 		}
 	}
 	if rss == 0 || anon == 0 {
-		t.Fatalf("no VmRSS or RssAnon in /proc/%d/status", pid)
+		return 0, 0, fmt.Errorf("no VmRSS or RssAnon in /proc/%d/status", pid)
 	}
-	return rss, anon
+	return rss, anon, nil
 }
