@@ -91,6 +91,12 @@ func NewRing(self string, members []Member, replication int) *Ring {
 	return r
 }
 
+// Same reports whether o is the same ring as r: the same self,
+// replication and members, each with the same address and state.
+func (r *Ring) Same(o *Ring) bool {
+	return r != nil && o != nil && r.Self == o.Self && r.Replication == o.Replication && slices.Equal(r.Members, o.Members)
+}
+
 // Prospective returns the ring as it will be once member and the other
 // replicas that have not announced themselves yet (Pending) have: r
 // itself when member owns zones already, is found down, or is not a

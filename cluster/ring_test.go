@@ -136,6 +136,29 @@ func TestRingHasOwners(t *testing.T) {
 	}
 }
 
+// Rings of the same members in any order are the same; a member's
+// address or state, another self or replication make another ring.
+func TestRingSame(t *testing.T) {
+	members := []Member{{Name: "r0", Remote: "a:1", Owner: true}, {Name: "r1", Remote: "b:1", Owner: true}}
+	r := NewRing("r0", members, 1)
+	if !r.Same(NewRing("r0", []Member{members[1], members[0]}, 1)) {
+		t.Error("the same members in another order make another ring")
+	}
+	for name, other := range map[string]*Ring{
+		"another self":        NewRing("r1", members, 1),
+		"another replication": NewRing("r0", members, 2),
+		"a member down":       NewRing("r0", []Member{members[0], {Name: "r1", Remote: "b:1", Owner: true, Down: true}}, 1),
+		"a member pending":    NewRing("r0", []Member{members[0], {Name: "r1", Remote: "b:1", Pending: true}}, 1),
+		"another address":     NewRing("r0", []Member{members[0], {Name: "r1", Remote: "b:2", Owner: true}}, 1),
+		"a member fewer":      NewRing("r0", members[:1], 1),
+		"none":                nil,
+	} {
+		if r.Same(other) {
+			t.Errorf("%s: the same ring", name)
+		}
+	}
+}
+
 // A member found down owns nothing: each of its zones goes to the member
 // that came after it in the order, and no other zone moves, so a replica
 // that takes a down member out of its ring only gains zones.

@@ -286,6 +286,13 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 		}
 		return nil
 	})
+	// Each saw the others say they were leaving, and took every object
+	// before it left.
+	for _, r := range rs {
+		if mustMetrics(t, r.http).sum("shardns_kubernetes_sharded_watch") != 0 {
+			t.Errorf("%s left without watching every namespace, though every replica was stopping", r.http)
+		}
+	}
 	for _, r := range rs {
 		for name, ip := range names {
 			if err := answerIs(r.addr, name, ip); err != nil {

@@ -68,6 +68,12 @@ const (
 	// rolePending is a replica that will own zones once its sources
 	// have synced. Releases that knew only '1' and '0' read it as '0'.
 	rolePending memberRole = 'p'
+	// roleLeaving is an owner that is stopping: it owns its zones until
+	// it leaves the ring, and says so first, so that the others stopping
+	// with it know they may be the last (Node.othersStay). Releases that
+	// knew only '1', '0' and 'p' read it as '0', and take its zones over
+	// a little earlier.
+	roleLeaving memberRole = 'l'
 )
 
 // meta is what a process tells the others: its role, and where its actor
@@ -83,6 +89,8 @@ func parseMeta(b []byte) (role memberRole, remoteAddr string) {
 		return roleOwner, addr
 	case string(rune(rolePending)):
 		return rolePending, addr
+	case string(rune(roleLeaving)):
+		return roleLeaving, addr
 	}
 	return roleNone, addr
 }
@@ -183,7 +191,7 @@ func (n *Node) buildRing() *cluster.Ring {
 	for _, m := range members {
 		role, addr := parseMeta(m.Meta)
 		down := m.Name != n.name && n.cluster.liveness.Down(m.Name, addr)
-		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: role == roleOwner,
+		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: role == roleOwner || role == roleLeaving,
 			Pending: role == rolePending, Down: down})
 		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
 			ips = append(ips, ap.Addr())
@@ -260,10 +268,52 @@ func (n *Node) publishRing() {
 		// (watchEverything has the ring published again then).
 		return
 	}
+	if r.Same(n.placed.Load()) {
+		// A member's metadata changed and nothing else (one saying it is
+		// leaving): with sharded watches a ring change replays what the
+		// replica holds, for nothing here.
+		return
+	}
 	n.placed.Store(r)
 	if c := n.core.Load(); c != nil && c.manager != nil {
 		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
 	}
+}
+
+// othersStay reports whether another replica owns zones, is not found
+// down and has not said it is leaving: it takes over this one's zones
+// when this one leaves, listing them from the API server.
+func (n *Node) othersStay() bool {
+	for _, m := range n.cluster.members.Members() {
+		role, addr := parseMeta(m.Meta)
+		if m.Name != n.name && role == roleOwner && !n.cluster.liveness.Down(m.Name, addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastToLeave says, in this replica's metadata, that it is leaving, and
+// waits up to settle for the others' word: it reports true at once when
+// no other replica stays (every replica is stopping, as when the
+// StatefulSet is deleted or scaled to zero), false when one still stays
+// after settle (a scale-in, a rolling restart). Replicas stopped together
+// each see the others say so within the settle, a few gossip rounds.
+func (n *Node) lastToLeave(settle time.Duration) bool {
+	deadline := time.Now().Add(settle)
+	// Waits while the word goes out, as the others' comes in.
+	if err := n.cluster.members.SetMeta(meta(roleLeaving, n.cluster.remoteAddr), settle); err != nil {
+		n.log.Warn("telling the others this replica is leaving", "err", err)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for n.othersStay() {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }
 
 // remoteOf is the actor-remote address of member: from the live ring, or

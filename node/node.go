@@ -415,16 +415,23 @@ func (n *Node) Stop(lameduck time.Duration) {
 }
 
 // watchEverything makes a replica whose Kubernetes watches take only its
-// own namespaces hold every object before it leaves the ring: should every
-// replica be stopping at once, the last ones answer every zone alone (see
+// own namespaces hold every object before it leaves the ring when every
+// replica is stopping at once: the last ones answer every zone alone (see
 // buildRing), from what they hold. It waits for the lists for at most half
-// the lameduck; the replica answers as an owner meanwhile.
+// the lameduck; the replica answers as an owner meanwhile. When other
+// replicas stay (a scale-in, a rolling restart), they take its zones over
+// and it lists nothing: holding the whole cluster took a replica of seven
+// at 20k services from 42 to 232 MB of RSS, more than CoreDNS holds.
 func (n *Node) watchEverything(lameduck time.Duration) {
 	c := n.core.Load()
-	if n.cluster == nil || c == nil || c.kube == nil || lameduck <= 0 || !n.started {
+	if n.cluster == nil || c == nil || c.kube == nil || lameduck <= 0 || !n.started || !n.announcedOwner() {
 		return
 	}
 	start := time.Now()
+	if !n.lastToLeave(min(lameduck/4, 2*time.Second)) {
+		n.log.Info("other replicas stay and take this one's zones over: leaving the ring")
+		return
+	}
 	n.widening.Store(true)
 	defer func() {
 		n.widening.Store(false)
@@ -433,7 +440,7 @@ func (n *Node) watchEverything(lameduck time.Duration) {
 		default: // one is on its way already
 		}
 	}()
-	if _, err := n.system.Root.RequestFuture(c.kube, &zones.WatchEverything{}, lameduck/2).Result(); err != nil {
+	if _, err := n.system.Root.RequestFuture(c.kube, &zones.WatchEverything{}, lameduck/2-time.Since(start)).Result(); err != nil {
 		n.log.Warn("leaving before every object was listed; if every replica is stopping, names of zones this one did not own may fail",
 			"waited", time.Since(start).Round(time.Millisecond))
 		return

@@ -389,6 +389,9 @@ func (s *Source) onWatchEverything(ctx actor.Context) {
 	if !s.wide {
 		s.wide = true
 		s.cfg.Logger.Info("leaving: watching every namespace again, so that this replica can answer every zone alone")
+		if s.cfg.ShardedWatch != nil {
+			s.cfg.ShardedWatch.Set(0) // its watches take every object from now on
+		}
 		ctx.Send(s.cfg.Manager, &zones.IngestWide{}) // before the wide watches' first batch
 		s.reshard(ctx)
 	}
