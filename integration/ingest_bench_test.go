@@ -179,10 +179,10 @@ func TestShardedIngest(t *testing.T) {
 }
 
 // leaveUnderLoad measures a replica leaving the ring of rs, which it
-// joins last, as a scale-in does: with the deployed lameduck (5 s), it
-// widens its watches to every namespace before leaving (node
-// watchEverything) and answers meanwhile. Its RSS is read every 50 ms
-// until it exits; the replicas staying answer a name of every namespace
+// joins last, as a scale-in does, with the deployed lameduck (5 s): the
+// others stay, so it keeps its watches sharded (node watchEverything)
+// and answers through its lameduck. Its RSS is read every 50 ms until it
+// exits; the replicas staying answer a name of every namespace
 // throughout, until they have loaded its zones, and none may fail.
 func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess, cluster string, namespaces int) {
 	t.Helper()
@@ -219,7 +219,7 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess
 	handedOver(t, rs)
 	l.stop.Store(true)
 	l.wg.Wait()
-	t.Logf("leaving: r%d (of %d) exited %.1f s after SIGTERM; RSS %.0f MB before, %.0f MB at most while it widened and left",
+	t.Logf("leaving: r%d (of %d) exited %.1f s after SIGTERM; RSS %.0f MB before, %.0f MB at most while it left",
 		len(rs), len(all), stopped.Seconds(), before, peak)
 	if l.failed.Load() > 0 {
 		t.Errorf("leaving: %d of %d queries to the replicas staying failed after a retry; e.g. %s", l.failed.Load(), l.asked.Load(), l.example)
