@@ -41,23 +41,9 @@ func BenchmarkLoadShareSlack(b *testing.B) {
 			continue
 		}
 		held++
-		ns := fmt.Sprintf("bench%d", i%namespaces)
-		svc := &model.Service{Namespace: ns, Name: fmt.Sprintf("svc%d", i), Type: model.ServiceClusterIP,
-			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
-		if i%10 < 7 {
-			ip := uint32(i) * 7919 % 65536
-			svc.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(ip >> 8), byte(ip)})}
-		}
-		slice := &model.EndpointSlice{Namespace: ns, Name: svc.Name + "-1", ServiceName: svc.Name,
-			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
-		for e := range 10 {
-			slice.Endpoints = append(slice.Endpoints, model.Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
-				Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, byte(200 + i/2500), byte(i / 10 % 250), byte(i%10*20 + e + 1)})}})
-		}
-		for _, obj := range []interface{ Key() model.Key }{svc, slice} {
-			frozen, _ := model.Freeze(obj) // as the Kubernetes source sends them
-			changes = append(changes, model.Change{Key: obj.Key(), Object: frozen})
-		}
+		changes = append(changes, benchService(fmt.Sprintf("bench%d", i%namespaces), fmt.Sprintf("svc%d", i), i, func(e int) netip.Addr {
+			return netip.AddrFrom4([4]byte{10, byte(200 + i/2500), byte(i / 10 % 250), byte(i%10*20 + e + 1)})
+		})...)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var live, slack, fillable, topClass float64
@@ -86,6 +72,32 @@ func BenchmarkLoadShareSlack(b *testing.B) {
 	b.ReportMetric(slack/float64(held), "slack-B/service")
 	b.ReportMetric(100*fillable, "fillable-%")
 	b.ReportMetric(100*topClass, "top-class-%")
+}
+
+// benchService returns what a list brings of service i of the ingest
+// bench, named name in namespace ns: its Service (a cluster IP in
+// 10.96.0.0/16 for 7 in 10, headless otherwise) and an EndpointSlice of
+// ten ready endpoints at addr(0)…addr(9), frozen as the Kubernetes source
+// sends them.
+func benchService(ns, name string, i int, addr func(e int) netip.Addr) []model.Change {
+	svc := &model.Service{Namespace: ns, Name: name, Type: model.ServiceClusterIP,
+		Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	if i%10 < 7 {
+		ip := uint32(i) * 7919 % 65536
+		svc.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(ip >> 8), byte(ip)})}
+	}
+	slice := &model.EndpointSlice{Namespace: ns, Name: name + "-1", ServiceName: name,
+		Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	for e := range 10 {
+		slice.Endpoints = append(slice.Endpoints, model.Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
+			Addresses: []netip.Addr{addr(e)}})
+	}
+	var changes []model.Change
+	for _, obj := range []interface{ Key() model.Key }{svc, slice} {
+		frozen, _ := model.Freeze(obj)
+		changes = append(changes, model.Change{Key: obj.Key(), Object: frozen})
+	}
+	return changes
 }
 
 // heapAfterCollection collects and returns the heap's statistics.
@@ -157,24 +169,9 @@ func BenchmarkHandoffSlack(b *testing.B) {
 	changesOf := func(ns int) []model.Change {
 		var changes []model.Change
 		for s := range perNamespace {
-			i := ns*perNamespace + s
-			name := fmt.Sprintf("bench%d", ns)
-			svc := &model.Service{Namespace: name, Name: fmt.Sprintf("svc%d", s), Type: model.ServiceClusterIP,
-				Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
-			if s%10 < 7 {
-				ip := uint32(i) * 7919 % 65536
-				svc.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(ip >> 8), byte(ip)})}
-			}
-			slice := &model.EndpointSlice{Namespace: name, Name: svc.Name + "-1", ServiceName: svc.Name,
-				Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
-			for e := range 10 {
-				slice.Endpoints = append(slice.Endpoints, model.Endpoint{Ready: true, Hostname: fmt.Sprintf("host-%d", e),
-					Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, byte(200 + s/25), byte(ns), byte(s%25*10 + e + 1)})}})
-			}
-			for _, obj := range []interface{ Key() model.Key }{svc, slice} {
-				frozen, _ := model.Freeze(obj)
-				changes = append(changes, model.Change{Key: obj.Key(), Object: frozen})
-			}
+			changes = append(changes, benchService(fmt.Sprintf("bench%d", ns), fmt.Sprintf("svc%d", s), ns*perNamespace+s, func(e int) netip.Addr {
+				return netip.AddrFrom4([4]byte{10, byte(200 + s/25), byte(ns), byte(s%25*10 + e + 1)})
+			})...)
 		}
 		return changes
 	}
