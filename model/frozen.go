@@ -20,8 +20,14 @@ import (
 // The identity (namespace, name, resourceVersion) is not encoded: its
 // holder keeps it, and gives it back to Thaw. The encoding is private to
 // the process: varints, length-prefixed strings, and addresses as a
-// length byte and 4 or 16 bytes.
+// length byte and 4 or 16 bytes. Replicas also hand zones to each other
+// in it (wire.ZoneState), so any change to it must change FrozenFormat.
 type Frozen string
+
+// FrozenFormat is the version of Frozen's encoding. A replica refuses a
+// zone handed over in another: a rolling upgrade that changes the
+// encoding then loads gained zones from the API server only.
+const FrozenFormat = 1
 
 // errFrozen reports a frozen object that cannot be decoded; only a bug
 // can make one, since the process wrote it.

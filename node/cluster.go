@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/miekg/dns"
@@ -35,6 +36,7 @@ type clusterState struct {
 	remote     *remote.Remote
 	remoteAddr string // advertised host:port of actor remote
 	dispatch   *dispatch.Client
+	handoff    *dispatch.Handoff // hands zones to replicas that gain them
 	members    *membership.Membership
 	announced  chan struct{} // closed once this replica owns zones
 
@@ -139,6 +141,16 @@ func (n *Node) startCluster() error {
 		}
 		return nil, nil // starting, or node-local: no zone is served here
 	}, func(zoneKey string) { c.suspectOwnersBefore(n.ring.Load(), zoneKey) }, n.metrics.Cluster.MailboxDropped)
+	if err != nil {
+		c.stopLiveness(n.system)
+		return err
+	}
+	c.handoff, err = dispatch.StartHandoff(n.system, func() *actor.PID {
+		if core := n.core.Load(); core != nil {
+			return core.manager // nil in a node-local process: nothing to hand over
+		}
+		return nil
+	}, n.metrics.Cluster.MailboxDropped)
 	if err != nil {
 		c.stopLiveness(n.system)
 		return err
@@ -274,7 +286,7 @@ func (n *Node) publishRing() {
 		// replica holds, for nothing here.
 		return
 	}
-	n.placed.Store(r)
+	n.replaced.Store(n.placed.Swap(r))
 	if c := n.core.Load(); c != nil && c.manager != nil {
 		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
 	}
@@ -317,11 +329,13 @@ func (n *Node) lastToLeave(settle time.Duration) bool {
 }
 
 // remoteOf is the actor-remote address of member: from the live ring, or
-// else from the ring the zone manager placed zones by. A replica widening
-// its watches before it leaves keeps placing zones by the ring it had,
-// and the replicas that left meanwhile answer in their lameduck.
+// else from the ring the zone manager placed zones by, or the one before.
+// A replica widening its watches before it leaves keeps placing zones by
+// the ring it had, a replica loading zones it gained from one that left
+// asks that one for them meanwhile, and replicas that left answer in
+// their lameduck.
 func (n *Node) remoteOf(member string) (string, bool) {
-	for _, r := range []*cluster.Ring{n.ring.Load(), n.placed.Load()} {
+	for _, r := range []*cluster.Ring{n.ring.Load(), n.placed.Load(), n.replaced.Load()} {
 		if r == nil {
 			continue
 		}

@@ -138,6 +138,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
 		OnGrace:      func(zones int) { m.Cluster.ZonesInGrace.Set(float64(zones)) },
 		OnReleasing:  memory.loading, OnSettled: memory.release, OnChanges: memory.changed, Interest: interest,
+		FetchZone: sharding.fetch,
 	}))
 	c.manager = manager
 	if initial != nil {
@@ -172,6 +173,7 @@ type coreSharding struct {
 	ring    *cluster.Ring
 	cluster *query.Cluster
 	live    *atomic.Pointer[cluster.Ring] // the ring as it changes
+	fetch   zones.FetchZone               // loads a gained zone from a replica that held it
 }
 
 // handler is the query handler of this core for one listener; server is

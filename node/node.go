@@ -83,6 +83,10 @@ type Node struct {
 	// sends questions to its members, which may have left the live ring
 	// since (see publishRing) yet still answer through their lameduck.
 	placed atomic.Pointer[cluster.Ring]
+	// replaced is the ring placed before that one: a zone gained from a
+	// replica that left is asked of it while it loads here, and in its
+	// lameduck that replica still answers (and hands it over).
+	replaced atomic.Pointer[cluster.Ring]
 
 	stopWatch chan struct{}
 	reloadNow chan struct{}
@@ -280,7 +284,11 @@ func (n *Node) Ready() bool {
 
 // sharding is what a new core needs from the cluster.
 func (n *Node) sharding(cfg *config.Config) coreSharding {
-	return coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring}
+	s := coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring}
+	if n.cluster != nil {
+		s.fetch = n.cluster.handoff.Fetch
+	}
+	return s
 }
 
 // debugRing reports the members and, for every zone known here, its owners.

@@ -1,5 +1,6 @@
 // Package dispatch carries queries for zones held by other replicas over
-// protoactor-go remote.
+// protoactor-go remote, and hands zones' state between replicas
+// (handoff.go).
 //
 // Every replica runs a server actor named "dispatch" that answers a
 // wire.ZoneQuery from the zones it serves, in place, with the packed
@@ -171,7 +172,9 @@ func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtyp
 // before it reaches an actor.
 func Routes() map[string]string {
 	return map[string]string{
-		ServerName:  string((&wire.ZoneQuery{}).ProtoReflect().Descriptor().FullName()),
-		repliesName: string((&wire.ZoneReply{}).ProtoReflect().Descriptor().FullName()),
+		ServerName:         string((&wire.ZoneQuery{}).ProtoReflect().Descriptor().FullName()),
+		repliesName:        string((&wire.ZoneReply{}).ProtoReflect().Descriptor().FullName()),
+		HandoffName:        string((&wire.ZoneStateRequest{}).ProtoReflect().Descriptor().FullName()),
+		handoffRepliesName: string((&wire.ZoneState{}).ProtoReflect().Descriptor().FullName()),
 	}
 }

@@ -62,6 +62,10 @@ type Config struct {
 	// OnChanges is told how many live changes (not replays) each batch
 	// brought, once every source has synced; may be nil.
 	OnChanges func(n int)
+	// FetchZone loads a zone from another replica that holds it: with
+	// sharded watches, a gained zone the sources do not list loads from
+	// the replicas that held it (handoff.go). Nil: only from the sources.
+	FetchZone FetchZone
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.
@@ -107,6 +111,7 @@ type Manager struct {
 	// reportedGrace is the size of grace OnGrace was last told.
 	reportedGrace int
 	replay        replayState
+	handoff       handoffState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
 	placementStale bool
@@ -141,6 +146,8 @@ func newManager(cfg Config) *Manager {
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
 		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
+		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
+			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}},
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
@@ -183,6 +190,12 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onPublishPlacement()
 	case *zoneRestarted:
 		m.onZoneRestarted(ctx, msg)
+	case *SourceStalled, *fetchGained:
+		m.fetchGained(ctx)
+	case *peerState:
+		m.onPeerState(ctx, msg)
+	case *ExportZone:
+		m.onExportZone(ctx, msg)
 	}
 	m.installSlots()
 	m.reportGrace()
@@ -287,6 +300,10 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 }
 
 func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
+	if msg.tag&peerTag != 0 {
+		m.onPeerBarrierDone(msg)
+		return
+	}
 	if msg.tag != 0 {
 		m.onReplayBarrierDone(ctx, msg)
 		return
@@ -311,9 +328,10 @@ func (m *Manager) settled() {
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
-	if msg.Replay == 0 && m.synced && m.cfg.OnChanges != nil {
+	if msg.Replay == 0 && m.synced && m.cfg.OnChanges != nil && msg.Source != peerSource {
 		m.cfg.OnChanges(len(msg.Changes))
 	}
+	m.confirm(msg)
 	batches := map[string]*zoneApply{}
 	batch := func(key string) *zoneApply {
 		b := batches[key]

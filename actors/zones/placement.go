@@ -2,6 +2,7 @@ package zones
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,6 +47,7 @@ func (m *Manager) owns(key string) bool {
 }
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
+	old := m.ring
 	m.ring = msg.Ring
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
 	var gained []string
@@ -77,6 +79,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	} else if m.replay.keys == nil {
 		m.setLoaded(true) // nothing is loading, whatever the node assumed
 	}
+	m.noteGained(ctx, old)
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
 	}
@@ -136,22 +139,23 @@ func (m *Manager) replayBarrier(ctx actor.Context) {
 		}
 	}
 	if m.replay.pending == 0 {
-		m.finishReplay()
+		m.finishReplay(ctx)
 	}
 }
 
-func (m *Manager) onReplayBarrierDone(_ actor.Context, msg *barrierDone) {
+func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
 	if msg.tag != m.replay.id || !m.replay.keys[msg.key] {
 		return
 	}
 	m.replay.pending--
 	if m.replay.pending == 0 && len(m.replay.waiting) == 0 {
-		m.finishReplay()
+		m.finishReplay(ctx)
 	}
 }
 
-// finishReplay shows the loaded zones to queries.
-func (m *Manager) finishReplay() {
+// finishReplay shows the loaded zones to queries, and deletes what other
+// replicas handed over that the sources no longer hold.
+func (m *Manager) finishReplay(ctx actor.Context) {
 	m.settled() // first, so whoever sees the zones loaded sees the release asked for
 	m.addSlots()
 	for key := range m.replay.keys {
@@ -170,7 +174,9 @@ func (m *Manager) finishReplay() {
 	}
 	m.replay.keys = nil
 	m.setLoaded(true)
+	m.pruneGained()
 	m.publishPlacement()
+	m.dropUnconfirmed(ctx)
 }
 
 // reportGainLoaded reports how long the zones a ring change gained took
@@ -308,6 +314,14 @@ func (m *Manager) publishPlacement() {
 		order := []string{}
 		for _, name := range m.ring.Order(key) {
 			if name != m.cfg.Self {
+				order = append(order, name)
+			}
+		}
+		// A zone gained and loading here is also asked of the replicas
+		// that held it: one that left the ring still answers it in its
+		// lameduck, the others through their grace.
+		for _, name := range m.handoff.from[key].holders {
+			if !slices.Contains(order, name) {
 				order = append(order, name)
 			}
 		}

@@ -94,7 +94,9 @@ func (z *zoneActor) onRebuild(msg *rebuild) {
 // publishes; earlier barriers wait for it.
 func (z *zoneActor) onBarrier(ctx actor.Context, msg *barrier) {
 	if z.rebuilding != 0 {
-		if msg.tag < z.rebuilding {
+		// A peer's barrier (handoff.go) shows the zone, so it waits for
+		// the rebuild like an older replay's.
+		if msg.tag < z.rebuilding || msg.tag&peerTag != 0 {
 			z.owed = append(z.owed, msg.tag)
 			return
 		}

@@ -105,6 +105,8 @@ func (z *zoneActor) handle(ctx actor.Context, msg any) {
 		}
 	case *rebuild:
 		z.onRebuild(msg)
+	case *ExportZone:
+		z.onExport(ctx, msg)
 	}
 }
 

@@ -157,6 +157,222 @@ func (x *ZoneReply) GetMsg() []byte {
 	return nil
 }
 
+// ZoneStateRequest asks a replica that holds zone for the objects its
+// records are built from, one page at a time: a replica that gains a zone
+// while the API server cannot list it loads it from one that held it.
+// Pages follow the order (kind, name); after_kind and after_name are the
+// last object of the previous page (zero and empty for the first).
+type ZoneStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Zone          string                 `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"`
+	AfterKind     uint32                 `protobuf:"varint,3,opt,name=after_kind,json=afterKind,proto3" json:"after_kind,omitempty"`
+	AfterName     string                 `protobuf:"bytes,4,opt,name=after_name,json=afterName,proto3" json:"after_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ZoneStateRequest) Reset() {
+	*x = ZoneStateRequest{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ZoneStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ZoneStateRequest) ProtoMessage() {}
+
+func (x *ZoneStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ZoneStateRequest.ProtoReflect.Descriptor instead.
+func (*ZoneStateRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ZoneStateRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ZoneStateRequest) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ZoneStateRequest) GetAfterKind() uint32 {
+	if x != nil {
+		return x.AfterKind
+	}
+	return 0
+}
+
+func (x *ZoneStateRequest) GetAfterName() string {
+	if x != nil {
+		return x.AfterName
+	}
+	return ""
+}
+
+// ZoneState answers a ZoneStateRequest with one page.
+type ZoneState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// held is false when the replica does not hold the zone complete (it
+	// never did, has released it, or is still loading it).
+	Held bool `protobuf:"varint,2,opt,name=held,proto3" json:"held,omitempty"`
+	// format is the version of the objects' encoding (model.FrozenFormat):
+	// a replica refuses a state in an encoding it does not read.
+	Format  uint32        `protobuf:"varint,3,opt,name=format,proto3" json:"format,omitempty"`
+	Objects []*ZoneObject `protobuf:"bytes,4,rep,name=objects,proto3" json:"objects,omitempty"`
+	// done says this page is the last.
+	Done          bool `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ZoneState) Reset() {
+	*x = ZoneState{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ZoneState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ZoneState) ProtoMessage() {}
+
+func (x *ZoneState) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ZoneState.ProtoReflect.Descriptor instead.
+func (*ZoneState) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ZoneState) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ZoneState) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *ZoneState) GetFormat() uint32 {
+	if x != nil {
+		return x.Format
+	}
+	return 0
+}
+
+func (x *ZoneState) GetObjects() []*ZoneObject {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+func (x *ZoneState) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+// ZoneObject is one Service, EndpointSlice or Pod of a zone's namespace.
+type ZoneObject struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // model.Kind
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Frozen        []byte                 `protobuf:"bytes,3,opt,name=frozen,proto3" json:"frozen,omitempty"` // model.Frozen
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ZoneObject) Reset() {
+	*x = ZoneObject{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ZoneObject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ZoneObject) ProtoMessage() {}
+
+func (x *ZoneObject) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ZoneObject.ProtoReflect.Descriptor instead.
+func (*ZoneObject) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ZoneObject) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *ZoneObject) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ZoneObject) GetFrozen() []byte {
+	if x != nil {
+		return x.Frozen
+	}
+	return nil
+}
+
 var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
@@ -170,7 +386,25 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\tZoneReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06served\x18\x02 \x01(\bR\x06served\x12\x10\n" +
-	"\x03msg\x18\x03 \x01(\fR\x03msgB)Z'github.com/shardns/shardns/cluster/wireb\x06proto3"
+	"\x03msg\x18\x03 \x01(\fR\x03msg\"t\n" +
+	"\x10ZoneStateRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x1d\n" +
+	"\n" +
+	"after_kind\x18\x03 \x01(\rR\tafterKind\x12\x1d\n" +
+	"\n" +
+	"after_name\x18\x04 \x01(\tR\tafterName\"\x92\x01\n" +
+	"\tZoneState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04held\x18\x02 \x01(\bR\x04held\x12\x16\n" +
+	"\x06format\x18\x03 \x01(\rR\x06format\x125\n" +
+	"\aobjects\x18\x04 \x03(\v2\x1b.shardns.wire.v1.ZoneObjectR\aobjects\x12\x12\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done\"L\n" +
+	"\n" +
+	"ZoneObject\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06frozen\x18\x03 \x01(\fR\x06frozenB)Z'github.com/shardns/shardns/cluster/wireb\x06proto3"
 
 var (
 	file_cluster_wire_wire_proto_rawDescOnce sync.Once
@@ -184,17 +418,21 @@ func file_cluster_wire_wire_proto_rawDescGZIP() []byte {
 	return file_cluster_wire_wire_proto_rawDescData
 }
 
-var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_cluster_wire_wire_proto_goTypes = []any{
-	(*ZoneQuery)(nil), // 0: shardns.wire.v1.ZoneQuery
-	(*ZoneReply)(nil), // 1: shardns.wire.v1.ZoneReply
+	(*ZoneQuery)(nil),        // 0: shardns.wire.v1.ZoneQuery
+	(*ZoneReply)(nil),        // 1: shardns.wire.v1.ZoneReply
+	(*ZoneStateRequest)(nil), // 2: shardns.wire.v1.ZoneStateRequest
+	(*ZoneState)(nil),        // 3: shardns.wire.v1.ZoneState
+	(*ZoneObject)(nil),       // 4: shardns.wire.v1.ZoneObject
 }
 var file_cluster_wire_wire_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: shardns.wire.v1.ZoneState.objects:type_name -> shardns.wire.v1.ZoneObject
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_cluster_wire_wire_proto_init() }
@@ -208,7 +446,7 @@ func file_cluster_wire_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_wire_wire_proto_rawDesc), len(file_cluster_wire_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -239,6 +239,7 @@ func (s *Source) reshard(ctx actor.Context) {
 	}
 	done := make(chan struct{})
 	s.waveDone = done
+	s.watchStall(done, synced)
 	root, self, stop := ctx.ActorSystem().Root, ctx.Self(), s.stop
 	s.wg.Go(func() {
 		until := make(chan struct{})
@@ -253,6 +254,55 @@ func (s *Source) reshard(ctx actor.Context) {
 			root.Send(self, &shardsSynced{wave: wave})
 		}
 	})
+}
+
+// stallProbe is how long a wave's lists may take before the source asks
+// whether the API server answers at all, and how long it waits for that
+// answer.
+const stallProbe = 500 * time.Millisecond
+
+// watchStall tells the zone manager when the lists of a wave do not come
+// because the API server does not answer (zones.SourceStalled): the zones
+// the wave's namespaces gained then load from the replicas that held
+// them. A reflector retries a refused list without a word (its error
+// handler is not called), so the source asks the API server's /readyz
+// itself at once, then every stallProbe until the wave has synced or a
+// newer one started (done).
+func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced) {
+	root, manager, rc, stop := s.root, s.cfg.Manager, s.cfg.Client.core, s.stop
+	s.wg.Go(func() {
+		tick := time.NewTicker(stallProbe)
+		defer tick.Stop()
+		for {
+			if allSynced(synced) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), stallProbe)
+			err := rc.Get().AbsPath("/readyz").Do(ctx).Error()
+			cancel()
+			if err != nil {
+				root.Send(manager, &zones.SourceStalled{Source: SourceName})
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// allSynced reports whether every one of synced has.
+func allSynced(synced []cache.InformerSynced) bool {
+	for _, f := range synced {
+		if !f() {
+			return false
+		}
+	}
+	return true
 }
 
 // watchRanges are the hash ranges that select namespaces among all. A

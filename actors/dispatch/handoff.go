@@ -1,0 +1,181 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/cluster/wire"
+	"github.com/shardns/shardns/model"
+)
+
+// Zone handoff: a replica that gains a zone its sources cannot list asks a
+// replica that held it for the zone's objects (see the zones package's
+// handoff.go). Every replica runs a server actor named "handoff" that
+// takes a wire.ZoneStateRequest, asks its zone manager for one page of the
+// zone (zones.ExportZone), and answers with a wire.ZoneState; the asking
+// side reads the pages in turn through its "handoff-replies" actor. A page
+// holds at most StatePageBytes of objects, so that no remote message
+// nears gRPC's 4 MB limit, whatever a zone holds and however many pages
+// protoactor-go batches into one message.
+
+// Actor names of the handoff, the same on every replica.
+const (
+	HandoffName        = "handoff"
+	handoffRepliesName = "handoff-replies"
+)
+
+// StatePageBytes bounds the encoded objects of one page.
+const StatePageBytes = 256 << 10
+
+// exportTimeout bounds the wait for the zone manager's page.
+const exportTimeout = 5 * time.Second
+
+// maxStatePages bounds the pages of one zone a replica reads: 4 GB of
+// objects, far beyond any zone, so that a peer answering pages for ever
+// cannot hold a load for ever.
+const maxStatePages = 16384
+
+// Exporter gives the handoff server the zone manager to ask: nil while
+// none runs (starting, or a node-local process).
+type Exporter func() *actor.PID
+
+// handoffServer answers ZoneStateRequest messages.
+type handoffServer struct{ manager Exporter }
+
+func (s *handoffServer) Receive(ctx actor.Context) {
+	q, ok := ctx.Message().(*wire.ZoneStateRequest)
+	if !ok || ctx.Sender() == nil {
+		return
+	}
+	reply := &wire.ZoneState{Id: q.Id, Format: model.FrozenFormat}
+	manager := s.manager()
+	if manager == nil || q.AfterKind > 0xFF {
+		ctx.Respond(reply)
+		return
+	}
+	// The manager answers from its zone's actor: wait for it off this
+	// actor, which keeps taking requests.
+	f := ctx.RequestFuture(manager, &zones.ExportZone{Key: q.Zone, AfterKind: model.Kind(q.AfterKind),
+		AfterName: q.AfterName, MaxBytes: StatePageBytes}, exportTimeout)
+	root, sender := ctx.ActorSystem().Root, ctx.Sender()
+	go func() {
+		if res, err := f.Result(); err == nil {
+			if page, ok := res.(*zones.ZoneExport); ok && page.Held {
+				reply.Held, reply.Done = true, page.Done
+				reply.Objects = make([]*wire.ZoneObject, len(page.Objects))
+				for i, o := range page.Objects {
+					reply.Objects[i] = &wire.ZoneObject{Kind: uint32(o.Kind), Name: o.Name, Frozen: []byte(o.Frozen)}
+				}
+			}
+		}
+		root.Send(sender, reply)
+	}()
+}
+
+// Handoff reads zones from other replicas. It is safe for concurrent use.
+type Handoff struct {
+	system  *actor.ActorSystem
+	replies *actor.PID
+	pending sync.Map // id → chan *wire.ZoneState
+	nextID  atomic.Uint64
+}
+
+// StartHandoff spawns the handoff server and its reply actor on system,
+// which must have remote started. dropped counts, by mailbox, the
+// messages their full mailboxes dropped.
+func StartHandoff(system *actor.ActorSystem, manager Exporter, dropped *prometheus.CounterVec) (*Handoff, error) {
+	h := &Handoff{system: system}
+	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &handoffServer{manager: manager}
+	}, actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(HandoffName)))), HandoffName); err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(h.receive,
+		actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(handoffRepliesName)))), handoffRepliesName)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	h.replies = pid
+	return h, nil
+}
+
+func (h *Handoff) receive(ctx actor.Context) {
+	r, ok := ctx.Message().(*wire.ZoneState)
+	if !ok {
+		return
+	}
+	if ch, ok := h.pending.LoadAndDelete(r.Id); ok {
+		ch.(chan *wire.ZoneState) <- r // buffered: never blocks
+	}
+}
+
+// Fetch reads zone key, of namespace, from the replica whose actor remote
+// listens on remoteAddr, page after page, until ctx ends: the changes that
+// build the zone, each object checked to decode. It implements
+// zones.FetchZone.
+func (h *Handoff) Fetch(ctx context.Context, remoteAddr, key, namespace string) ([]model.Change, error) {
+	var changes []model.Change
+	var afterKind model.Kind
+	afterName := ""
+	for range maxStatePages {
+		page, err := h.page(ctx, remoteAddr, &wire.ZoneStateRequest{Zone: key, AfterKind: uint32(afterKind), AfterName: afterName})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Objects {
+			kind, f := model.Kind(o.Kind), model.Frozen(o.Frozen)
+			if cmp.Or(cmp.Compare(kind, afterKind), cmp.Compare(o.Name, afterName)) <= 0 {
+				return nil, fmt.Errorf("handoff: %s from %s: objects out of order at %s", key, remoteAddr, o.Name)
+			}
+			afterKind, afterName = kind, o.Name
+			switch kind {
+			case model.KindService, model.KindEndpointSlice, model.KindPod:
+			default:
+				return nil, fmt.Errorf("handoff: %s from %s: object %s of kind %d", key, remoteAddr, o.Name, o.Kind)
+			}
+			if f.Kind() != kind || o.Name == "" {
+				return nil, fmt.Errorf("handoff: %s from %s: object %q is not a %s", key, remoteAddr, o.Name, kind)
+			}
+			if _, err := f.Thaw(namespace, o.Name, ""); err != nil {
+				return nil, fmt.Errorf("handoff: %s from %s: object %s: %w", key, remoteAddr, o.Name, err)
+			}
+			changes = append(changes, model.Change{Key: model.Key{Kind: kind, Namespace: namespace, Name: o.Name}, Object: f})
+		}
+		if page.Done {
+			return changes, nil
+		}
+		if len(page.Objects) == 0 {
+			return nil, fmt.Errorf("handoff: %s from %s: an empty page that is not the last", key, remoteAddr)
+		}
+	}
+	return nil, fmt.Errorf("handoff: %s from %s: more than %d pages", key, remoteAddr, maxStatePages)
+}
+
+// page asks for one page and waits for it until ctx ends.
+func (h *Handoff) page(ctx context.Context, remoteAddr string, q *wire.ZoneStateRequest) (*wire.ZoneState, error) {
+	q.Id = h.nextID.Add(1)
+	ch := make(chan *wire.ZoneState, 1)
+	h.pending.Store(q.Id, ch)
+	defer h.pending.Delete(q.Id)
+	h.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, HandoffName), q, h.replies)
+	select {
+	case r := <-ch:
+		switch {
+		case !r.Held:
+			return nil, fmt.Errorf("handoff: %s from %s: %w", q.Zone, remoteAddr, zones.ErrNotHeld)
+		case r.Format != model.FrozenFormat:
+			return nil, fmt.Errorf("handoff: %s answered in encoding %d, this replica reads %d", remoteAddr, r.Format, model.FrozenFormat)
+		}
+		return r, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("handoff: %s from %s: %w", q.Zone, remoteAddr, ctx.Err())
+	}
+}
