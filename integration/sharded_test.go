@@ -243,6 +243,71 @@ func TestShardedWatchesFallBack(t *testing.T) {
 	}
 }
 
+// A replica that leaves (a scale-in, a rolling restart) while the API
+// server is down hands its zones over: the one that stays cannot list
+// them, so it loads them from the leaving replica during its lameduck, and
+// answers every name and reverse name after that one is gone. Queries sent
+// throughout all succeed; once the API server is back, the names are the
+// API server's again.
+func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
+	cp := kubeapi.Start(t)
+	names := webNamespaces(t, cp, "handover", 8)
+	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
+	b := startReplicaProcessLameduck(t, cp, "r1", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 4*time.Second)
+	settled(t, []*replicaProcess{a, b}, 2)
+	for name, ip := range names {
+		if err := answerIs(a.addr, name, ip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ring := cluster.NewRing("", []cluster.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}}, 1)
+	gained := 0
+	for name := range names {
+		if ring.Owns("r1", strings.TrimPrefix(name, "web.")) {
+			gained++
+		}
+	}
+	if gained == 0 || gained == len(names) {
+		t.Fatalf("r1 owns %d of %d namespaces: the test checks nothing", gained, len(names))
+	}
+
+	cp.StopAPIServer(t)
+	l := startLoad(func() []string { return []string{a.addr} }, names)
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("r1 did not exit within 30 s of SIGTERM")
+	}
+	// r1 is gone and the API server down: only what r1 handed over can
+	// answer its namespaces now.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		for name, ip := range names {
+			if err := answerIs(a.addr, name, ip); err != nil {
+				t.Fatalf("after r1 left, with the API server down: %v", err)
+			}
+			if err := pointsTo(a.addr, ip, name); err != nil {
+				t.Fatalf("after r1 left, with the API server down: %v", err)
+			}
+		}
+	}
+	l.finish(t, "a replica leaving while the API server is down")
+	cp.StartAPIServer(t)
+	created := webNamespaces(t, cp, "handover-later", 2)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for _, set := range []map[string]string{names, created} {
+			for name, ip := range set {
+				if err := answerIs(a.addr, name, ip); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // A replica that gains namespaces while the API server is down cannot list
 // them: until it can, their names get SERVFAIL, never NXDOMAIN or a wrong
 // answer, and its own keep answering. Once the API server is back, every
