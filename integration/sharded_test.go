@@ -243,6 +243,46 @@ func TestShardedWatchesFallBack(t *testing.T) {
 	}
 }
 
+// A namespace without objects has no zone on any replica: its names are
+// NXDOMAIN from every replica, as CoreDNS answers them (the search-path
+// names of its pods among them), whichever replica owns it.
+func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	full := webNamespaces(t, cp, "hasweb", 2)
+	ring := cluster.NewRing("", []cluster.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}}, 1)
+	var empty []string
+	owners := map[string]int{}
+	for i := range 8 {
+		ns := fmt.Sprintf("noservices%d", i)
+		mkNamespace(t, cp.Client, ns, nil)
+		empty = append(empty, ns)
+		owners[ring.Order(ns + ".svc.cluster.local.")[0]]++
+	}
+	if owners["r0"] == 0 || owners["r1"] == 0 {
+		t.Fatalf("owners of the empty namespaces %v: the test checks one replica only", owners)
+	}
+	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
+	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
+	settled(t, []*replicaProcess{a, b}, 2)
+	for _, r := range []*replicaProcess{a, b} {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			for name, ip := range full {
+				if err := answerIs(r.addr, name, ip); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for _, ns := range empty {
+			for _, name := range []string{"web." + ns + ".svc.cluster.local.", "api.github.com." + ns + ".svc.cluster.local."} {
+				if err := nxdomain(r.addr, name); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+}
+
 // A replica that leaves (a scale-in, a rolling restart) while the API
 // server is down hands its zones over: the one that stays cannot list
 // them, so it loads them from the leaving replica during its lameduck, and

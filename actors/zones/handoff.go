@@ -124,22 +124,31 @@ type peerState struct {
 // gave this replica with sharded watches, the replicas that held it: if
 // the sources do not list it, it loads from them.
 func (m *Manager) noteGained(ctx actor.Context, old *cluster.Ring) {
-	if m.cfg.FetchZone == nil || !m.sharded || m.wide || old == nil || m.ring == nil || !m.synced {
+	if !m.sharded || m.wide || old == nil || m.ring == nil || !m.synced {
 		return
 	}
+	fetch := false
 	for ns := range m.namespaces {
 		for _, key := range m.namespaceKeys(ns) {
 			if m.children[key] != nil || !m.owns(key) || old.Owns(m.cfg.Self, key) {
 				continue
 			}
-			if names, remotes := holders(m.cfg.Self, key, old, m.ring); len(remotes) > 0 {
-				m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
-			}
+			names, remotes := holders(m.cfg.Self, key, old, m.ring)
+			m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
+			fetch = fetch || len(remotes) > 0
 		}
 	}
-	if len(m.handoff.from) > 0 {
+	if fetch && m.cfg.FetchZone != nil {
 		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace/3, ctx.Self(), &fetchGained{})
 	}
+}
+
+// gaining reports whether key is a namespace zone a ring change gave this
+// replica that has not loaded yet: its names are not this replica's to
+// deny until it has.
+func (m *Manager) gaining(key string) bool {
+	_, gained := m.handoff.from[key]
+	return gained && m.loadingGained(key)
 }
 
 // holders lists the replicas that owned key in ring old, then its other
@@ -194,11 +203,14 @@ func (m *Manager) fetchGained(ctx actor.Context) {
 		zone gainedZone
 	}
 	var jobs []job
+	if m.cfg.FetchZone == nil {
+		return
+	}
 	for key, g := range m.handoff.from {
 		switch {
 		case !m.loadingGained(key):
 			delete(m.handoff.from, key)
-		case !m.handoff.fetching[key]:
+		case len(g.remotes) > 0 && !m.handoff.fetching[key]:
 			m.handoff.fetching[key] = true
 			jobs = append(jobs, job{key, g})
 		}
@@ -242,9 +254,13 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		delete(m.handoff.from, msg.key)
 		return
 	}
-	delete(m.handoff.from, msg.key)
 	if msg.err != nil {
-		m.schedulePlacement(ctx) // its questions no longer go to those replicas
+		// Still loading, from the sources alone: its questions no
+		// longer go to those replicas.
+		m.handoff.from[msg.key] = gainedZone{namespace: g.namespace}
+		m.schedulePlacement(ctx)
+	} else {
+		delete(m.handoff.from, msg.key)
 	}
 	switch {
 	case errors.Is(msg.err, ErrNotHeld):

@@ -332,12 +332,16 @@ func (m *Manager) publishPlacement() {
 	}
 	if m.sharded {
 		// The zones of namespaces other replicas own are not known here:
-		// every namespace's may exist.
+		// every namespace's may exist. One this replica owns and holds no
+		// zone of has no object: its names are NXDOMAIN here, as without
+		// sharding, unless it was just gained and its objects are still
+		// to come.
 		for ns := range m.namespaces {
 			for _, key := range m.namespaceKeys(ns) {
-				if _, known := p[key]; !known {
-					place(key)
+				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.gaining(key) {
+					continue
 				}
+				place(key)
 			}
 		}
 	}

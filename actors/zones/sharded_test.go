@@ -1,6 +1,7 @@
 package zones_test
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -353,4 +354,38 @@ func TestShardedReplicaPlacesANewNamespace(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A namespace this replica owns that has no object (no Service, so no
+// zone) is answered here: NXDOMAIN, as CoreDNS says and as a replica
+// without sharded watches does, not asked of the other replica, which
+// does not hold it either (that was SERVFAIL for every name in it, the
+// search-path names of its pods among them).
+func TestShardedReplicaDeniesNamesOfItsEmptyNamespace(t *testing.T) {
+	r := startShardedReplica(t)
+	mine, theirs := "", ""
+	for i := 0; mine == "" || theirs == ""; i++ {
+		name := fmt.Sprintf("empty%d", i)
+		if r.ring.Owns("a", zone.ServiceZoneKey(name, "cluster.local.")) {
+			mine = cmp.Or(mine, name)
+		} else {
+			theirs = cmp.Or(theirs, name)
+		}
+	}
+	var changes []model.Change
+	for _, ns := range []string{mine, theirs} {
+		changes = append(changes, model.Change{Key: model.Key{Kind: model.KindNamespace, Name: ns}, Object: &model.Namespace{Name: ns}})
+	}
+	r.system.Root.Send(r.manager, &zones.Apply{Source: "kubernetes", Changes: changes})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if resp := r.ask("web."+theirs+".svc.cluster.local.", dns.TypeA); !slices.Equal(resp.Remote, []string{"b"}) {
+			return fmt.Errorf("%s (b's): rcode %s, remote %v; want it asked of b", theirs, dns.RcodeToString[resp.Rcode], resp.Remote)
+		}
+		return nil
+	})
+	for _, name := range []string{"web." + mine + ".svc.cluster.local.", "api.github.com." + mine + ".svc.cluster.local."} {
+		if resp := r.ask(name, dns.TypeA); resp.Rcode != dns.RcodeNameError || len(resp.Remote) > 0 {
+			t.Errorf("%s (a's, no object): rcode %s, remote %v; want NXDOMAIN here", name, dns.RcodeToString[resp.Rcode], resp.Remote)
+		}
+	}
 }
