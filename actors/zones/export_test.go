@@ -26,3 +26,6 @@ func WithReverseHosts(cfg Config, n int) Config {
 	cfg.reverseHosts = n
 	return cfg
 }
+
+// Holders is holders: the replicas a gained zone is loaded from.
+var Holders = holders

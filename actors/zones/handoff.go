@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/shardns/shardns/cluster"
@@ -24,8 +23,11 @@ import (
 // replica asks them for the objects (ExportZone, carried between replicas
 // by the dispatch package's handoff actors) and serves the zone from them.
 //
-//   - It asks once a source says it cannot list (SourceStalled), or when
-//     the sources have not loaded the zone after a third of the grace.
+//   - It asks once a source says it cannot list (SourceStalled: the
+//     Kubernetes source asks the API server's /readyz as its new watches
+//     start, and says so when that fails or times out). A list that is
+//     only slow is waited for: the zone loads from the sources, as
+//     always, and questions go to the replicas that held it meanwhile.
 //   - What a peer handed over is provisional: each object a source sends
 //     later is the source's; those no source sent by the end of the next
 //     completed replay (the sources then hold every object of the zones
@@ -61,9 +63,8 @@ type ExportedObject struct {
 }
 
 // SourceStalled tells the Manager that a source cannot list objects it
-// needs (its API server refuses or fails its lists): the zones this
-// replica gained and has not loaded are asked of the replicas that held
-// them now, rather than after a third of the grace.
+// needs (its API server does not answer): the zones this replica gained
+// and has not loaded are asked of the replicas that held them.
 type SourceStalled struct{ Source string }
 
 // ErrNotHeld is what FetchZone returns when the replica asked does not
@@ -109,9 +110,6 @@ type gainedZone struct {
 	remotes   []string // their actor remotes
 }
 
-// fetchGained is the timer that asks for gained zones still not loaded.
-type fetchGained struct{}
-
 // peerState is what one replica handed over of one zone, or why none did.
 type peerState struct {
 	key     string
@@ -123,11 +121,10 @@ type peerState struct {
 // noteGained records, for each namespace zone the ring change from old
 // gave this replica with sharded watches, the replicas that held it: if
 // the sources do not list it, it loads from them.
-func (m *Manager) noteGained(ctx actor.Context, old *cluster.Ring) {
+func (m *Manager) noteGained(old *cluster.Ring) {
 	if !m.sharded || m.wide || old == nil || m.ring == nil || !m.synced {
 		return
 	}
-	fetch := false
 	for ns := range m.namespaces {
 		for _, key := range m.namespaceKeys(ns) {
 			if m.children[key] != nil || !m.owns(key) || old.Owns(m.cfg.Self, key) {
@@ -135,11 +132,7 @@ func (m *Manager) noteGained(ctx actor.Context, old *cluster.Ring) {
 			}
 			names, remotes := holders(m.cfg.Self, key, old, m.ring)
 			m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
-			fetch = fetch || len(remotes) > 0
 		}
-	}
-	if fetch && m.cfg.FetchZone != nil {
-		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace/3, ctx.Self(), &fetchGained{})
 	}
 }
 
@@ -153,8 +146,11 @@ func (m *Manager) gaining(key string) bool {
 
 // holders lists the replicas that owned key in ring old, then its other
 // owners in ring now (with replicationFactor 2 one of them kept it), and
-// their actor remotes; self and members found down left out.
+// their actor remotes: those still on the ring first, since a replica no
+// longer on it may have been killed (asking it costs a timeout) rather
+// than be leaving; self and members found down left out.
 func holders(self, key string, old, now *cluster.Ring) (names, remotes []string) {
+	var gone, goneRemotes []string
 	seen := map[string]bool{self: true}
 	for _, r := range []*cluster.Ring{old, now} {
 		order := r.Order(key)
@@ -166,13 +162,16 @@ func holders(self, key string, old, now *cluster.Ring) (names, remotes []string)
 			if seen[name] || !ok || m.Down || m.Remote == "" {
 				continue
 			}
-			if m, ok := now.Member(name); ok && m.Down {
-				continue // its port refuses connections: it is gone
-			}
 			seen[name] = true
-			names, remotes = append(names, name), append(remotes, m.Remote)
+			switch cur, ok := now.Member(name); {
+			case !ok:
+				gone, goneRemotes = append(gone, name), append(goneRemotes, m.Remote)
+			case !cur.Down: // down: its port refuses connections
+				names, remotes = append(names, name), append(remotes, m.Remote)
+			}
 		}
 	}
+	names, remotes = append(names, gone...), append(remotes, goneRemotes...)
 	n := min(len(remotes), maxHolders)
 	return names[:n], remotes[:n]
 }

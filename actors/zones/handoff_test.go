@@ -275,3 +275,46 @@ func TestExportZonePages(t *testing.T) {
 		}
 	}
 }
+
+// A gained zone is asked of the replicas that held it, those still on the
+// ring first (one that left may have been killed): with
+// replicationFactor 2, the owner that kept it before the one that is gone;
+// never this replica, nor one found down.
+func TestHoldersOfAGainedZone(t *testing.T) {
+	member := func(name string, down bool) ring.Member {
+		return ring.Member{Name: name, Remote: name + ":8090", Owner: true, Down: down}
+	}
+	old := ring.NewRing("g", []ring.Member{member("a", false), member("b", false), member("c", false), member("g", false)}, 2)
+	// A zone a and b owned, which g gains from either.
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("n%d.svc.cluster.local.", i)
+		if slices.Equal(old.Order(k), []string{"a", "b", "g", "c"}) {
+			key = k
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		now  []ring.Member
+		want []string
+	}{
+		{"a gone", []ring.Member{member("b", false), member("c", false), member("g", false)}, []string{"b", "a"}},
+		{"a found down", []ring.Member{member("a", true), member("b", false), member("c", false), member("g", false)}, []string{"b"}},
+		// c gains it too: asked first, it says it does not hold it.
+		{"both gone", []ring.Member{member("c", false), member("g", false)}, []string{"c", "a", "b"}},
+	} {
+		now := ring.NewRing("g", tc.now, 2)
+		if !now.Owns("g", key) {
+			t.Fatalf("%s: g does not gain %s", tc.name, key)
+		}
+		names, remotes := zones.Holders("g", key, old, now)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s: holders %v, want %v", tc.name, names, tc.want)
+		}
+		for i, n := range names {
+			if remotes[i] != n+":8090" {
+				t.Errorf("%s: %s at %s", tc.name, n, remotes[i])
+			}
+		}
+	}
+}

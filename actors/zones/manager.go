@@ -190,7 +190,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onPublishPlacement()
 	case *zoneRestarted:
 		m.onZoneRestarted(ctx, msg)
-	case *SourceStalled, *fetchGained:
+	case *SourceStalled:
 		m.fetchGained(ctx)
 	case *peerState:
 		m.onPeerState(ctx, msg)

@@ -79,7 +79,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	} else if m.replay.keys == nil {
 		m.setLoaded(true) // nothing is loading, whatever the node assumed
 	}
-	m.noteGained(ctx, old)
+	m.noteGained(old)
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
 	}
