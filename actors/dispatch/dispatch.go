@@ -119,18 +119,29 @@ type Client struct {
 // be nil.
 func Start(system *actor.ActorSystem, source Source, unserved Unserved, dropped *prometheus.CounterVec) (*Client, error) {
 	c := &Client{system: system}
-	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &server{source: source, unserved: unserved}
-	}, actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(ServerName)))), ServerName); err != nil {
-		return nil, fmt.Errorf("dispatch: %w", err)
-	}
-	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(c.receiveReply,
-		actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(repliesName)))), repliesName)
+	var err error
+	c.replies, err = spawnPair(system, ServerName, &server{source: source, unserved: unserved},
+		repliesName, c.receiveReply, dropped)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
-	c.replies = pid
 	return c, nil
+}
+
+// spawnPair spawns a server actor and a reply actor under their names,
+// each with a dropping mailbox counted by name in dropped, and returns
+// the reply actor. The server keeps no state of its own between
+// messages: one value serves them all.
+func spawnPair(system *actor.ActorSystem, serverName string, server actor.Actor, repliesName string,
+	receive actor.ReceiveFunc, dropped *prometheus.CounterVec) (*actor.PID, error) {
+	mailbox := func(name string) actor.PropsOption {
+		return actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(name)))
+	}
+	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return server },
+		mailbox(serverName)), serverName); err != nil {
+		return nil, err
+	}
+	return system.Root.SpawnNamed(actor.PropsFromFunc(receive, mailbox(repliesName)), repliesName)
 }
 
 func (c *Client) receiveReply(ctx actor.Context) {

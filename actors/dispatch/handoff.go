@@ -93,17 +93,11 @@ type Handoff struct {
 // messages their full mailboxes dropped.
 func StartHandoff(system *actor.ActorSystem, manager Exporter, dropped *prometheus.CounterVec) (*Handoff, error) {
 	h := &Handoff{system: system}
-	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &handoffServer{manager: manager}
-	}, actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(HandoffName)))), HandoffName); err != nil {
-		return nil, fmt.Errorf("handoff: %w", err)
-	}
-	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(h.receive,
-		actor.WithMailbox(newDroppingMailbox(mailboxSize, dropped.WithLabelValues(handoffRepliesName)))), handoffRepliesName)
+	var err error
+	h.replies, err = spawnPair(system, HandoffName, &handoffServer{manager: manager}, handoffRepliesName, h.receive, dropped)
 	if err != nil {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
-	h.replies = pid
 	return h, nil
 }
 
