@@ -348,6 +348,69 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	})
 }
 
+// With replicationFactor 2, a replica killed while the API server is down
+// leaves each of its zones with one owner that holds it; the replica that
+// gains the other half of its ownership cannot list it, so it loads it
+// from that owner. When that owner is killed in turn, the last replica
+// answers every name alone, the API server still down, and no query sent
+// to it throughout fails.
+func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
+	cp := kubeapi.Start(t)
+	names := webNamespaces(t, cp, "twokills", 8)
+	a := startReplicaProcessRF(t, cp, "r0", nil, 2)
+	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 2)
+	c := startReplicaProcessRF(t, cp, "r2", []string{a.gossip}, 2)
+	settled(t, []*replicaProcess{a, b, c}, 3)
+	for name, ip := range names {
+		if err := answerIs(a.addr, name, ip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ring := cluster.NewRing("", []cluster.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}, {Name: "r2", Owner: true}}, 2)
+	gains := 0
+	for name := range names {
+		if !ring.Owns("r0", strings.TrimPrefix(name, "web.")) {
+			gains++ // r1 and r2 own it: r0 gains it when r2 is killed
+		}
+	}
+	if gains == 0 {
+		t.Fatal("r0 owns every namespace already: the test checks nothing")
+	}
+
+	cp.StopAPIServer(t)
+	l := startLoad(func() []string { return []string{a.addr} }, names)
+	c.cmd.Process.Kill()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		m, err := scrapeMetrics(a.http)
+		if err != nil {
+			return err
+		}
+		if n := m.sumWith("shardns_cluster_zones_handed_over_total", `result="loaded"`); n < float64(gains) {
+			return fmt.Errorf("r0 loaded %.0f zones from r1, want at least %d", n, gains)
+		}
+		return nil
+	})
+	b.cmd.Process.Kill()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		ring, err := a.ring(t)
+		if err != nil {
+			return err
+		}
+		for _, m := range ring.Members {
+			if m.Name != "r0" && m.Owner && !m.Down {
+				return fmt.Errorf("r0 still counts %s as an owner", m.Name)
+			}
+		}
+		return nil
+	})
+	for name, ip := range names {
+		if err := answerIs(a.addr, name, ip); err != nil {
+			t.Fatalf("r0 alone, the API server down: %v", err)
+		}
+	}
+	l.finish(t, "two replicas of three killed in turn, replicationFactor 2, the API server down")
+}
+
 // A replica that gains namespaces while the API server is down cannot list
 // them: until it can, their names get SERVFAIL, never NXDOMAIN or a wrong
 // answer, and its own keep answering. Once the API server is back, every

@@ -50,6 +50,10 @@ type Cluster struct {
 	// cluster.handoffGrace; once none is left, their release (the kept
 	// zones rebuilt, freed memory returned) follows.
 	ZonesInGrace prometheus.Gauge
+	// Zones gained while the API server did not answer, loaded from the
+	// replicas that held them, by result: loaded, not_held (no replica
+	// asked held it: a namespace without objects), failed (none answered).
+	ZonesHandedOver *prometheus.CounterVec
 	// Per owner, so a node-local cache shows where its misses go.
 	OwnerDispatches *prometheus.CounterVec   // owner, result
 	OwnerDuration   *prometheus.HistogramVec // owner
@@ -172,6 +176,9 @@ func New(version string) (*prometheus.Registry, *All) {
 	}
 	cl.ZonesInGrace = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "zones_in_grace", Help: "Zones lost on ring changes that this replica still answers through cluster.handoffGrace."})
+	cl.ZonesHandedOver = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "zones_handed_over_total", Help: "Zones gained while the API server did not answer, asked of the replicas that held them, by result."},
+		[]string{"result"})
 	cl.OwnerDispatches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "owner_dispatches_total", Help: "Questions sent to each owning replica, by result."}, []string{"owner", "result"})
 	cl.OwnerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shardns", Subsystem: "cluster",
@@ -190,7 +197,7 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.MembersDown = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "members_down_total", Help: "Members found down because their remote port refused a connection; " +
 			"they own no zone here until they serve again or gossip declares them dead."})
-	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.ZonesInGrace, cl.OwnerDispatches, cl.OwnerDuration,
+	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.ZonesInGrace, cl.ZonesHandedOver, cl.OwnerDispatches, cl.OwnerDuration,
 		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers, cl.MembersDown)
 	k := &Kubernetes{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",

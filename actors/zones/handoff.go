@@ -266,11 +266,14 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		// Most often a namespace without objects: no replica holds a
 		// zone for it.
 		m.cfg.Logger.Info("no replica holds a gained zone: it waits for its sources", "zone", msg.key)
+		m.handedOver("not_held")
 		return
 	case msg.err != nil:
 		m.cfg.Logger.Warn("no replica that held a gained zone handed it over: it waits for its sources", "zone", msg.key, "err", msg.err)
+		m.handedOver("failed")
 		return
 	}
+	m.handedOver("loaded")
 	for _, c := range msg.changes {
 		m.handoff.provisional[c.Key] = true
 	}
@@ -298,6 +301,12 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		m.tell(ctx, key, m.children[key], &barrier{tag: tag})
 	}
 	m.cfg.Logger.Info("gained zone loaded from a replica that held it", "zone", msg.key, "from", msg.from, "objects", len(msg.changes))
+}
+
+func (m *Manager) handedOver(result string) {
+	if m.cfg.OnHandedOver != nil {
+		m.cfg.OnHandedOver(result)
+	}
 }
 
 // onPeerBarrierDone shows a zone loaded from a peer once its actor has

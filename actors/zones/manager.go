@@ -66,6 +66,9 @@ type Config struct {
 	// sharded watches, a gained zone the sources do not list loads from
 	// the replicas that held it (handoff.go). Nil: only from the sources.
 	FetchZone FetchZone
+	// OnHandedOver is told the result of each gained zone asked of the
+	// replicas that held it: "loaded", "not_held" or "failed"; may be nil.
+	OnHandedOver func(result string)
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.
