@@ -256,30 +256,50 @@ func (s *Source) reshard(ctx actor.Context) {
 	})
 }
 
-// stallProbe is how long a wave's lists may take before the source asks
-// whether the API server answers at all, and how long it waits for that
-// answer.
-const stallProbe = 500 * time.Millisecond
+// stallProbe is how often the source asks whether the API server answers
+// while a wave's lists have not come; stallProbeTimeout how long it waits
+// for the answer. An API server busy with the lists of every replica at
+// once (a replica joining a ring of five at 20k services) took more than
+// half a second to answer /readyz: the zones the joining replica gained
+// were then loaded twice, from the other replicas and from its list.
+const (
+	stallProbe        = 500 * time.Millisecond
+	stallProbeTimeout = 5 * time.Second
+)
 
 // watchStall tells the zone manager when the lists of a wave do not come
 // because the API server does not answer (zones.SourceStalled): the zones
 // the wave's namespaces gained then load from the replicas that held
 // them. A reflector retries a refused list without a word (its error
 // handler is not called), so the source asks the API server's /readyz
-// itself at once, then every stallProbe until the wave has synced or a
-// newer one started (done).
+// itself at once, then stallProbe after each answer until the wave has
+// synced or a newer one started (done). A refused connection, an error
+// status or no answer within stallProbeTimeout is a stall.
 func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced) {
 	root, manager, rc, stop := s.root, s.cfg.Manager, s.cfg.Client.core, s.stop
 	s.wg.Go(func() {
-		tick := time.NewTicker(stallProbe)
-		defer tick.Stop()
 		for {
 			if allSynced(synced) {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), stallProbe)
+			ctx, cancel := context.WithTimeout(context.Background(), stallProbeTimeout)
+			go func() {
+				select {
+				case <-done:
+				case <-stop:
+				case <-ctx.Done():
+				}
+				cancel() // a stopping source or a newer wave ends the probe
+			}()
 			err := rc.Get().AbsPath("/readyz").Do(ctx).Error()
 			cancel()
+			select {
+			case <-done:
+				return
+			case <-stop:
+				return
+			default:
+			}
 			if err != nil {
 				root.Send(manager, &zones.SourceStalled{Source: SourceName})
 				return
@@ -289,7 +309,7 @@ func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced)
 				return
 			case <-stop:
 				return
-			case <-tick.C:
+			case <-time.After(stallProbe):
 			}
 		}
 	})
