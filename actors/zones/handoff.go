@@ -25,9 +25,10 @@ import (
 //
 //   - It asks once a source says it cannot list (SourceStalled: the
 //     Kubernetes source asks the API server's /readyz as its new watches
-//     start, and says so when that fails or times out). A list that is
-//     only slow is waited for: the zone loads from the sources, as
-//     always, and questions go to the replicas that held it meanwhile.
+//     start, and says so when that fails or gets no answer in 5 s). A
+//     list that is only slow is waited for: the zone loads from the
+//     sources, as always, and questions go to the replicas that held it
+//     meanwhile.
 //   - What a peer handed over is provisional: each object a source sends
 //     later is the source's; those no source sent by the end of the next
 //     completed replay (the sources then hold every object of the zones
