@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -300,7 +301,7 @@ func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced)
 				return
 			default:
 			}
-			if err != nil {
+			if err != nil && !answers(err) {
 				root.Send(manager, &zones.SourceStalled{Source: SourceName})
 				return
 			}
@@ -313,6 +314,15 @@ func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced)
 			}
 		}
 	})
+}
+
+// answers reports whether err from /readyz is the API server's own word
+// that it serves (a 4xx: this replica may not read /readyz, where the
+// default system:public-info-viewer role was removed) rather than that it
+// cannot (a refused connection, no answer, or a 5xx: not ready).
+func answers(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < 500
 }
 
 // allSynced reports whether every one of synced has.

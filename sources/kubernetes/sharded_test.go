@@ -1,8 +1,13 @@
 package kubernetes
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shardns/shardns/cluster"
 )
@@ -39,6 +44,26 @@ func TestAddedRanges(t *testing.T) {
 		}
 		if n <= maxPointRanges && len(ranges) != n {
 			t.Fatalf("%d added: %d ranges, want one each", n, len(ranges))
+		}
+	}
+}
+
+// A /readyz the API server refuses to this replica (4xx) is its word that
+// it serves; a 5xx (not ready), a refused connection or no answer is not.
+func TestReadyzAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewForbidden(schema.GroupResource{}, "/readyz", errors.New("no")), true},
+		{apierrors.NewUnauthorized("no"), true},
+		{apierrors.NewInternalError(errors.New("etcd")), false},
+		{apierrors.NewServiceUnavailable("not ready"), false},
+		{errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), false},
+		{context.DeadlineExceeded, false},
+	} {
+		if got := answers(tc.err); got != tc.want {
+			t.Errorf("answers(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
