@@ -274,8 +274,8 @@ const (
 // them. A reflector retries a refused list without a word (its error
 // handler is not called), so the source asks the API server's /readyz
 // itself at once, then stallProbe after each answer until the wave has
-// synced or a newer one started (done). A refused connection, an error
-// status or no answer within stallProbeTimeout is a stall.
+// synced or a newer one started (done). A refused connection, a 5xx or
+// no answer within stallProbeTimeout is a stall (see answers).
 func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced) {
 	root, manager, rc, stop := s.root, s.cfg.Manager, s.cfg.Client.core, s.stop
 	s.wg.Go(func() {
