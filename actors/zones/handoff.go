@@ -123,7 +123,7 @@ type peerState struct {
 // gave this replica with sharded watches, the replicas that held it: if
 // the sources do not list it, it loads from them.
 func (m *Manager) noteGained(old *cluster.Ring) {
-	if !m.sharded || m.wide || old == nil || m.ring == nil || !m.synced {
+	if !m.sharded || old == nil || m.ring == nil || !m.synced {
 		return
 	}
 	for ns := range m.namespaces {
