@@ -286,8 +286,11 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		if pods {
 			key = zone.PodZoneKey(g.namespace, origin)
 		}
+		// The zone stays among the replay's until its actor has
+		// published: until then the placement keeps sending its
+		// questions to the replicas that held it (a zone hidden here and
+		// placed nowhere would be NXDOMAIN).
 		if pid := m.children[key]; pid != nil && m.replay.keys[key] {
-			delete(m.replay.keys, key)
 			delete(m.handoff.from, key)
 			shown = append(shown, key)
 		}
@@ -321,12 +324,16 @@ func (m *Manager) onPeerBarrierDone(msg *barrierDone) {
 	if len(m.handoff.showing[msg.tag]) == 0 {
 		delete(m.handoff.showing, msg.tag)
 	}
-	if m.children[msg.key] == nil || m.replay.keys[msg.key] || !m.owns(msg.key) {
+	// Once every source has answered the replay, its own barrier counts
+	// this zone and shows it: taking it out of the replay now would leave
+	// that barrier waiting for ever.
+	if m.children[msg.key] == nil || !m.replay.keys[msg.key] || len(m.replay.waiting) == 0 || !m.owns(msg.key) {
 		return
 	}
+	delete(m.replay.keys, msg.key)
 	m.addSlots()
 	if slot := m.cfg.Table.SlotOf(msg.key); slot != nil {
-		slot.SetLoading(false)
+		slot.SetLoading(false) // visible before the placement stops sending it elsewhere
 	}
 	m.publishPlacement()
 }

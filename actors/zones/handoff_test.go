@@ -124,7 +124,11 @@ func TestGainedZonesLoadFromTheReplicaThatHeldThem(t *testing.T) {
 	r.system.Root.Send(r.manager, &zones.SourceStalled{Source: "kubernetes"})
 	testutil.Eventually(t, 10*time.Second, func() error {
 		for _, i := range gained {
-			if resp := r.ask(name(i), dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
+			resp := r.ask(name(i), dns.TypeA)
+			if resp.Rcode == dns.RcodeNameError {
+				t.Fatalf("%s while it loads from b: NXDOMAIN", name(i))
+			}
+			if resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
 				return fmt.Errorf("%s: rcode %s, %d records, remote %v, wait %v", name(i), dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote, resp.Wait)
 			}
 		}
