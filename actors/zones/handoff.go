@@ -307,6 +307,7 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 	m.cfg.Logger.Info("gained zone loaded from a replica that held it", "zone", msg.key, "from", msg.from, "objects", len(msg.changes))
 }
 
+// handedOver reports the result of asking the holders of a gained zone.
 func (m *Manager) handedOver(result string) {
 	if m.cfg.OnHandedOver != nil {
 		m.cfg.OnHandedOver(result)
