@@ -287,11 +287,18 @@ func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 // server is down hands its zones over: the one that stays cannot list
 // them, so it loads them from the leaving replica during its lameduck, and
 // answers every name and reverse name after that one is gone. Queries sent
-// throughout all succeed; once the API server is back, the names are the
-// API server's again.
+// throughout all succeed, and the names of its namespaces without objects
+// stay NXDOMAIN (not SERVFAIL, which ends a musl client's search path);
+// once the API server is back, the names are the API server's again.
 func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	cp := kubeapi.Start(t)
 	names := webNamespaces(t, cp, "handover", 8)
+	var empty []string
+	for i := range 6 {
+		ns := fmt.Sprintf("handover-empty%d", i)
+		mkNamespace(t, cp.Client, ns, nil)
+		empty = append(empty, ns)
+	}
 	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
 	b := startReplicaProcessLameduck(t, cp, "r1", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 4*time.Second)
 	settled(t, []*replicaProcess{a, b}, 2)
@@ -309,6 +316,18 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	}
 	if gained == 0 || gained == len(names) {
 		t.Fatalf("r1 owns %d of %d namespaces: the test checks nothing", gained, len(names))
+	}
+	emptyGained := 0
+	for _, ns := range empty {
+		if ring.Owns("r1", ns+".svc.cluster.local.") {
+			emptyGained++
+		}
+		if err := nxdomain(a.addr, "web."+ns+".svc.cluster.local."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if emptyGained == 0 {
+		t.Fatal("r1 owns no namespace without objects: the test checks nothing of them")
 	}
 
 	cp.StopAPIServer(t)
@@ -330,6 +349,13 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 			}
 			if err := pointsTo(a.addr, ip, name); err != nil {
 				t.Fatalf("after r1 left, with the API server down: %v", err)
+			}
+		}
+		for _, ns := range empty {
+			for _, name := range []string{"web." + ns + ".svc.cluster.local.", "api.github.com." + ns + ".svc.cluster.local."} {
+				if err := nxdomain(a.addr, name); err != nil {
+					t.Fatalf("after r1 left, with the API server down: %v", err)
+				}
 			}
 		}
 	}

@@ -51,8 +51,9 @@ type Cluster struct {
 	// zones rebuilt, freed memory returned) follows.
 	ZonesInGrace prometheus.Gauge
 	// Zones gained while the API server did not answer, loaded from the
-	// replicas that held them, by result: loaded, not_held (no replica
-	// asked held it: a namespace without objects), failed (none answered).
+	// replicas that held them, by result: loaded, empty (a namespace
+	// without objects, so said by a replica that held it), not_held (no
+	// replica asked held it), failed (none answered).
 	ZonesHandedOver *prometheus.CounterVec
 	// Per owner, so a node-local cache shows where its misses go.
 	OwnerDispatches *prometheus.CounterVec   // owner, result

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/shardns/shardns/cluster"
@@ -33,6 +35,14 @@ import (
 //     later is the source's; those no source sent by the end of the next
 //     completed replay (the sources then hold every object of the zones
 //     owned here) were deleted meanwhile, and are deleted here.
+//   - A namespace without objects has no zone anywhere. A replica that
+//     owns it, or owned it until the ring change and is in the grace
+//     period since, with every object of its namespaces sent by its
+//     sources, hands it over empty: the gaining replica then denies its
+//     names (NXDOMAIN), as its owner always did. Were it left to wait for
+//     the sources, a pod in a namespace without services, resolving an
+//     outside name through its search path, would get SERVFAIL for the
+//     first suffix (its own namespace's), which ends the search in musl.
 //   - A zone with no replica to ask, or none that holds it, stays hidden:
 //     its names are SERVFAIL once the old owners stop answering, never
 //     NXDOMAIN, until the sources list it.
@@ -102,7 +112,15 @@ type handoffState struct {
 	provisional map[model.Key]bool
 	tags        uint64
 	showing     map[uint64][]string // barrier tag → the zones it shows
+	// lostEmpty are the namespace zones a ring change took from this
+	// replica while it owned them without objects, and when its grace
+	// for them ends: until then it hands them over empty.
+	lostEmpty map[string]time.Time
 }
+
+// forgetLostEmpty tells the Manager that the grace of some lostEmpty
+// zones has ended.
+type forgetLostEmpty struct{}
 
 // gainedZone is a zone a ring change gave this replica.
 type gainedZone struct {
@@ -135,6 +153,61 @@ func (m *Manager) noteGained(old *cluster.Ring) {
 			m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
 		}
 	}
+}
+
+// noteLostEmpty records the namespace zones that the ring change from old
+// took from this replica while it owned them, its sources had sent every
+// object of them, and it held no zone of them: namespaces without objects.
+// The caller says the sources had sent everything.
+func (m *Manager) noteLostEmpty(ctx actor.Context, old *cluster.Ring) {
+	if !m.sharded || old == nil || m.ring == nil {
+		return
+	}
+	until := m.cfg.Now().Add(m.cfg.Grace)
+	lost := false
+	for ns := range m.namespaces {
+		for _, key := range m.namespaceKeys(ns) {
+			if m.children[key] == nil && old.Owns(m.cfg.Self, key) && !m.ring.Owns(m.cfg.Self, key) {
+				m.handoff.lostEmpty[key] = until
+				lost = true
+			}
+		}
+	}
+	if lost {
+		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &forgetLostEmpty{})
+	}
+}
+
+// onForgetLostEmpty forgets the lostEmpty zones whose grace has ended.
+func (m *Manager) onForgetLostEmpty() {
+	now := m.cfg.Now()
+	for key, until := range m.handoff.lostEmpty {
+		if !now.Before(until) {
+			delete(m.handoff.lostEmpty, key)
+		}
+	}
+}
+
+// heldEmpty reports whether this replica can hand namespace zone key over
+// as empty: it knows the namespace, holds no zone of it, and owns it with
+// every object of its namespaces sent by the sources, or lost it so in a
+// ring change whose grace has not ended.
+func (m *Manager) heldEmpty(key string) bool {
+	if !m.sharded || !m.synced || m.ring == nil || m.children[key] != nil {
+		return false
+	}
+	route := m.cfg.Answer.Domains.Route(key)
+	if route.Kind != zone.RouteZone || route.Reverse || route.Key != key {
+		return false
+	}
+	ns, _, _ := strings.Cut(key, ".")
+	if _, known := m.namespaces[ns]; !known {
+		return false
+	}
+	if until, ok := m.handoff.lostEmpty[key]; ok && m.cfg.Now().Before(until) {
+		return true
+	}
+	return m.ring.Owns(m.cfg.Self, key) && !m.loadingGained(key)
 }
 
 // gaining reports whether key is a namespace zone a ring change gave this
@@ -264,14 +337,22 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 	}
 	switch {
 	case errors.Is(msg.err, ErrNotHeld):
-		// Most often a namespace without objects: no replica holds a
-		// zone for it.
+		// Those asked do not hold it complete: they were loading it
+		// themselves, or do not know the namespace yet.
 		m.cfg.Logger.Info("no replica holds a gained zone: it waits for its sources", "zone", msg.key)
 		m.handedOver("not_held")
 		return
 	case msg.err != nil:
 		m.cfg.Logger.Warn("no replica that held a gained zone handed it over: it waits for its sources", "zone", msg.key, "err", msg.err)
 		m.handedOver("failed")
+		return
+	}
+	if len(msg.changes) == 0 {
+		// A namespace without objects: denied here as by the replica
+		// that held it, not sent there any more.
+		m.cfg.Logger.Info("a gained zone has no objects on the replica that held it: its names do not exist", "zone", msg.key, "from", msg.from)
+		m.handedOver("empty")
+		m.schedulePlacement(ctx)
 		return
 	}
 	m.handedOver("loaded")
@@ -372,11 +453,16 @@ func (m *Manager) dropUnconfirmed(ctx actor.Context) {
 
 // onExportZone answers another replica's ExportZone: through the zone's
 // actor when this replica holds the zone complete (owned, or lost and in
-// its grace), else not held. Reverse zones are built by every replica
+// its grace), with no object for a namespace it knows to have none
+// (heldEmpty), else not held. Reverse zones are built by every replica
 // from its own namespaces, and file and mesh zones by every replica:
 // none is handed over.
 func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 	pid := m.children[msg.Key]
+	if m.heldEmpty(msg.Key) {
+		ctx.Respond(&ZoneExport{Held: true, Done: true})
+		return
+	}
 	if pid == nil || !m.synced || m.replay.keys[msg.Key] || m.hostedKey(msg.Key) || m.fileZones[msg.Key] ||
 		!m.grace[msg.Key] && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})

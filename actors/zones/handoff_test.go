@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ type peerB struct {
 	mu    sync.Mutex
 	asked map[string][]string // remote → zone keys
 	fail  bool
+	// empty are namespaces b holds without objects: handed over empty.
+	empty map[string]bool
 }
 
 func (p *peerB) fetch(_ context.Context, remote, key, namespace string) ([]model.Change, error) {
@@ -37,6 +40,9 @@ func (p *peerB) fetch(_ context.Context, remote, key, namespace string) ([]model
 	p.mu.Unlock()
 	if p.fail {
 		return nil, errors.New("connection refused")
+	}
+	if p.empty[namespace] {
+		return nil, nil
 	}
 	var i int
 	if _, err := fmt.Sscanf(namespace, "n%d", &i); err != nil {
@@ -161,6 +167,121 @@ func TestGainedZonesLoadFromTheReplicaThatHeldThem(t *testing.T) {
 	for i := range shardedNamespaces {
 		if resp := r.ask(name(i), dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
 			t.Fatalf("%s after the list: rcode %s, %d records", name(i), dns.RcodeToString[resp.Rcode], len(resp.Answer))
+		}
+	}
+}
+
+// A gained namespace without objects, handed over empty by the replica
+// that held it while the source cannot list, has names that do not exist
+// (NXDOMAIN, as its owner said before), not SERVFAIL until the API server
+// answers; the namespaces with objects load as before.
+func TestGainedEmptyNamespaceHandedOverIsNXDOMAIN(t *testing.T) {
+	peer := &peerB{empty: map[string]bool{}}
+	r := startHandingReplica(t, peer)
+	var empty []model.Change
+	for i := range shardedNamespaces {
+		ns := fmt.Sprintf("e%d", i)
+		peer.empty[ns] = true
+		empty = append(empty, model.Change{Key: model.Key{Kind: model.KindNamespace, Name: ns}, Object: &model.Namespace{Name: ns}})
+	}
+	r.system.Root.Send(r.manager, &zones.Apply{Source: "kubernetes", Changes: empty})
+	var emptyGained []string
+	for i := range shardedNamespaces {
+		if ns := fmt.Sprintf("e%d", i); !r.ring.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) {
+			emptyGained = append(emptyGained, ns)
+		}
+	}
+	if len(emptyGained) == 0 {
+		t.Fatal("b owns no empty namespace: the test checks nothing")
+	}
+	gained := gainFromB(t, r)
+	name := func(ns string) string { return "web." + ns + ".svc.cluster.local." }
+	r.system.Root.Send(r.manager, &zones.SourceStalled{Source: "kubernetes"})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, ns := range emptyGained {
+			if resp := r.ask(name(ns), dns.TypeA); resp.Rcode != dns.RcodeNameError || len(resp.Remote) > 0 {
+				return fmt.Errorf("%s, handed over empty: rcode %s, remote %v, wait %v; want NXDOMAIN", name(ns), dns.RcodeToString[resp.Rcode], resp.Remote, resp.Wait)
+			}
+		}
+		for _, i := range gained {
+			if resp := r.ask(name(fmt.Sprintf("n%d", i)), dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
+				return fmt.Errorf("n%d: rcode %s, %d records", i, dns.RcodeToString[resp.Rcode], len(resp.Answer))
+			}
+		}
+		return nil
+	})
+}
+
+// A replica hands a namespace without objects over as empty only when it
+// knows: it owns the namespace with nothing left to list, or lost it so
+// and is still in the grace period of that ring change. A namespace it is
+// still listing, or has never heard of, or whose grace has ended, it does
+// not hold.
+func TestExportOfANamespaceWithoutObjects(t *testing.T) {
+	var now atomic.Pointer[time.Time]
+	start := time.Now()
+	now.Store(&start)
+	r := startShardedReplica(t, func(cfg *zones.Config) {
+		cfg.Grace = time.Minute
+		cfg.Now = func() time.Time { return *now.Load() }
+	})
+	mine, theirs := "", ""
+	var namespaces []model.Change
+	for i := range shardedNamespaces {
+		ns := fmt.Sprintf("e%d", i)
+		namespaces = append(namespaces, model.Change{Key: model.Key{Kind: model.KindNamespace, Name: ns}, Object: &model.Namespace{Name: ns}})
+		if r.ring.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) {
+			mine = ns
+		} else {
+			theirs = ns
+		}
+	}
+	if mine == "" || theirs == "" {
+		t.Fatal("a owns all or no namespace: the test checks nothing")
+	}
+	r.system.Root.Send(r.manager, &zones.Apply{Source: "kubernetes", Changes: namespaces})
+	export := func(ns string) *zones.ZoneExport {
+		t.Helper()
+		res, err := r.system.Root.RequestFuture(r.manager, &zones.ExportZone{Key: zone.ServiceZoneKey(ns, "cluster.local."), MaxBytes: 1 << 10}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*zones.ZoneExport)
+	}
+	emptyHeld := func(e *zones.ZoneExport) bool { return e.Held && e.Done && len(e.Objects) == 0 }
+	if e := export(mine); !emptyHeld(e) {
+		t.Fatalf("%s, owned without objects: %+v; want held, empty", mine, e)
+	}
+	for _, ns := range []string{theirs, "nosuch"} {
+		if e := export(ns); e.Held {
+			t.Fatalf("%s exported: %+v", ns, e)
+		}
+	}
+	// b leaves: a gains theirs, which its source has not listed yet, and
+	// keeps mine.
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
+	if e := export(theirs); e.Held {
+		t.Fatalf("%s, gained and not listed: %+v", theirs, e)
+	}
+	r.release <- struct{}{}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if e := export(theirs); !emptyHeld(e) {
+			return fmt.Errorf("%s, once listed: %+v; want held, empty", theirs, e)
+		}
+		return nil
+	})
+	// a leaves the owners: it vouches for both through its grace, no longer.
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a"}, {Name: "c", Owner: true}}, 1)})
+	for _, ns := range []string{mine, theirs} {
+		if e := export(ns); !emptyHeld(e) {
+			t.Fatalf("%s, lost in the grace: %+v; want held, empty", ns, e)
+		}
+	}
+	later := start.Add(2 * time.Minute)
+	now.Store(&later)
+	for _, ns := range []string{mine, theirs} {
+		if e := export(ns); e.Held {
+			t.Fatalf("%s after the grace: %+v", ns, e)
 		}
 	}
 }

@@ -67,7 +67,8 @@ type Config struct {
 	// the replicas that held it (handoff.go). Nil: only from the sources.
 	FetchZone FetchZone
 	// OnHandedOver is told the result of each gained zone asked of the
-	// replicas that held it: "loaded", "not_held" or "failed"; may be nil.
+	// replicas that held it: "loaded", "empty", "not_held" or "failed";
+	// may be nil.
 	OnHandedOver func(result string)
 
 	// fault, set by this package's tests only, runs before a zone actor
@@ -150,7 +151,7 @@ func newManager(cfg Config) *Manager {
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
 		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
 		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
-			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}},
+			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
@@ -183,6 +184,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:
 		m.onReplayDone(ctx, msg)
+	case *forgetLostEmpty:
+		m.onForgetLostEmpty()
 	case *releaseZones:
 		m.onReleaseZones(ctx, msg)
 	case *compactKept:

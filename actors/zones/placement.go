@@ -48,6 +48,9 @@ func (m *Manager) owns(key string) bool {
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	old := m.ring
+	// Whether every source has sent what the old ring gave this replica:
+	// then a namespace it owned and holds no zone of had no objects.
+	settled := m.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
 	m.ring = msg.Ring
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
 	var gained []string
@@ -80,6 +83,9 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 		m.setLoaded(true) // nothing is loading, whatever the node assumed
 	}
 	m.noteGained(old)
+	if settled {
+		m.noteLostEmpty(ctx, old)
+	}
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
 	}
