@@ -85,6 +85,8 @@ func benchService(ns, name string, i int, addr func(e int) netip.Addr) []model.C
 	if i%10 < 7 {
 		ip := uint32(i) * 7919 % 65536
 		svc.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(ip >> 8), byte(ip)})}
+	} else {
+		svc.Type = model.ServiceHeadless
 	}
 	slice := &model.EndpointSlice{Namespace: ns, Name: name + "-1", ServiceName: name,
 		Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
