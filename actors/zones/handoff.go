@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/shardns/shardns/cluster"
@@ -114,13 +113,10 @@ type handoffState struct {
 	showing     map[uint64][]string // barrier tag → the zones it shows
 	// lostEmpty are the namespace zones a ring change took from this
 	// replica while it owned them without objects, and when its grace
-	// for them ends: until then it hands them over empty.
+	// for them ends: until then it hands them over empty. Those past
+	// their grace are dropped at the next ring change.
 	lostEmpty map[string]time.Time
 }
-
-// forgetLostEmpty tells the Manager that the grace of some lostEmpty
-// zones has ended.
-type forgetLostEmpty struct{}
 
 // gainedZone is a zone a ring change gave this replica.
 type gainedZone struct {
@@ -159,31 +155,21 @@ func (m *Manager) noteGained(old *cluster.Ring) {
 // took from this replica while it owned them, its sources had sent every
 // object of them, and it held no zone of them: namespaces without objects.
 // The caller says the sources had sent everything.
-func (m *Manager) noteLostEmpty(ctx actor.Context, old *cluster.Ring) {
+func (m *Manager) noteLostEmpty(old *cluster.Ring) {
 	if !m.sharded || old == nil || m.ring == nil {
 		return
 	}
-	until := m.cfg.Now().Add(m.cfg.Grace)
-	lost := false
-	for ns := range m.namespaces {
-		for _, key := range m.namespaceKeys(ns) {
-			if m.children[key] == nil && old.Owns(m.cfg.Self, key) && !m.ring.Owns(m.cfg.Self, key) {
-				m.handoff.lostEmpty[key] = until
-				lost = true
-			}
-		}
-	}
-	if lost {
-		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &forgetLostEmpty{})
-	}
-}
-
-// onForgetLostEmpty forgets the lostEmpty zones whose grace has ended.
-func (m *Manager) onForgetLostEmpty() {
 	now := m.cfg.Now()
 	for key, until := range m.handoff.lostEmpty {
 		if !now.Before(until) {
 			delete(m.handoff.lostEmpty, key)
+		}
+	}
+	for ns := range m.namespaces {
+		for _, key := range m.namespaceKeys(ns) {
+			if m.children[key] == nil && old.Owns(m.cfg.Self, key) && !m.ring.Owns(m.cfg.Self, key) {
+				m.handoff.lostEmpty[key] = now.Add(m.cfg.Grace)
+			}
 		}
 	}
 }

@@ -184,8 +184,6 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:
 		m.onReplayDone(ctx, msg)
-	case *forgetLostEmpty:
-		m.onForgetLostEmpty()
 	case *releaseZones:
 		m.onReleaseZones(ctx, msg)
 	case *compactKept:

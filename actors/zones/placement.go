@@ -84,7 +84,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	}
 	m.noteGained(old)
 	if settled {
-		m.noteLostEmpty(ctx, old)
+		m.noteLostEmpty(old)
 	}
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
