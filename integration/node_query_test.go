@@ -37,8 +37,9 @@ func (c *nodeCluster) queryFixtures(t *testing.T, prefix string) []queried {
 type queried struct{ name, address string }
 
 // querier is a busybox pod that resolves names in a loop, one line per
-// answer: "ok NAME" or "FAIL NAME rc=N at TIME output" (the time, to
-// set a failure against the replicas' and the node's logs).
+// answer: "ok NAME" or "FAIL NAME rc=N at END from START output" (when
+// the lookup ended and began, to set a failure against the replicas' and
+// the node's logs, and against the failures before it).
 type querier struct {
 	c       *nodeCluster
 	ns, pod string
@@ -61,8 +62,9 @@ func (c *nodeCluster) startQuerier(t *testing.T, ns, name string, names []querie
 	// getent prints the address padded with blanks, then the name: the
 	// blank after it keeps 10.96.0.1 from matching 10.96.0.10.
 	script := `check() {
+  from=$(date +%T)
   out=$(getent hosts "$1" 2>&1); rc=$?
-  case "$out" in "$2 "*) echo "ok $1";; *) echo "FAIL $1 rc=$rc at $(date +%T) $(echo "$out" | tr '\n' '|')";; esac
+  case "$out" in "$2 "*) echo "ok $1";; *) echo "FAIL $1 rc=$rc at $(date +%T) from $from $(echo "$out" | tr '\n' '|')";; esac
 }
 while true; do
 `
@@ -111,10 +113,12 @@ func (q *querier) waitAnswers(t *testing.T, n int, phase string) {
 
 // excuseUntil lets the lookups of up to max incidents that fail before
 // end (by the time on their FAIL line) pass, for a phase whose failures
-// are not shardns's to prevent; each is logged when seen. Lookups failing
-// within incidentSpan of the one before are one incident: a pod's network
-// going away fails every lookup in flight through it. Lookups failing
-// later, or in more than max incidents, fail t as usual.
+// are not shardns's to prevent; each is logged when seen. A lookup that
+// began within incidentSpan of the end of the failed one before it is
+// of the same incident: a pod's network going away fails every lookup in
+// flight through it, and one that waits out the resolver's timeout (5 s)
+// ends seconds after the first. Lookups failing later, or in more than
+// max incidents, fail t as usual.
 func (q *querier) excuseUntil(end time.Time, max int, why string) {
 	q.excuseEnd, q.excuseMax, q.excuseWhy = end, max, why
 }
@@ -132,7 +136,7 @@ func (q *querier) unexcused(t *testing.T, failed []string) []string {
 			left = append(left, f)
 			continue
 		}
-		if incidents == 0 || at.Sub(last) > incidentSpan {
+		if incidents == 0 || startedAt(f, at).Sub(last) > incidentSpan {
 			incidents++
 		}
 		if incidents > q.excuseMax {
@@ -148,14 +152,30 @@ func (q *querier) unexcused(t *testing.T, failed []string) []string {
 	return left
 }
 
-// incidentSpan is how close failed lookups must be to count as one
-// incident: FAIL lines carry the time to the second.
+// incidentSpan is how soon after a failed lookup the next one must begin
+// to count in the same incident: FAIL lines carry times to the second.
 const incidentSpan = 2 * time.Second
 
-// failedAt reads the time of day on a FAIL line ("at 15:04:05"), as the
-// time of that day nearest to near.
+// failedAt reads the time of day a FAIL line says its lookup ended ("at
+// 15:04:05"), as the time of that day nearest to near.
 func failedAt(line string, near time.Time) (time.Time, bool) {
-	_, rest, ok := strings.Cut(line, " at ")
+	return timeAfter(line, " at ", near)
+}
+
+// startedAt reads the time of day a FAIL line says its lookup began
+// ("from 15:04:05"), as the time of that day nearest to its end; end
+// itself when the line does not say.
+func startedAt(line string, end time.Time) time.Time {
+	if from, ok := timeAfter(line, " from ", end); ok {
+		return from
+	}
+	return end
+}
+
+// timeAfter reads the time of day that follows marker in line, as the
+// time of that day nearest to near.
+func timeAfter(line, marker string, near time.Time) (time.Time, bool) {
+	_, rest, ok := strings.Cut(line, marker)
 	if !ok || len(rest) < 8 {
 		return time.Time{}, false
 	}
@@ -201,4 +221,31 @@ func (c *nodeCluster) scale(t *testing.T, replicas int32) {
 		return err // a conflict with the controller's status update is retried
 	})
 	t.Logf("scaled to %d replicas", replicas)
+}
+
+// A lookup that waited out the resolver's timeout after another failed is
+// of that one's incident, however late it ends; one that began after
+// lookups went through again is an incident of its own.
+func TestQuerierCountsIncidentsByWhenLookupsBegan(t *testing.T) {
+	end := time.Date(2026, 11, 28, 5, 6, 40, 0, time.UTC)
+	q := &querier{excuseEnd: end, excuseMax: 1, excuseWhy: "test"}
+	inFlight := []string{
+		"FAIL svc.repl4 rc=2 at 05:06:29 from 05:06:19 |",
+		"FAIL svc.repl5 rc=2 at 05:06:34 from 05:06:29 |",
+	}
+	if left := q.unexcused(t, inFlight); len(left) != 0 {
+		t.Errorf("a lookup in flight through the first failure is of its incident: %v left", left)
+	}
+	later := append(inFlight, "FAIL svc.repl0 rc=2 at 05:06:38 from 05:06:37 |")
+	if left := q.unexcused(t, later); len(left) != 1 || left[0] != later[2] {
+		t.Errorf("a lookup begun 3 s after the last failure is a second incident: %v left", left)
+	}
+	after := []string{"FAIL svc.repl0 rc=2 at 05:06:41 from 05:06:41 |"}
+	if left := q.unexcused(t, after); len(left) != 1 {
+		t.Errorf("a failure after the window is excused: %v left", left)
+	}
+	old := []string{"FAIL svc.repl4 rc=2 at 05:06:29 |", "FAIL svc.repl5 rc=2 at 05:06:34 |"}
+	if left := q.unexcused(t, old); len(left) != 1 {
+		t.Errorf("lines without a start: failures 5 s apart are two incidents, %v left", left)
+	}
 }
