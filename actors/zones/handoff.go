@@ -133,30 +133,15 @@ type peerState struct {
 	err     error
 }
 
-// noteGained records, for each namespace zone the ring change from old
-// gave this replica with sharded watches, the replicas that held it: if
-// the sources do not list it, it loads from them.
-func (m *Manager) noteGained(old *cluster.Ring) {
+// noteMoved records what the ring change from old moved of the namespace
+// zones this replica holds no zone of, with sharded watches:
+//   - each one it gained, with the replicas that held it: if the sources
+//     do not list it, it loads from them;
+//   - each one it lost, when the sources had sent every object of what
+//     old gave it (settled): a namespace without objects, which it hands
+//     over empty until its grace ends.
+func (m *Manager) noteMoved(old *cluster.Ring, settled bool) {
 	if !m.sharded || old == nil || m.ring == nil || !m.synced {
-		return
-	}
-	for ns := range m.namespaces {
-		for _, key := range m.namespaceKeys(ns) {
-			if m.children[key] != nil || !m.owns(key) || old.Owns(m.cfg.Self, key) {
-				continue
-			}
-			names, remotes := holders(m.cfg.Self, key, old, m.ring)
-			m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
-		}
-	}
-}
-
-// noteLostEmpty records the namespace zones that the ring change from old
-// took from this replica while it owned them, its sources had sent every
-// object of them, and it held no zone of them: namespaces without objects.
-// The caller says the sources had sent everything.
-func (m *Manager) noteLostEmpty(old *cluster.Ring) {
-	if !m.sharded || old == nil || m.ring == nil {
 		return
 	}
 	now := m.cfg.Now()
@@ -167,7 +152,14 @@ func (m *Manager) noteLostEmpty(old *cluster.Ring) {
 	}
 	for ns := range m.namespaces {
 		for _, key := range m.namespaceKeys(ns) {
-			if m.children[key] == nil && old.Owns(m.cfg.Self, key) && !m.ring.Owns(m.cfg.Self, key) {
+			if m.children[key] != nil {
+				continue
+			}
+			switch was, is := old.Owns(m.cfg.Self, key), m.owns(key); {
+			case is && !was:
+				names, remotes := holders(m.cfg.Self, key, old, m.ring)
+				m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
+			case was && !is && settled:
 				m.handoff.lostEmpty[key] = now.Add(m.cfg.Grace)
 			}
 		}

@@ -82,10 +82,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	} else if m.replay.keys == nil {
 		m.setLoaded(true) // nothing is loading, whatever the node assumed
 	}
-	m.noteGained(old)
-	if settled {
-		m.noteLostEmpty(old)
-	}
+	m.noteMoved(old, settled)
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
 	}
