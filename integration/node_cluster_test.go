@@ -35,6 +35,21 @@ type nodeCluster struct {
 	// coreDNSImage is the CoreDNS image imported into the node, once a
 	// test needed it (coreDNSImageOnNode).
 	coreDNSImage string
+	// explained is the test whose failure explainFailure logged.
+	explained string
+}
+
+// explainFailure logs, once per test, what the replicas logged and their
+// rings (replicaWarnings): a failed answer is explained by the replica
+// that gave it or forwarded it, and TestNode's own diagnose shows only
+// their last lines, which a phase's later work pushes out.
+func (c *nodeCluster) explainFailure(t *testing.T) {
+	t.Helper()
+	if c.explained == t.Name() {
+		return
+	}
+	c.explained = t.Name()
+	c.replicaWarnings(t)
 }
 
 func (c *nodeCluster) client() kubernetes.Interface { return c.node.Client }

@@ -101,6 +101,7 @@ func (q *querier) waitAnswers(t *testing.T, n int, phase string) {
 	q.c.eventually(t, podTimeout, func() error {
 		answers, failed := q.count(t)
 		if failed = q.unexcused(t, failed); len(failed) > 0 {
+			q.c.explainFailure(t)
 			t.Fatalf("%s: %d of %d answers failed, first: %s", phase, len(failed), answers, failed[0])
 		}
 		if q.seen = answers; answers < want {
@@ -199,6 +200,7 @@ func (q *querier) finish(t *testing.T) {
 	t.Helper()
 	answers, failed := q.count(t)
 	if failed = q.unexcused(t, failed); len(failed) > 0 {
+		q.c.explainFailure(t)
 		t.Fatalf("%d of %d answers failed, first: %s", len(failed), answers, failed[0])
 	}
 	zero := int64(0)

@@ -255,8 +255,8 @@ func (c *nodeCluster) testRollingUpdate(t *testing.T) {
 	names := c.queryFixtures(t, "roll")
 	q := c.startQuerier(t, "roll0", "querier", names)
 	defer func() {
-		if t.Failed() { // also after the querier's t.Fatalf
-			c.replicaWarnings(t)
+		if t.Failed() {
+			c.explainFailure(t)
 		}
 	}()
 	q.waitAnswers(t, 3*len(names), "before the update")
