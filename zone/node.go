@@ -52,7 +52,11 @@ const (
 
 // records is one name's records, read in place from its snapshot.
 type records struct {
-	refs  []string // of the snapshot or part the records are in
+	refs []string // of the snapshot the records are in
+	// In a service zone, the part the records are in, which holds the
+	// refs, and its base.
+	part  *servicePart
+	base  string
 	ttl   uint32
 	kind  nodeKind
 	count [4]int // address names: by countA…countExtra
@@ -62,8 +66,8 @@ type records struct {
 // lookup returns the records of name, if the snapshot has it.
 func (s *Snapshot) lookup(name string) (records, bool) {
 	if s.parts != nil {
-		if p := s.partOf(name); p != nil {
-			return p.find(name, s.ttl)
+		if p, rel, base := s.partOf(name); p != nil {
+			return p.find(rel, base, s.ttl)
 		}
 		return records{}, false
 	}
@@ -117,10 +121,20 @@ func (r records) size() int {
 	return 1
 }
 
-// ref reads a ref at the start of d and returns its string and the rest.
-func (r records) ref(d []byte) (string, []byte) {
+// targets returns the names the records' refs number: a service part's
+// made whole, all in one allocation, once per answer that needs them.
+func (r records) targets() []string {
+	if r.part != nil {
+		return r.part.targets(r.base)
+	}
+	return r.refs
+}
+
+// readRef reads a ref at the start of d and returns its name among
+// targets and the rest.
+func readRef(d []byte, targets []string) (string, []byte) {
 	v, n := binary.Uvarint(d)
-	return r.refs[v], d[n:]
+	return targets[v], d[n:]
 }
 
 // addresses returns the A records of owner, or its AAAA records when v6.
@@ -166,12 +180,13 @@ func (r records) srv(owner string) (answer, extra []dns.RR) {
 	d := r.body[4*r.count[countA]+16*r.count[countAAAA]:]
 	weight := binary.BigEndian.Uint16(d)
 	d = d[2:]
+	targets := r.targets()
 	answer = make([]dns.RR, r.count[countSRV])
 	srvs := make([]dns.SRV, r.count[countSRV])
 	for i := range srvs {
 		port := binary.BigEndian.Uint16(d)
 		var target string
-		target, d = r.ref(d[2:])
+		target, d = readRef(d[2:], targets)
 		srvs[i] = dns.SRV{Hdr: hdr(owner, dns.TypeSRV, r.ttl), Weight: weight, Port: port, Target: target}
 		answer[i] = &srvs[i]
 	}
@@ -181,7 +196,7 @@ func (r records) srv(owner string) (answer, extra []dns.RR) {
 	extra = make([]dns.RR, r.count[countExtra])
 	for i := range extra {
 		var name string
-		name, d = r.ref(d)
+		name, d = readRef(d, targets)
 		n := int(d[0])
 		if n == 4 {
 			extra[i] = &dns.A{Hdr: hdr(name, dns.TypeA, r.ttl), A: address(d[1:], 4)}
@@ -199,7 +214,7 @@ func (r records) cname(owner string) *dns.CNAME {
 	if r.kind != cnameNode {
 		return nil
 	}
-	target, _ := r.ref(r.body)
+	target, _ := readRef(r.body, r.targets())
 	return &dns.CNAME{Hdr: hdr(owner, dns.TypeCNAME, r.ttl), Target: target}
 }
 

@@ -15,7 +15,7 @@ import (
 type builder struct {
 	encoder
 	text blocks[byte] // the bytes of owner names and targets
-	part []partName   // the names of the service part being built
+	part []builtName  // the names of the service part being built
 
 	// Scratch space of addNode, reused from node to node.
 	scratch struct {
@@ -25,7 +25,7 @@ type builder struct {
 		seenAddr  map[netip.Addr]bool
 		seenSRV   map[entry]bool    // by target and port
 		seenExtra map[entry]bool    // by target and address
-		moved     map[string]string // finishPart's: a name's text in its part
+		moved     map[string]uint32 // finishPart's: where a name's text is in its part
 	}
 }
 
@@ -34,7 +34,7 @@ func newBuilder() *builder {
 	b.scratch.seenAddr = map[netip.Addr]bool{}
 	b.scratch.seenSRV = map[entry]bool{}
 	b.scratch.seenExtra = map[entry]bool{}
-	b.scratch.moved = map[string]string{}
+	b.scratch.moved = map[string]uint32{}
 	b.text.next = 1 << 10 // a part's names are some hundred bytes
 	return b
 }
@@ -64,6 +64,13 @@ func (b *blocks[T]) take(n int) []T {
 	out := b.free[:n:n]
 	b.free = b.free[n:]
 	return out
+}
+
+// builtName is a name of the part being built, whole until finishPart
+// makes it relative, and where its records start.
+type builtName struct {
+	name string
+	at   uint32
 }
 
 // name returns parts joined, its bytes in the snapshot's text block.

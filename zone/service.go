@@ -21,27 +21,91 @@ import (
 // millisecond and the best part of a megabyte of garbage for every
 // endpoint change of a namespace of a hundred services.
 
-// servicePart is the names of one service and their records.
+// servicePart is the names of one service and their records, in four
+// allocations. Every name of a part ends in its base (label.<zone key>),
+// and so do the targets of its records but for an ExternalName's: a part
+// holds each name as its labels before the base, and a target under the
+// base the same way. At 20k services of 10 endpoints, full names were
+// three quarters of the text a part kept (docs/performance.md).
 type servicePart struct {
-	names []partName // sorted by name
-	data  []byte     // the records, encoded as node.go says
-	refs  []string   // the names records point at, by number
+	names []partName // sorted by their text
+	refs  []partRef  // the names records point at, by number
+	// data is the records, encoded as node.go says, then the text of the
+	// names and refs.
+	data []byte
 }
 
-// partName is a name of a part and where its records start in the part's
-// data.
-type partName struct {
-	name string
-	at   uint32
+// partName is a name of a part, data[start:end] (its labels before the
+// base, "" for the base itself), and where its records start in data.
+type partName struct{ start, end, at uint32 }
+
+// partRef is a name records point at, data[start:end]: its labels before
+// the part's base, "" for the base, or a whole name (ending in a dot)
+// outside it.
+type partRef struct{ start, end uint32 }
+
+// text returns data[start:end] as a string sharing data's memory: nothing
+// writes to a part once it is built.
+func (p *servicePart) text(start, end uint32) string {
+	if start == end {
+		return ""
+	}
+	return unsafe.String(&p.data[start], end-start)
 }
 
-// find returns the records of name, if the part has it.
-func (p *servicePart) find(name string, ttl uint32) (records, bool) {
-	i, ok := slices.BinarySearchFunc(p.names, name, func(n partName, name string) int { return strings.Compare(n.name, name) })
+// find returns the records of the name whose labels before base are rel,
+// if the part has it.
+func (p *servicePart) find(rel, base string, ttl uint32) (records, bool) {
+	i, ok := slices.BinarySearchFunc(p.names, rel, func(n partName, rel string) int {
+		return strings.Compare(p.text(n.start, n.end), rel)
+	})
 	if !ok {
 		return records{}, false
 	}
-	return decodeRecords(p.data[p.names[i].at:], p.refs, ttl), true
+	r := decodeRecords(p.data[p.names[i].at:], nil, ttl)
+	r.part, r.base = p, base
+	return r, true
+}
+
+// targets returns the names of the part's refs, made whole with base, the
+// part's base: the text of those below it in one allocation.
+func (p *servicePart) targets(base string) []string {
+	size := 0
+	for _, r := range p.refs {
+		if t := p.text(r.start, r.end); t != "" && !strings.HasSuffix(t, ".") {
+			size += len(t) + 1 + len(base)
+		}
+	}
+	var text []byte
+	if size > 0 {
+		text = make([]byte, 0, size) // never grown: the strings share it
+	}
+	out := make([]string, len(p.refs))
+	for i, r := range p.refs {
+		switch t := p.text(r.start, r.end); {
+		case t == "":
+			out[i] = base
+		case strings.HasSuffix(t, "."):
+			out[i] = t
+		default:
+			start := len(text)
+			text = append(append(append(text, t...), '.'), base...)
+			out[i] = unsafe.String(&text[start], len(text)-start)
+		}
+	}
+	return out
+}
+
+// relative returns name's labels before base: "" for base itself, and
+// name unchanged (a whole name, ending in a dot) when it is not below base.
+func relative(name, base string) string {
+	if name == base {
+		return ""
+	}
+	if rel, ok := strings.CutSuffix(name, base); ok && strings.HasSuffix(rel, ".") {
+		return rel[:len(rel)-1]
+	}
+	return name
 }
 
 // ServiceSources is what the names of one service label are built from:
@@ -114,7 +178,7 @@ func (s *Snapshot) buildParts(cfg *Config, bySvc map[string]ServiceSources) {
 		for _, svc := range src.Services {
 			s.addService(cfg, b, svc, src.Slices)
 		}
-		if p := b.finishPart(); p != nil {
+		if p := b.finishPart(label + "." + s.Key); p != nil {
 			s.parts[label] = p
 		} else {
 			delete(s.parts, label)
@@ -122,15 +186,25 @@ func (s *Snapshot) buildParts(cfg *Config, bySvc map[string]ServiceSources) {
 	}
 }
 
-// partOf returns the part that holds name, a name below the zone's apex:
-// the one of its last label before the zone key.
-func (s *Snapshot) partOf(name string) *servicePart {
+// partOf returns the part that holds name, a name below the zone's apex
+// (the part of its last label before the zone key), with name's labels
+// before that part's base and the base, which name ends in.
+func (s *Snapshot) partOf(name string) (p *servicePart, rel, base string) {
 	rest, ok := strings.CutSuffix(name, s.Key)
 	if !ok || !strings.HasSuffix(rest, ".") {
-		return nil
+		return nil, "", ""
 	}
 	rest = rest[:len(rest)-1]
-	return s.parts[rest[strings.LastIndexByte(rest, '.')+1:]]
+	dot := strings.LastIndexByte(rest, '.')
+	if p = s.parts[rest[dot+1:]]; p == nil {
+		return nil, "", ""
+	}
+	if dot >= 0 {
+		if rel = rest[:dot]; rel == "" {
+			return nil, "", "" // an empty label
+		}
+	}
+	return p, rel, name[dot+1:]
 }
 
 func (s *Snapshot) addService(cfg *Config, b *builder, svc *model.Service, slices []*model.EndpointSlice) {
@@ -140,7 +214,7 @@ func (s *Snapshot) addService(cfg *Config, b *builder, svc *model.Service, slice
 		if _, err := netip.ParseAddr(strings.TrimSuffix(target, ".")); err == nil || target == base {
 			return // CoreDNS serves no record for an IP or a self-loop
 		}
-		b.part = append(b.part, partName{base, b.begin(cnameNode)})
+		b.part = append(b.part, builtName{base, b.begin(cnameNode)})
 		b.ref(target)
 		return
 	}
@@ -270,22 +344,26 @@ func (b *builder) addNode(name string, es []entry) {
 		b.ref(e.target)
 		b.data = appendAddr(append(b.data, byte(e.addr.BitLen()/8)), e.addr)
 	}
-	b.part = append(b.part, partName{name, at})
+	b.part = append(b.part, builtName{name, at})
 }
 
-// finishPart returns the part built since the last one, nil when it has
-// no names, and starts the next. The part gets its records and the text
-// of its names in allocations of their own, of exact size: a part lives
-// until its service changes, and shares nothing with the parts built
-// beside it, so a part built again frees the old one whole.
-func (b *builder) finishPart() *servicePart {
+// finishPart returns the part built since the last one, whose names all
+// end in base, nil when it has no names, and starts the next. The part
+// gets its records and the text of its names in one allocation of its
+// own, of exact size: a part lives until its service changes, and shares
+// nothing with the parts built beside it, so a part built again frees
+// the old one whole.
+func (b *builder) finishPart(base string) *servicePart {
 	names := b.part
 	defer b.startPart()
 	if len(names) == 0 {
 		return nil
 	}
+	for i := range names {
+		names[i].name = relative(names[i].name, base)
+	}
 	// A name written twice keeps its last records, as a map would.
-	slices.SortStableFunc(names, func(x, y partName) int { return strings.Compare(x.name, y.name) })
+	slices.SortStableFunc(names, func(x, y builtName) int { return strings.Compare(x.name, y.name) })
 	kept := names[:0]
 	for i, n := range names {
 		if i+1 < len(names) && names[i+1].name == n.name {
@@ -294,32 +372,35 @@ func (b *builder) finishPart() *servicePart {
 		kept = append(kept, n)
 	}
 	// Names and the targets of records are mostly the same strings:
-	// their text is held once.
-	moved := b.scratch.moved
-	size := 0
-	for _, s := range b.refs {
-		moved[s] = ""
-	}
-	for _, n := range kept {
-		moved[n.name] = ""
-	}
-	for s := range moved {
-		size += len(s)
-	}
-	text := make([]byte, 0, size)
-	for s := range moved {
-		start := len(text)
-		text = append(text, s...)
-		if len(s) > 0 {
-			moved[s] = unsafe.String(&text[start], len(s))
+	// their text is held once, after the records.
+	at := b.scratch.moved
+	size := len(b.data)
+	hold := func(s string) {
+		if _, ok := at[s]; !ok {
+			at[s] = uint32(size)
+			size += len(s)
 		}
 	}
-	p := &servicePart{names: make([]partName, len(kept)), data: slices.Clone(b.data), refs: make([]string, len(b.refs))}
-	for i, n := range kept {
-		p.names[i] = partName{moved[n.name], n.at}
+	for _, n := range kept {
+		hold(n.name)
 	}
 	for i, s := range b.refs {
-		p.refs[i] = moved[s]
+		b.refs[i] = relative(s, base)
+		hold(b.refs[i])
+	}
+	data := make([]byte, size)
+	copy(data, b.data)
+	for s, start := range at {
+		copy(data[start:], s)
+	}
+	p := &servicePart{names: make([]partName, len(kept)), refs: make([]partRef, len(b.refs)), data: data}
+	for i, n := range kept {
+		start := at[n.name]
+		p.names[i] = partName{start, start + uint32(len(n.name)), n.at}
+	}
+	for i, s := range b.refs {
+		start := at[s]
+		p.refs[i] = partRef{start, start + uint32(len(s))}
 	}
 	return p
 }

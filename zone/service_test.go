@@ -15,9 +15,14 @@ import (
 // names lists every name s holds records for, sorted.
 func (s *Snapshot) names() []string {
 	out := slices.Collect(maps.Keys(s.nodes))
-	for _, p := range s.parts {
+	for label, p := range s.parts {
+		base := label + "." + s.Key
 		for _, n := range p.names {
-			out = append(out, n.name)
+			if rel := p.text(n.start, n.end); rel != "" {
+				out = append(out, rel+"."+base)
+			} else {
+				out = append(out, base)
+			}
 		}
 	}
 	slices.Sort(out)

@@ -15,7 +15,7 @@ func (s *Snapshot) Records() int {
 	}
 	for _, p := range s.parts {
 		for _, name := range p.names {
-			n += decodeRecords(p.data[name.at:], p.refs, s.ttl).size()
+			n += decodeRecords(p.data[name.at:], nil, s.ttl).size()
 		}
 	}
 	return n
