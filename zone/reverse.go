@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"slices"
@@ -342,18 +343,21 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, from map[m
 	}
 	index := make([]reversePTR, 0, n)
 	for i, src := range ptrs {
-		src.PTRs.eachAt(func(at int, a netip.Addr) {
-			index = append(index, reversePTR{addr: a.Unmap().As16(), source: uint32(i), at: uint32(at)})
+		src.PTRs.eachAt(func(at int, _ netip.Addr) {
+			index = append(index, reversePTR{source: uint32(i), at: uint32(at)})
 		})
 	}
 	// Stable: an address's PTRs stay in the order of their sources, the
 	// order they are answered in.
-	sort.SliceStable(index, func(i, j int) bool { return string(index[i].addr[:]) < string(index[j].addr[:]) })
+	slices.SortStableFunc(index, func(x, y reversePTR) int {
+		ax, ay := s.ptrAddr(x), s.ptrAddr(y)
+		return bytes.Compare(ax[:], ay[:])
+	})
 	s.ptrIndex = index
 	var scratch []reverseTarget
 	for i := 0; i < len(index); {
 		j := i + 1
-		for j < len(index) && index[j].addr == index[i].addr {
+		for j < len(index) && s.ptrAddr(index[j]) == s.ptrAddr(index[i]) {
 			j++
 		}
 		scratch = s.reverseTargets(index[i:j], scratch[:0])
@@ -364,12 +368,26 @@ func BuildReverseZone(cfg *Config, key, origin string, serial uint32, from map[m
 }
 
 // reversePTR is where one PTR of a reverse snapshot lies: in the list of
-// its source (an index into Snapshot.PTRs), at a byte offset. 24 bytes
-// and no pointer, where a name and its encoded record took about 200.
+// its source (an index into Snapshot.PTRs), at a byte offset, where its
+// address is too. 8 bytes and no pointer, where a name and its encoded
+// record took about 200, and the index with each address beside it 24.
 type reversePTR struct {
-	addr   [16]byte // the address, IPv4 as IPv4-mapped
 	source uint32
 	at     uint32
+}
+
+// ptrAddr returns the address of the PTR p, IPv4 as IPv4-mapped: in the
+// list, a flags byte and the address's 4 or 16 bytes (see PTRList). The
+// index holds only offsets eachAt read whole.
+func (s *Snapshot) ptrAddr(p reversePTR) [16]byte {
+	list := s.PTRs[p.source].PTRs[p.at:]
+	var b [16]byte
+	if list[0]&ptrV6 != 0 {
+		copy(b[:], list[1:17])
+		return b
+	}
+	copy(b[:4], list[1:5])
+	return netip.AddrFrom4([4]byte(b[:4])).As16()
 }
 
 // reversePTRs returns the index entries of name's address, or none when
@@ -380,9 +398,12 @@ func (s *Snapshot) reversePTRs(name string) []reversePTR {
 		return nil
 	}
 	addr := a.As16()
-	i := sort.Search(len(s.ptrIndex), func(i int) bool { return string(s.ptrIndex[i].addr[:]) >= string(addr[:]) })
+	i := sort.Search(len(s.ptrIndex), func(i int) bool {
+		at := s.ptrAddr(s.ptrIndex[i])
+		return bytes.Compare(at[:], addr[:]) >= 0
+	})
 	j := i
-	for j < len(s.ptrIndex) && s.ptrIndex[j].addr == addr {
+	for j < len(s.ptrIndex) && s.ptrAddr(s.ptrIndex[j]) == addr {
 		j++
 	}
 	return s.ptrIndex[i:j]
