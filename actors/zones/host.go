@@ -57,7 +57,7 @@ type zoneHost struct {
 
 func newZoneHostProps() *actor.Props {
 	h := &zoneHost{zones: map[string]*zoneActor{}}
-	return actor.PropsFromProducer(func() actor.Actor { return h })
+	return actor.PropsFromProducer(func() actor.Actor { return h }, BurstMailbox())
 }
 
 func (h *zoneHost) Receive(ctx actor.Context) {

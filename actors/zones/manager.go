@@ -138,7 +138,17 @@ type Manager struct {
 // restarted one keeps serving its last snapshot (see rebuild.go).
 func NewManagerProps(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) },
-		actor.WithSupervisor(actor.NewRestartingStrategy()))
+		actor.WithSupervisor(actor.NewRestartingStrategy()), BurstMailbox())
+}
+
+// BurstMailbox is the mailbox of the actors that lists flood: sources,
+// the Manager and the zones. protoactor's default mailbox queues in a
+// ring that doubles when full and never shrinks, so each such actor kept,
+// for as long as it lived, a ring as long as the longest burst it had
+// queued (a few hundred kilobytes each after a list of 20k services).
+// This one links a node per message, freed as it is read.
+func BurstMailbox() actor.PropsOption {
+	return actor.WithMailbox(actor.UnboundedLockfree())
 }
 
 func newManager(cfg Config) *Manager {
@@ -623,7 +633,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 			fresh := z.identity()
 			fresh.restarted = incarnations.Add(1) > 1
 			return fresh
-		}))
+		}, BurstMailbox()))
 	}
 	m.children[key] = pid
 	return pid

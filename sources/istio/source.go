@@ -136,7 +136,7 @@ func NewProps(cfg Config) *actor.Props {
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = time.Minute
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} })
+	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
 }
 
 // Receive starts discovery, then the watch, and stops them.

@@ -80,7 +80,7 @@ type watched struct {
 
 // NewProps returns the props of a Source.
 func NewProps(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} })
+	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
 }
 
 // Receive starts the watches and stops them.
