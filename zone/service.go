@@ -1,9 +1,11 @@
 package zone
 
 import (
+	"encoding/binary"
 	"maps"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
 	"unsafe"
 
@@ -21,18 +23,21 @@ import (
 // millisecond and the best part of a megabyte of garbage for every
 // endpoint change of a namespace of a hundred services.
 
-// servicePart is the names of one service and their records, in four
+// servicePart is the names of one service and their records, in two
 // allocations. Every name of a part ends in its base (label.<zone key>),
 // and so do the targets of its records but for an ExternalName's: a part
 // holds each name as its labels before the base, and a target under the
 // base the same way. At 20k services of 10 endpoints, full names were
-// three quarters of the text a part kept (docs/performance.md).
+// three quarters of the text a part kept, and the part's slices of names
+// and targets, each an allocation of its own, a quarter of the rest
+// (docs/performance.md).
 type servicePart struct {
-	names []partName // sorted by their text
-	refs  []partRef  // the names records point at, by number
-	// data is the records, encoded as node.go says, then the text of the
-	// names and refs.
-	data []byte
+	// data is, in order: the records, encoded as node.go says; the text
+	// of the names and refs; the names' index, sorted by their text
+	// (partNameSize bytes each); the refs' index, by number (partRefSize
+	// bytes each).
+	data        []byte
+	names, refs uint32 // where the names' and the refs' index begin in data
 }
 
 // partName is a name of a part, data[start:end] (its labels before the
@@ -43,6 +48,26 @@ type partName struct{ start, end, at uint32 }
 // the part's base, "" for the base, or a whole name (ending in a dot)
 // outside it.
 type partRef struct{ start, end uint32 }
+
+// The sizes of an index entry in a part's data: little-endian uint32s.
+const (
+	partNameSize = 12
+	partRefSize  = 8
+)
+
+func (p *servicePart) nameCount() int { return int(p.refs-p.names) / partNameSize }
+
+func (p *servicePart) name(i int) partName {
+	e := p.data[int(p.names)+i*partNameSize:]
+	return partName{binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])}
+}
+
+func (p *servicePart) refCount() int { return (len(p.data) - int(p.refs)) / partRefSize }
+
+func (p *servicePart) ref(i int) partRef {
+	e := p.data[int(p.refs)+i*partRefSize:]
+	return partRef{binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:])}
+}
 
 // text returns data[start:end] as a string sharing data's memory: nothing
 // writes to a part once it is built.
@@ -56,13 +81,19 @@ func (p *servicePart) text(start, end uint32) string {
 // find returns the records of the name whose labels before base are rel,
 // if the part has it.
 func (p *servicePart) find(rel, base string, ttl uint32) (records, bool) {
-	i, ok := slices.BinarySearchFunc(p.names, rel, func(n partName, rel string) int {
-		return strings.Compare(p.text(n.start, n.end), rel)
+	n := p.nameCount()
+	i := sort.Search(n, func(i int) bool {
+		name := p.name(i)
+		return p.text(name.start, name.end) >= rel
 	})
-	if !ok {
+	if i == n {
 		return records{}, false
 	}
-	r := decodeRecords(p.data[p.names[i].at:], nil, ttl)
+	name := p.name(i)
+	if p.text(name.start, name.end) != rel {
+		return records{}, false
+	}
+	r := decodeRecords(p.data[name.at:], nil, ttl)
 	r.part, r.base = p, base
 	return r, true
 }
@@ -71,7 +102,8 @@ func (p *servicePart) find(rel, base string, ttl uint32) (records, bool) {
 // part's base: the text of those below it in one allocation.
 func (p *servicePart) targets(base string) []string {
 	size := 0
-	for _, r := range p.refs {
+	for i := range p.refCount() {
+		r := p.ref(i)
 		if t := p.text(r.start, r.end); t != "" && !strings.HasSuffix(t, ".") {
 			size += len(t) + 1 + len(base)
 		}
@@ -80,8 +112,9 @@ func (p *servicePart) targets(base string) []string {
 	if size > 0 {
 		text = make([]byte, 0, size) // never grown: the strings share it
 	}
-	out := make([]string, len(p.refs))
-	for i, r := range p.refs {
+	out := make([]string, p.refCount())
+	for i := range out {
+		r := p.ref(i)
 		switch t := p.text(r.start, r.end); {
 		case t == "":
 			out[i] = base
@@ -349,10 +382,10 @@ func (b *builder) addNode(name string, es []entry) {
 
 // finishPart returns the part built since the last one, whose names all
 // end in base, nil when it has no names, and starts the next. The part
-// gets its records and the text of its names in one allocation of its
-// own, of exact size: a part lives until its service changes, and shares
-// nothing with the parts built beside it, so a part built again frees
-// the old one whole.
+// gets its records, the text of its names and their index in one
+// allocation of its own, of exact size: a part lives until its service
+// changes, and shares nothing with the parts built beside it, so a part
+// built again frees the old one whole.
 func (b *builder) finishPart(base string) *servicePart {
 	names := b.part
 	defer b.startPart()
@@ -388,19 +421,25 @@ func (b *builder) finishPart(base string) *servicePart {
 		b.refs[i] = relative(s, base)
 		hold(b.refs[i])
 	}
+	namesAt := size
+	size += partNameSize*len(kept) + partRefSize*len(b.refs)
 	data := make([]byte, size)
 	copy(data, b.data)
 	for s, start := range at {
 		copy(data[start:], s)
 	}
-	p := &servicePart{names: make([]partName, len(kept)), refs: make([]partRef, len(b.refs)), data: data}
-	for i, n := range kept {
+	p := &servicePart{data: data, names: uint32(namesAt), refs: uint32(namesAt + partNameSize*len(kept))}
+	index := data[namesAt:namesAt]
+	for _, n := range kept {
 		start := at[n.name]
-		p.names[i] = partName{start, start + uint32(len(n.name)), n.at}
+		index = binary.LittleEndian.AppendUint32(index, start)
+		index = binary.LittleEndian.AppendUint32(index, start+uint32(len(n.name)))
+		index = binary.LittleEndian.AppendUint32(index, n.at)
 	}
-	for i, s := range b.refs {
+	for _, s := range b.refs {
 		start := at[s]
-		p.refs[i] = partRef{start, start + uint32(len(s))}
+		index = binary.LittleEndian.AppendUint32(index, start)
+		index = binary.LittleEndian.AppendUint32(index, start+uint32(len(s)))
 	}
 	return p
 }

@@ -17,11 +17,11 @@ func (s *Snapshot) names() []string {
 	out := slices.Collect(maps.Keys(s.nodes))
 	for label, p := range s.parts {
 		base := label + "." + s.Key
-		for _, n := range p.names {
-			if rel := p.text(n.start, n.end); rel != "" {
-				out = append(out, rel+"."+base)
-			} else {
+		for i := range p.nameCount() {
+			if n := p.name(i); n.start == n.end {
 				out = append(out, base)
+			} else {
+				out = append(out, p.text(n.start, n.end)+"."+base)
 			}
 		}
 	}

@@ -14,8 +14,8 @@ func (s *Snapshot) Records() int {
 		n += s.recordsAt(at).size()
 	}
 	for _, p := range s.parts {
-		for _, name := range p.names {
-			n += decodeRecords(p.data[name.at:], nil, s.ttl).size()
+		for i := range p.nameCount() {
+			n += decodeRecords(p.data[p.name(i).at:], nil, s.ttl).size()
 		}
 	}
 	return n
