@@ -28,9 +28,7 @@ import (
 // and so do the targets of its records but for an ExternalName's: a part
 // holds each name as its labels before the base, and a target under the
 // base the same way. At 20k services of 10 endpoints, full names were
-// three quarters of the text a part kept, and the part's slices of names
-// and targets, each an allocation of its own, a quarter of the rest
-// (docs/performance.md).
+// three quarters of the text a part kept (docs/performance.md, run 17).
 type servicePart struct {
 	// data is, in order: the records, encoded as node.go says; the text
 	// of the names and refs; the names' index, sorted by their text
@@ -130,13 +128,18 @@ func (p *servicePart) targets(base string) []string {
 }
 
 // relative returns name's labels before base: "" for base itself, and
-// name unchanged (a whole name, ending in a dot) when it is not below base.
+// name unchanged (a whole name, ending in a dot) when it is not below
+// base, or when what it adds to base ends in an empty label (a hostname
+// "x." makes "x..<base>"): read back, a text ending in a dot is a whole
+// name, and such a name stays what it was.
 func relative(name, base string) string {
 	if name == base {
 		return ""
 	}
 	if rel, ok := strings.CutSuffix(name, base); ok && strings.HasSuffix(rel, ".") {
-		return rel[:len(rel)-1]
+		if rel = rel[:len(rel)-1]; rel != "" && !strings.HasSuffix(rel, ".") {
+			return rel
+		}
 	}
 	return name
 }

@@ -205,3 +205,37 @@ func BenchmarkUpdateServiceZone(b *testing.B) {
 		s = UpdateServiceZone(cfg, s, uint32(n+1), map[string]ServiceSources{name: src})
 	}
 }
+
+// A part holds its names and targets as their labels before the
+// service's base, and a text ending in a dot as a whole name: relative
+// keeps whole what is not below the base and what would read back as
+// whole, so every name and target is written back as it was.
+func TestPartNamesRelativeToTheirBase(t *testing.T) {
+	const base = "db.ns1.svc.cluster.local."
+	for _, c := range []struct{ name, want string }{
+		{base, ""},
+		{"web-0." + base, "web-0"},
+		{"_http._tcp." + base, "_http._tcp"},
+		{"a.b." + base, "a.b"},
+		{"example.com.", "example.com."}, // an ExternalName's target
+		{"xdb.ns1.svc.cluster.local.", "xdb.ns1.svc.cluster.local."}, // not below the base
+		{"." + base, "." + base},                                     // an empty label before the base
+		{"x.." + base, "x.." + base},                                 // a hostname "x."
+	} {
+		got := relative(c.name, base)
+		if got != c.want {
+			t.Errorf("relative(%q) = %q, want %q", c.name, got, c.want)
+		}
+		// Read back as servicePart.targets does.
+		back := got
+		switch {
+		case got == "":
+			back = base
+		case !strings.HasSuffix(got, "."):
+			back = got + "." + base
+		}
+		if back != c.name {
+			t.Errorf("%q reads back as %q", c.name, back)
+		}
+	}
+}
