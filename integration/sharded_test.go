@@ -365,7 +365,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	// The watches come back on client-go's reflector backoff: 0.8 s
 	// doubling while the API server was down, each wait jittered up to
 	// twice its length, so the attempt that finds it back may come 25 s
-	// after it is (seen here: 11-30 s until the new namespaces' watches
+	// after it is (seen here: 11-31 s until the new namespaces' watches
 	// were started), and CoreDNS's watches wait alike.
 	testutil.Eventually(t, 60*time.Second, func() error {
 		for _, set := range []map[string]string{names, created} {
