@@ -43,7 +43,7 @@ func (h *handler) convert(obj any) (any, error) {
 // one that was never converted.
 func (h *handler) key(obj any) (model.Key, bool) {
 	if c, ok := obj.(*cached); ok {
-		return model.Key{Kind: h.kind, Namespace: c.namespace, Name: c.name}, true
+		return model.Key{Kind: h.kind, Namespace: c.namespace, Name: c.name()}, true
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

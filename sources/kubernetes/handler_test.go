@@ -111,8 +111,12 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 	if c.object != nil || svc.ClusterIPs[0].String() != "10.0.0.1" || svc.Ports[0].Port != 80 {
 		t.Fatalf("cached %+v, want the model Service frozen", c)
 	}
-	if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "ns/web" {
+	key, err := cache.MetaNamespaceKeyFunc(c)
+	if err != nil || key != "ns/web" {
 		t.Fatalf("key %q %v, want ns/web", key, err)
+	}
+	if unsafe.StringData(key) != unsafe.StringData(c.key) {
+		t.Fatal("the informers' key is a new string, not the entry's own")
 	}
 	if again, _ := transform(c); again != c {
 		t.Fatal("the transform is not idempotent")
@@ -124,7 +128,7 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 	}
 	finished, _ := transform(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job"},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.1.0.1"}})
-	if f := finished.(*cached); f.frozen != "" || f.object != nil || f.name != "job" {
+	if f := finished.(*cached); f.frozen != "" || f.object != nil || f.name() != "job" {
 		t.Fatalf("finished pod cached as %+v, want no model object", f)
 	}
 	hidden := service("9", "10.0.0.2", nil)
@@ -141,13 +145,13 @@ func TestCacheHoldsModelObjects(t *testing.T) {
 // Replays and ring changes walk the cache namespace by namespace.
 func TestByNamespace(t *testing.T) {
 	list := []any{
-		&cached{namespace: "b", name: "y"}, &cached{namespace: "a", name: "z"}, &cached{namespace: "b", name: "x"},
-		&cached{namespace: "", name: "a"}, &cached{namespace: "a", name: "b"},
+		&cached{namespace: "b", key: "b/y"}, &cached{namespace: "a", key: "a/z"}, &cached{namespace: "b", key: "b/x"},
+		&cached{namespace: "", key: "a"}, &cached{namespace: "a", key: "a/b"},
 	}
 	var got []string
 	for _, obj := range byNamespace(list) {
 		c := obj.(*cached)
-		got = append(got, c.namespace+"/"+c.name)
+		got = append(got, c.namespace+"/"+c.name())
 	}
 	want := []string{"/a", "a/b", "a/z", "b/x", "b/y"}
 	if !reflect.DeepEqual(got, want) {
@@ -162,8 +166,8 @@ func TestCacheKeepsNothingOfTheAPIObject(t *testing.T) {
 	s.Spec.ExternalName = "db.example.org"
 	decoded := []string{s.Namespace, s.Name, s.ResourceVersion, s.Spec.Ports[0].Name, s.Spec.ExternalName}
 	c := cachedOf(t, s).(*cached)
-	svc := thawedService(t, model.Change{Key: model.Key{Kind: model.KindService, Namespace: c.namespace, Name: c.name}, Object: c.frozen})
-	kept := []string{c.namespace, c.name, c.resourceVersion, string(c.frozen), svc.Ports[0].Name, svc.ExternalName}
+	svc := thawedService(t, model.Change{Key: model.Key{Kind: model.KindService, Namespace: c.namespace, Name: c.name()}, Object: c.frozen})
+	kept := []string{c.namespace, c.name(), c.resourceVersion, string(c.frozen), svc.Ports[0].Name, svc.ExternalName}
 	for _, k := range kept {
 		for _, d := range decoded {
 			if k != "" && unsafe.StringData(k) == unsafe.StringData(d) {
@@ -171,7 +175,7 @@ func TestCacheKeepsNothingOfTheAPIObject(t *testing.T) {
 			}
 		}
 	}
-	if c.namespace != "ns" || c.name != "web" || c.resourceVersion != "7" || svc.Ports[0].Name != "http" || svc.Namespace != "ns" {
+	if c.namespace != "ns" || c.name() != "web" || c.resourceVersion != "7" || svc.Ports[0].Name != "http" || svc.Namespace != "ns" {
 		t.Fatalf("cached %+v with %+v, want ns/web at 7 with port http", c, svc)
 	}
 }

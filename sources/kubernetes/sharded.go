@@ -176,8 +176,8 @@ func (s *Source) reshard(ctx actor.Context) {
 	}
 	var all []string
 	for _, obj := range s.namespaces.GetStore().List() {
-		if c, ok := obj.(*cached); ok && s.exposed(c.name) {
-			all = append(all, c.name)
+		if c, ok := obj.(*cached); ok && s.exposed(c.name()) {
+			all = append(all, c.name())
 		}
 	}
 	exists := map[string]bool{}

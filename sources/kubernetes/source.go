@@ -236,7 +236,7 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 func byNamespace(list []any) []any {
 	identity := func(obj any) (namespace, name string) {
 		if c, ok := obj.(*cached); ok { // the transform makes every entry one
-			return c.namespace, c.name
+			return c.namespace, c.name()
 		}
 		return "", ""
 	}
