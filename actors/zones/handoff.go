@@ -417,7 +417,7 @@ func (m *Manager) dropUnconfirmed(ctx actor.Context) {
 	}
 	var deletes []model.Change
 	for key := range m.handoff.provisional {
-		if _, held := m.zonesOf[key]; held {
+		if m.zonesOf.holds(key) {
 			deletes = append(deletes, model.Change{Key: key})
 		}
 	}

@@ -91,10 +91,9 @@ type Manager struct {
 	barriers   int  // zone actors yet to answer the sync barrier
 	namespaces map[string]struct{}
 	unsynced   map[string]bool
-	zonesOf    map[model.Key][]string // zone keys each object contributes to
-	zoneSize   map[string]int         // objects contributing to each zone
-	zoneKeys   map[string]string      // the one copy of each zone key that zonesOf shares
-	children   map[string]*actor.PID  // a zone's actor, or the host of a reverse zone (host.go)
+	zonesOf    zoneIndex             // the zones each object contributes to
+	zoneSize   map[string]int        // objects contributing to each zone
+	children   map[string]*actor.PID // a zone's actor, or the host of a reverse zone (host.go)
 	hosts      [reverseHosts]*actor.PID
 	// newSlots are the table slots of zones spawned (a slot) or stopped
 	// (nil) since the table was last told: it is told once a message is
@@ -156,7 +155,7 @@ func newManager(cfg Config) *Manager {
 		cfg.Grace = defaultGrace
 	}
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
-		zonesOf: map[model.Key][]string{}, zoneSize: map[string]int{}, zoneKeys: map[string]string{}, children: map[string]*actor.PID{},
+		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
 		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
@@ -439,7 +438,8 @@ func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApp
 		keys = append(keys, key)
 		batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key, ptrs: p})
 	}
-	for _, key := range m.zonesOf[c.Key] {
+	for _, id := range m.zonesOf.zones(c.Key) {
+		key := m.zonesOf.key(id)
 		if _, still := ptrs[key]; !still && isReverseKey(m.cfg.Answer, key) {
 			batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key})
 		}
@@ -522,32 +522,19 @@ func isReverseRoute(r zone.Route) bool {
 // setZonesOf records which zones an object is in, keeping per-zone counts
 // so that zones are stopped when their last object goes.
 func (m *Manager) setZonesOf(key model.Key, zones []string) {
-	if old, ok := m.zonesOf[key]; ok && slices.Equal(old, zones) {
+	if m.zonesOf.same(key, zones) {
 		return // most updates: the same zones, counted already
 	}
-	for _, z := range m.zonesOf[key] {
-		m.zoneSize[z]--
+	for _, id := range m.zonesOf.zones(key) {
+		m.zoneSize[m.zonesOf.key(id)]--
 	}
-	shared := make([]string, len(zones))
-	for i, z := range zones {
+	for _, z := range zones {
 		if _, known := m.zoneSize[z]; !known && m.places(z) {
 			m.placementStale = true
 		}
 		m.zoneSize[z]++
-		// Each object's keys were built anew, a reverse zone's as part of
-		// a longer name; the directory holds one copy of each for all.
-		if k, ok := m.zoneKeys[z]; ok {
-			shared[i] = k
-		} else {
-			shared[i] = strings.Clone(z)
-			m.zoneKeys[shared[i]] = shared[i]
-		}
 	}
-	if len(zones) == 0 {
-		delete(m.zonesOf, key)
-	} else {
-		m.zonesOf[key] = shared
-	}
+	m.zonesOf.set(key, zones)
 }
 
 // compactIndex makes the per-object indexes anew, each map at its size
@@ -559,11 +546,10 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 // replicas of six held 1-3 MB less live heap for it (TestShardedIngest),
 // for a copy of some 10,000 entries per load or release.
 func (m *Manager) compactIndex() {
-	m.zonesOf = packed(m.zonesOf)
+	m.zonesOf.pack()
 	m.podIPs = packed(m.podIPs)
 	m.meshOf = packed(m.meshOf)
 	m.zoneSize = resized(m.zoneSize)
-	m.zoneKeys = resized(m.zoneKeys)
 	m.children = resized(m.children)
 	m.ipOwner = resized(m.ipOwner)
 	m.grace = resized(m.grace)
@@ -650,7 +636,7 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 			m.placementStale = true
 		}
 		delete(m.zoneSize, key)
-		delete(m.zoneKeys, key)
+		m.zonesOf.forget(key)
 		delete(m.grace, key)
 		if pid := m.children[key]; pid != nil {
 			m.stopZone(ctx, key, pid)

@@ -34,7 +34,8 @@ func (m *Manager) routeMeshChange(c model.Change, batch func(string) *zoneApply,
 			names = append(names, h.Name)
 		}
 	}
-	for _, key := range m.zonesOf[c.Key] {
+	for _, id := range m.zonesOf.zones(c.Key) {
+		key := m.zonesOf.key(id)
 		if _, still := byZone[key]; !still {
 			batch(key).mesh = append(batch(key).mesh, meshChange{source: c.Key})
 		}

@@ -98,7 +98,7 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 		return
 	}
 	var forget []model.Change
-	for key := range m.zonesOf {
+	for key := range m.zonesOf.of {
 		switch key.Kind {
 		case model.KindPod:
 			if m.cfg.PodIndex != nil {
