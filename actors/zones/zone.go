@@ -255,6 +255,15 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		objects := &z.slices
 		if k.Kind == model.KindService {
 			objects = &z.services
+		}
+		if f != "" && (*objects)[k.Name] == f {
+			// The object the zone holds, sent again: a replica that
+			// handed namespaces over lists those it keeps again, and a
+			// zone that touched each, rebuilt its services and indexed
+			// its slices anew among the garbage of that list.
+			continue
+		}
+		if k.Kind == model.KindService {
 			z.touch(k.Name)
 			if z.slicesOf != nil && k.Name != strings.ToLower(k.Name) {
 				z.casedNames = true
@@ -319,6 +328,10 @@ func (z *zoneActor) onRepack() {
 	}
 	z.shared = allMaps // copy the maps, even those no snapshot shares
 	z.own(allMaps)
+	// The next update of some services makes the index of their slices
+	// again, from the maps just copied, rather than keep its lists where
+	// they were made.
+	z.slicesOf, z.casedNames = nil, false
 	z.wholeZone = true
 	z.publish()
 }
