@@ -20,8 +20,13 @@ import (
 // queues sit behind one mutex: a push or a pop holds it for a few loads and
 // stores, far less than the remote reader and the actor spend per message.
 type droppingMailbox struct {
-	mu        sync.Mutex
-	user      []any // ring of len size
+	mu sync.Mutex
+	// user is a ring grown as messages wait, up to limit: a ring of
+	// its full size, 8192 pointers that every collection scans, cost
+	// each of a replica's four dispatch mailboxes 128 KB of resident
+	// heap whether or not a question ever waited in it.
+	user      []any
+	limit     int
 	head, n   int   // oldest user message, user messages held
 	system    []any // FIFO; few, and never dropped
 	suspended bool
@@ -37,7 +42,7 @@ type droppingMailbox struct {
 // counted).
 func newDroppingMailbox(size int, dropped prometheus.Counter) actor.MailboxProducer {
 	return func() actor.Mailbox {
-		return &droppingMailbox{user: make([]any, size), dropped: dropped}
+		return &droppingMailbox{limit: size, dropped: dropped}
 	}
 }
 
@@ -46,11 +51,14 @@ func newDroppingMailbox(size int, dropped prometheus.Counter) actor.MailboxProdu
 // next owner.
 func (m *droppingMailbox) PostUserMessage(msg any) {
 	m.mu.Lock()
-	full := m.n == len(m.user)
+	full := m.n == m.limit
 	if full {
 		m.user[m.head] = nil
 		m.head = (m.head + 1) % len(m.user)
 		m.n--
+	}
+	if m.n == len(m.user) {
+		m.grow()
 	}
 	m.user[(m.head+m.n)%len(m.user)] = msg
 	m.n++
@@ -59,6 +67,17 @@ func (m *droppingMailbox) PostUserMessage(msg any) {
 		m.dropped.Inc()
 	}
 	m.schedule()
+}
+
+// grow doubles the ring (from 16, up to limit), oldest message first.
+// It never shrinks: a replica that once had that many questions waiting
+// may again.
+func (m *droppingMailbox) grow() {
+	user := make([]any, min(max(2*len(m.user), 16), m.limit))
+	for i := range m.n {
+		user[i] = m.user[(m.head+i)%len(m.user)]
+	}
+	m.user, m.head = user, 0
 }
 
 // PostSystemMessage queues a lifecycle message (start, stop, restart,

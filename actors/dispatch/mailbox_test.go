@@ -81,6 +81,49 @@ func TestDroppingMailboxCountsDrops(t *testing.T) {
 	}
 }
 
+// The ring grows as messages wait, keeping their order across its wrap,
+// and drops the oldest only once limit messages wait.
+func TestDroppingMailboxGrows(t *testing.T) {
+	system := quietSystem(t)
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dropped"}, []string{"mailbox"})
+	entered, release := make(chan struct{}), make(chan struct{})
+	got := make(chan int, 100)
+	pid := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		n, ok := ctx.Message().(int)
+		if !ok {
+			return
+		}
+		if n == 0 {
+			close(entered)
+			<-release
+		}
+		got <- n
+	}, actor.WithMailbox(newDroppingMailbox(40, dropped.WithLabelValues("test")))))
+
+	// Message 0 is taken from the ring's first slot before the others
+	// come: the 16 after it wrap around the ring's end before it grows.
+	system.Root.Send(pid, 0)
+	<-entered
+	for i := 1; i <= 50; i++ {
+		system.Root.Send(pid, i)
+	}
+	if n := counterValue(t, dropped.WithLabelValues("test")); n != 10 {
+		t.Fatalf("dropped counter %v after 50 messages into a mailbox of 40, want 10", n)
+	}
+	close(release)
+	want := []int{0}
+	for i := 11; i <= 50; i++ {
+		want = append(want, i)
+	}
+	var received []int
+	for range want {
+		received = append(received, <-got)
+	}
+	if !slices.Equal(received, want) {
+		t.Fatalf("received %v, want %v: the first, then the newest 40 in order", received, want)
+	}
+}
+
 // A panic is escalated to the supervisor and the restarted actor keeps
 // the messages still queued.
 func TestDroppingMailboxRestartKeepsQueue(t *testing.T) {
