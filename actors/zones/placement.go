@@ -231,10 +231,7 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 	// The zones kept were built among those stopped now. Built again
 	// while those are still alive, they move to memory of their own, and
 	// what they shared with the stopped ones is freed whole.
-	done := m.repackKept(ctx)
-	for key, pid := range stop {
-		done = append(done, m.stopZoneFuture(ctx, key, pid))
-	}
+	done := append(m.repackKept(ctx), m.stopZones(ctx, stop)...)
 	// Once the stopped zones are collected, their spans are left with
 	// holes wherever something else lived among them; built a second
 	// time, the kept zones fill those holes, and the memory of the first
@@ -253,13 +250,15 @@ func (m *Manager) onCompactKept(ctx actor.Context) {
 // repackKept asks every zone not in its grace period to build its
 // snapshot again, and returns the futures of their answers.
 func (m *Manager) repackKept(ctx actor.Context) []*actor.Future {
-	var done []*actor.Future
+	kept := make(map[string]*actor.PID, len(m.children))
 	for key, pid := range m.children {
 		if !m.grace[key] {
-			done = append(done, m.ask(ctx, key, pid, &repack{}))
+			kept[key] = pid
 		}
 	}
-	return done
+	return m.reachAll(ctx, kept, func() any { return &repack{} }, func(pid *actor.PID) *actor.Future {
+		return ctx.RequestFuture(pid, &repack{}, repackTimeout)
+	})
 }
 
 // repackTimeout bounds the wait for one zone's rebuild; a zone that takes
