@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/miekg/dns"
+	"google.golang.org/grpc"
 
 	"github.com/shardns/shardns/actors/dispatch"
 	"github.com/shardns/shardns/actors/zones"
@@ -128,7 +129,8 @@ func (n *Node) startCluster() error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr),
-		remote.WithServerOptions(guard.ServerOptions()...), remote.WithDialOptions(remoteDialOptions(guard, host)...),
+		remote.WithServerOptions(append(guard.ServerOptions(), grpc.ReadBufferSize(remoteBuffer), grpc.WriteBufferSize(remoteBuffer))...),
+		remote.WithDialOptions(append(remoteDialOptions(guard, host), grpc.WithReadBufferSize(remoteBuffer), grpc.WithWriteBufferSize(remoteBuffer))...),
 		remote.WithEndpointWriterQueueSize(endpointWriterQueue)))
 	c.remote.Start()
 	timing := gossipTiming(cc)
@@ -227,6 +229,14 @@ func (n *Node) buildRing() *cluster.Ring {
 // replica and every node-local cache it answers. With 6 replicas that was
 // 80 MB of each replica's RSS (TestShardedIngest).
 const endpointWriterQueue = 1024
+
+// remoteBuffer sizes the read and the write buffer of each actor remote
+// connection, which gRPC keeps for the connection's life, 32 KB each by
+// default: with six replicas a replica holds ten connections, 640 KB of
+// buffers. Read through TLS, a buffer fills with one record at a time, at
+// most 16 KB, so reads take no more calls; questions and answers are a few
+// hundred bytes, and a zone handed over is written in 16 KB records.
+const remoteBuffer = 16 << 10
 
 // hasLiveOwner reports whether a member owns zones and is not found down.
 func hasLiveOwner(ms []cluster.Member) bool {
