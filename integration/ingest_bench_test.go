@@ -126,7 +126,7 @@ func TestShardedIngest(t *testing.T) {
 			if r == biggest {
 				largestMark = " (the largest)"
 			}
-			t.Logf("memory: r%d%s holds %.0f records; Go heap %.0f MB in use, %.0f MB free and not returned to the OS, %.0f MB live, %.0f MB in use after a collection; runtime %.1f MB mapped beside the heap (stacks of %.0f goroutines, metadata)",
+			t.Logf("memory: r%d%s holds %.0f records; Go heap %.1f MB in use, %.1f MB free and not returned to the OS, %.1f MB live, %.1f MB in use after a collection; runtime %.1f MB mapped beside the heap (stacks of %.0f goroutines, metadata)",
 				i, largestMark, m.records, m.heapInUse, m.unreturned, m.live, m.spans, m.runtime, m.goroutines)
 		}
 		verdict := "met"
