@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -256,11 +257,14 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		if k.Kind == model.KindService {
 			objects = &z.services
 		}
-		if f != "" && (*objects)[k.Name] == f {
-			// The object the zone holds, sent again: a replica that
-			// handed namespaces over lists those it keeps again, and a
-			// zone that touched each, rebuilt its services and indexed
-			// its slices anew among the garbage of that list.
+		if held := (*objects)[k.Name]; f != "" && sameString(string(held), string(f)) {
+			// The very object the zone holds, sent again: a replica that
+			// handed namespaces over lists those it keeps again (the
+			// source reuses its entries), and a zone that touched each,
+			// rebuilt its services and indexed its slices anew among the
+			// garbage of that list. An equal copy (from a peer's handoff)
+			// still replaces the one held, so that the zone shares the
+			// source's strings.
 			continue
 		}
 		if k.Kind == model.KindService {
@@ -372,6 +376,12 @@ func (z *zoneActor) touch(service string) {
 	if !z.wholeZone {
 		put(&z.touched, strings.ToLower(service), struct{}{})
 	}
+}
+
+// sameString reports whether a and b are the same bytes in memory, not
+// only equal.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // indexSlice notes that slice serves service, and touches the service.
