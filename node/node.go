@@ -125,6 +125,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 		o(n)
 	}
 	n.pprof.Store(cfg.HTTP.Pprof)
+	sampleHeap(cfg.HTTP.Pprof)
 	for _, sp := range listenerSpecs(cfg) {
 		e, err := bindListener(sp, log)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestPprofFollowsConfig(t *testing.T) {
 	if code, _, err := get(); err != nil || code != http.StatusNotFound {
 		t.Fatalf("heap profile with http.pprof off: %d %v, want 404", code, err)
 	}
+	if rate := memProfileRate(); rate != 0 {
+		t.Fatalf("allocations sampled every %d bytes with http.pprof off, want none", rate)
+	}
 
 	on := strings.Replace(fmt.Sprintf(watchedConfig, 5), `http: {listen: "127.0.0.1:0"}`,
 		`http: {listen: "127.0.0.1:0", pprof: true}`, 1)
@@ -44,6 +48,16 @@ func TestPprofFollowsConfig(t *testing.T) {
 		if code != http.StatusOK || !strings.HasPrefix(body, "heap profile:") {
 			return fmt.Errorf("heap profile after reload: %d %.40q", code, body)
 		}
+		if rate := memProfileRate(); rate != heapSampleRate {
+			return fmt.Errorf("allocations sampled every %d bytes after reload, want %d", rate, heapSampleRate)
+		}
 		return nil
 	})
+}
+
+// memProfileRate reads the heap sampling rate the nodes set.
+func memProfileRate() int {
+	sampling.Lock()
+	defer sampling.Unlock()
+	return runtime.MemProfileRate
 }

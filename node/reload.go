@@ -68,6 +68,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 	}
 	n.cfg = cfg
 	n.pprof.Store(cfg.HTTP.Pprof)
+	sampleHeap(cfg.HTTP.Pprof)
 	applyMemoryLimit(cfg.Memory, n.log)
 	n.applyListeners(changes, next)
 	if cfg.HTTP.Listen != n.HTTPAddrConfigured() {
