@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -51,7 +52,7 @@ func startReplicaProcessLameduck(t *testing.T, cp *kubeapi.ControlPlane, name st
 	}
 	cfg := fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
-http: {listen: "127.0.0.1:0", lameduck: %s, pprof: true}
+http: {listen: "127.0.0.1:0", lameduck: %s, pprof: %t}
 kubernetes: {enabled: true, kubeconfig: %q}
 forward: {upstreams: []}
 cluster:
@@ -61,10 +62,16 @@ cluster:
   remote: "127.0.0.1:%d"
   replicationFactor: %d
   %s
-`, lameduck, cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf, extra)
+`, lameduck, profiled(), cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf, extra)
 	p := startShardns(t, cfg)
 	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
 }
+
+// profiled reports whether replicas serve profiles: with
+// SHARDNS_PROFILE_DIR, which keeps them. Otherwise they run as deployed,
+// without http.pprof, and so without sampling their heap (see
+// node.sampleHeap), which the memory benches' RSS would count.
+func profiled() bool { return os.Getenv("SHARDNS_PROFILE_DIR") != "" }
 
 func (r *replicaProcess) ring(t *testing.T) (httpapi.Ring, error) {
 	resp, err := http.Get("http://" + r.http + "/debug/ring")

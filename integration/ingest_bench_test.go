@@ -126,8 +126,8 @@ func TestShardedIngest(t *testing.T) {
 			if r == biggest {
 				largestMark = " (the largest)"
 			}
-			t.Logf("memory: r%d%s holds %.0f records; Go heap %.1f MB in use, %.1f MB free and not returned to the OS, %.1f MB live, %.1f MB in use after a collection; runtime %.1f MB mapped beside the heap (stacks of %.0f goroutines, metadata)",
-				i, largestMark, m.records, m.heapInUse, m.unreturned, m.live, m.spans, m.runtime, m.goroutines)
+			t.Logf("memory: r%d%s holds %.0f records; Go heap %.1f MB in use, %.1f MB free and not returned to the OS, %s; runtime %.1f MB mapped beside the heap (stacks of %.0f goroutines, metadata)",
+				i, largestMark, m.records, m.heapInUse, m.unreturned, m.heap(), m.runtime, m.goroutines)
 		}
 		verdict := "met"
 		if largest/core > target {

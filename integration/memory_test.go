@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,8 +64,8 @@ func TestShardedMemory(t *testing.T) {
 			m := measureMemory(t, r, fmt.Sprintf("heap-%d-of-%d.pb.gz", j+1, len(rs)))
 			worst.rss, worst.anon = max(worst.rss, m.rss), max(worst.anon, m.anon)
 			t.Logf("%d replicas: %s holds %.0f records, RSS %.0f MB (%.0f MB anonymous), Go heap %.0f MB in use, "+
-				"%.0f MB live, %.0f MB in use after a collection; %.1f CPU-seconds since it started",
-				len(rs), r.http, m.records, m.rss, m.anon, m.heapInUse, m.live, m.spans, m.cpu)
+				"%s; %.1f CPU-seconds since it started",
+				len(rs), r.http, m.records, m.rss, m.anon, m.heapInUse, m.heap(), m.cpu)
 		}
 		if i == 0 {
 			single = worst
@@ -104,9 +105,10 @@ type replicaMemory struct {
 	goroutines float64
 }
 
-// measureMemory reads RSS first, undisturbed; then it fetches a heap
-// profile with a forced collection, which leaves the live heap in the
-// metrics, and keeps the profile in SHARDNS_PROFILE_DIR when set.
+// measureMemory reads RSS first, undisturbed; then, from a replica that
+// serves profiles (profiled), it fetches a heap profile with a forced
+// collection, which leaves the live heap in the metrics, and keeps the
+// profile in SHARDNS_PROFILE_DIR.
 func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaMemory {
 	t.Helper()
 	m := replicaMemory{records: scrape(t, r.http, "shardns_records_held")}
@@ -127,6 +129,10 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 		m.runtime += read(metric) / (1 << 20)
 	}
 	m.goroutines = read("go_goroutines")
+	if !profiled() {
+		m.live, m.spans = math.NaN(), math.NaN()
+		return m
+	}
 	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
@@ -138,12 +144,19 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 	}
 	m.live = scrape(t, r.http, "go_memstats_heap_alloc_bytes") / (1 << 20)
 	m.spans = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
-	if dir := os.Getenv("SHARDNS_PROFILE_DIR"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, profileName), profile, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(os.Getenv("SHARDNS_PROFILE_DIR"), profileName), profile, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return m
+}
+
+// heap describes the live heap and the heap in use after a collection,
+// which only a replica that serves profiles gives.
+func (m replicaMemory) heap() string {
+	if math.IsNaN(m.live) {
+		return "live heap not read (SHARDNS_PROFILE_DIR reads it)"
+	}
+	return fmt.Sprintf("%.1f MB live, %.1f MB in use after a collection", m.live, m.spans)
 }
 
 // procMemory reads VmRSS and RssAnon of pid, in MB.
