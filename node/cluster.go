@@ -233,9 +233,9 @@ const endpointWriterQueue = 1024
 // remoteBuffer sizes the read and the write buffer of each actor remote
 // connection, which gRPC keeps for the connection's life, 32 KB each by
 // default: with six replicas a replica holds ten connections, 640 KB of
-// buffers. Read through TLS, a buffer fills with one record at a time, at
-// most 16 KB, so reads take no more calls; questions and answers are a few
-// hundred bytes, and a zone handed over is written in 16 KB records.
+// buffers. Questions and answers are a few hundred bytes; a zone handed
+// over is larger, and with TLS between replicas (cluster keys) a read
+// fills with one record at a time, at most 16 KB, whatever the buffer.
 const remoteBuffer = 16 << 10
 
 // hasLiveOwner reports whether a member owns zones and is not found down.
