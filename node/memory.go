@@ -27,12 +27,17 @@ const autoMemoryShare = 0.9
 const heapSampleRate = 512 << 10
 
 // sampleHeap has the runtime sample allocations for heap profiles only
-// while /debug/pprof/ is served (http.pprof). Samples nobody can read are
+// when /debug/pprof/ is served (http.pprof). Samples nobody can read are
 // not free: the runtime's table of sampled call stacks (1.4 MB mapped) is
 // touched wherever a sampled stack hashes, and the replicas of
 // TestShardedIngest held about 1 MB less RssAnon without them. A profile
-// turned on by a reload holds what was allocated since. The rate is
-// process-wide.
+// turned on by a reload holds what was allocated since.
+//
+// The rate is process-wide, and runtime/pprof reads it while it writes a
+// heap profile: it is set before profiles are served (at start, or by a
+// reload that turns them on, before the handler sees http.pprof), and a
+// reload that turns them off leaves it, so that no profile being written
+// sees it change. The next start stops sampling.
 func sampleHeap(serve bool) {
 	rate := 0
 	if serve {

@@ -124,8 +124,8 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 	for _, o := range opts {
 		o(n)
 	}
+	sampleHeap(cfg.HTTP.Pprof) // before anything serves profiles (see sampleHeap)
 	n.pprof.Store(cfg.HTTP.Pprof)
-	sampleHeap(cfg.HTTP.Pprof)
 	for _, sp := range listenerSpecs(cfg) {
 		e, err := bindListener(sp, log)
 		if err != nil {

@@ -67,8 +67,10 @@ func (n *Node) Reload(cfg *config.Config) error {
 		n.system.Root.Send(next.manager, &zones.RingChanged{Ring: n.ring.Load()})
 	}
 	n.cfg = cfg
+	if cfg.HTTP.Pprof {
+		sampleHeap(true) // before the handler serves profiles (see sampleHeap)
+	}
 	n.pprof.Store(cfg.HTTP.Pprof)
-	sampleHeap(cfg.HTTP.Pprof)
 	applyMemoryLimit(cfg.Memory, n.log)
 	n.applyListeners(changes, next)
 	if cfg.HTTP.Listen != n.HTTPAddrConfigured() {
