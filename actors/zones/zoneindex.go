@@ -137,12 +137,7 @@ func (x *zoneIndex) packIDs() {
 // pack makes the index anew at its size (see Manager.compactIndex): a Go
 // map keeps the table of its largest size.
 func (x *zoneIndex) pack() {
-	of := make(map[model.Key]zoneSpan, len(x.of))
-	ids := make([]uint32, 0, x.used)
-	for obj, s := range x.of {
-		of[obj] = zoneSpan{at: uint32(len(ids)), n: s.n}
-		ids = append(ids, x.ids[s.at:s.at+s.n]...)
-	}
-	x.of, x.ids = of, ids
+	x.of = resized(x.of)
+	x.packIDs()
 	x.byKey = resized(x.byKey)
 }
