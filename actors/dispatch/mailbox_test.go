@@ -32,16 +32,13 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// An actor stuck on one message while 10 more arrive keeps the newest 4
-// (its mailbox size), drops the 6 oldest and counts them; afterwards the
-// mailbox is empty and goes idle.
-func TestDroppingMailboxCountsDrops(t *testing.T) {
-	system := quietSystem(t)
-	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dropped"}, []string{"mailbox"})
-	entered, release := make(chan struct{}), make(chan struct{})
-	got := make(chan int, 100)
-	var mailbox actor.Mailbox
-	pid := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+// stuckOnFirst spawns an actor with mailbox that passes each int it
+// receives on to got, and sends it 0, on which it stays until release is
+// closed: it returns once the actor holds 0, so that what is sent next
+// waits in the mailbox.
+func stuckOnFirst(system *actor.ActorSystem, mailbox actor.MailboxProducer) (pid *actor.PID, release chan struct{}, got chan int) {
+	entered, release, got := make(chan struct{}), make(chan struct{}), make(chan int, 100)
+	pid = system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		n, ok := ctx.Message().(int)
 		if !ok {
 			return
@@ -51,13 +48,23 @@ func TestDroppingMailboxCountsDrops(t *testing.T) {
 			<-release
 		}
 		got <- n
-	}, actor.WithMailbox(func() actor.Mailbox {
-		mailbox = newDroppingMailbox(4, dropped.WithLabelValues("test"))()
-		return mailbox
-	})))
-
+	}, actor.WithMailbox(mailbox)))
 	system.Root.Send(pid, 0)
 	<-entered
+	return pid, release, got
+}
+
+// An actor stuck on one message while 10 more arrive keeps the newest 4
+// (its mailbox size), drops the 6 oldest and counts them; afterwards the
+// mailbox is empty and goes idle.
+func TestDroppingMailboxCountsDrops(t *testing.T) {
+	system := quietSystem(t)
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dropped"}, []string{"mailbox"})
+	var mailbox actor.Mailbox
+	pid, release, got := stuckOnFirst(system, func() actor.Mailbox {
+		mailbox = newDroppingMailbox(4, dropped.WithLabelValues("test"))()
+		return mailbox
+	})
 	for i := 1; i <= 10; i++ {
 		system.Root.Send(pid, i)
 	}
@@ -86,24 +93,9 @@ func TestDroppingMailboxCountsDrops(t *testing.T) {
 func TestDroppingMailboxGrows(t *testing.T) {
 	system := quietSystem(t)
 	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dropped"}, []string{"mailbox"})
-	entered, release := make(chan struct{}), make(chan struct{})
-	got := make(chan int, 100)
-	pid := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		n, ok := ctx.Message().(int)
-		if !ok {
-			return
-		}
-		if n == 0 {
-			close(entered)
-			<-release
-		}
-		got <- n
-	}, actor.WithMailbox(newDroppingMailbox(40, dropped.WithLabelValues("test")))))
-
 	// Message 0 is taken from the ring's first slot before the others
 	// come: the 16 after it wrap around the ring's end before it grows.
-	system.Root.Send(pid, 0)
-	<-entered
+	pid, release, got := stuckOnFirst(system, newDroppingMailbox(40, dropped.WithLabelValues("test")))
 	for i := 1; i <= 50; i++ {
 		system.Root.Send(pid, i)
 	}
