@@ -109,17 +109,20 @@ func TestLiveChangesReturnMemory(t *testing.T) {
 	}
 }
 
-// fakeGarbage is a heap reading a test sets: the garbage and live bytes.
-type fakeGarbage struct{ garbage, live atomic.Uint64 }
+// fakeHeap is a heap reading a test sets: the garbage, live and free
+// bytes.
+type fakeHeap struct{ garbage, live, free atomic.Uint64 }
 
-func (f *fakeGarbage) read() (garbage, live uint64) { return f.garbage.Load(), f.live.Load() }
+func (f *fakeHeap) read() heapReading {
+	return heapReading{garbage: f.garbage.Load(), live: f.live.Load(), free: f.free.Load()}
+}
 
 // A burst of changes too small for changesPerRelease still returns its
 // garbage once the changes pause for burstQuiet; fewer than burstMin do
 // only when they left much garbage (at least garbageMin and a quarter of
 // the live heap).
 func TestPausedBurstOfChangesReturnsMemory(t *testing.T) {
-	heap := &fakeGarbage{}
+	heap := &fakeHeap{}
 	heap.live.Store(40 << 20)
 	heap.garbage.Store(9 << 20) // over garbageMin, under a quarter of the live heap
 	r := startMemoryReleaserWith(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, heap.read)
@@ -163,22 +166,19 @@ func TestPausedBurstOfChangesReturnsMemory(t *testing.T) {
 // A replica that nothing changed in returns its garbage at the idle
 // check when it is much, and not when it is little or changes came.
 func TestIdleGarbageIsReturned(t *testing.T) {
-	heap := &fakeGarbage{}
+	heap := &fakeHeap{}
 	heap.live.Store(40 << 20)
 	heap.garbage.Store(2 << 20)
+	heap.free.Store(freeMin - 1)
 	r := startMemoryReleaserWith(slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Millisecond, heap.read)
 	defer r.close()
 	r.burstQuiet = time.Hour // only the idle check returns anything here
 
-	// Several idle checks with little garbage return nothing.
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if n := r.idleChecks.Load(); n < 5 {
-			return fmt.Errorf("%d idle checks made", n)
-		}
-		return nil
-	})
+	// Several idle checks with little garbage and little free memory
+	// return nothing.
+	idleChecks(t, r, 5)
 	if r.asked.Load() != 0 {
-		t.Fatal("2 MB of garbage over 40 MB live was returned")
+		t.Fatal("2 MB of garbage over 40 MB live, and less than freeMin free, was returned")
 	}
 	// Much garbage is returned at a check, a change since the last one
 	// holding it back for one period.
@@ -193,6 +193,49 @@ func TestIdleGarbageIsReturned(t *testing.T) {
 	if r.changedLately.Load() {
 		t.Fatal("the change was not counted by an idle check before the release")
 	}
+}
+
+// An idle replica returns the free memory the runtime holds once it is
+// freeMin or more, but not when a change came since the last check.
+func TestIdleFreeMemoryIsReturned(t *testing.T) {
+	heap := &fakeHeap{}
+	heap.live.Store(40 << 20)
+	heap.free.Store(2 << 20)
+	quiet := startMemoryReleaserWith(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, heap.read)
+	defer quiet.close()
+	quiet.burstQuiet = time.Hour // only idleWorthReturning decides here
+	quiet.changed(1)
+	if quiet.idleWorthReturning() {
+		t.Fatal("free memory is to be returned at a check with a change since the last one (a churn)")
+	}
+	if !quiet.idleWorthReturning() {
+		t.Fatal("2 MB of free memory is not to be returned by an idle replica")
+	}
+	heap.free.Store(freeMin - 1)
+	if quiet.idleWorthReturning() {
+		t.Fatal("less than freeMin of free memory is to be returned")
+	}
+
+	heap.free.Store(2 << 20)
+	r := startMemoryReleaserWith(slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Millisecond, heap.read)
+	defer r.close()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.returned.Load() == 0 {
+			return fmt.Errorf("2 MB of idle free memory not returned")
+		}
+		return nil
+	})
+}
+
+// idleChecks waits until r has made at least n idle checks.
+func idleChecks(t *testing.T, r *memoryReleaser, n int64) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := r.idleChecks.Load(); got < n {
+			return fmt.Errorf("%d idle checks made, waiting for %d", got, n)
+		}
+		return nil
+	})
 }
 
 // Live changes that return memory during a load do not end the load: the
