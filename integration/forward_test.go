@@ -165,12 +165,13 @@ func TestForwardMaxConcurrent(t *testing.T) {
 
 func TestForwardLoopRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "loop.yaml")
-	os.WriteFile(path, []byte(`
-dns: {listen: ["127.0.0.1:15353"]}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // listened on, and forwarded to
+	os.WriteFile(path, []byte(fmt.Sprintf(`
+dns: {listen: [%q]}
 http: {listen: ""}
 kubernetes: {enabled: false}
-forward: {upstreams: ["127.0.0.1:15353"]}
-`), 0o644)
+forward: {upstreams: [%q]}
+`, addr, addr)), 0o644)
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
