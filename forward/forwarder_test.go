@@ -41,24 +41,34 @@ func TestUpstreamDownIsProbedUntilItAnswers(t *testing.T) {
 		t.Fatalf("%d upstreams healthy after 2 failures with MaxFails 2, want 0", n)
 	}
 
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		t.Skipf("the upstream's port was taken meanwhile: %v", err)
-	}
-	server := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetRcode(r, dns.RcodeNameError)
-		_ = w.WriteMsg(m)
-	})}
-	go func() { _ = server.ActivateAndServe() }()
-	defer func() { _ = server.Shutdown() }()
-
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if f.Healthy() != 1 {
-			return fmt.Errorf("the upstream answers and is still marked down")
+	// serve starts a real DNS server at the upstream's address, answering
+	// NXDOMAIN to everything, until it is shut down or the test ends.
+	serve := func() *dns.Server {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			t.Skipf("the upstream's port was taken meanwhile: %v", err)
 		}
-		return nil
-	})
+		server := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+			m := new(dns.Msg)
+			m.SetRcode(r, dns.RcodeNameError)
+			_ = w.WriteMsg(m)
+		})}
+		go func() { _ = server.ActivateAndServe() }()
+		t.Cleanup(func() { _ = server.Shutdown() })
+		return server
+	}
+	backUp := func() {
+		t.Helper()
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if f.Healthy() != 1 {
+				return fmt.Errorf("the upstream answers and is still marked down")
+			}
+			return nil
+		})
+	}
+
+	server := serve()
+	backUp()
 	r, err := ask()
 	if err != nil || r.Rcode != dns.RcodeNameError {
 		t.Fatalf("the upstream back up: %v, %v; want its NXDOMAIN", r, err)
@@ -74,16 +84,6 @@ func TestUpstreamDownIsProbedUntilItAnswers(t *testing.T) {
 	if n := f.Healthy(); n != 0 {
 		t.Fatalf("%d upstreams healthy after the second failures, want 0", n)
 	}
-	pc, err = net.ListenPacket("udp", addr)
-	if err != nil {
-		t.Skipf("the upstream's port was taken meanwhile: %v", err)
-	}
-	server = &dns.Server{PacketConn: pc, Handler: server.Handler}
-	go func() { _ = server.ActivateAndServe() }()
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if f.Healthy() != 1 {
-			return fmt.Errorf("the upstream answers again and is still marked down")
-		}
-		return nil
-	})
+	serve()
+	backUp()
 }
