@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/ticker"
 )
 
 // Errors the caller maps to rcodes: ErrOverloaded → REFUSED (shed load),
@@ -188,29 +190,7 @@ func (f *Forwarder) order() []*upstream {
 // nothing to do twice a second was a fifth of the wakeups of an idle
 // replica of three.
 func (f *Forwarder) healthLoop() {
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-f.sick:
-		}
-		if !f.checkUntilHealthy() {
-			return
-		}
-	}
-}
-
-// checkUntilHealthy probes the upstreams marked down every HealthCheck
-// until none is; it reports false when the Forwarder is closed first.
-func (f *Forwarder) checkUntilHealthy() bool {
-	t := time.NewTicker(f.cfg.HealthCheck)
-	defer t.Stop()
-	for f.Healthy() < len(f.upstreams) {
-		select {
-		case <-f.stop:
-			return false
-		case <-t.C:
-		}
+	ticker.WhileNeeded(f.stop, f.sick, f.cfg.HealthCheck, func() bool {
 		for _, u := range f.upstreams {
 			if u.down.Load() && f.probe(u.addr) {
 				u.fails.Store(0)
@@ -218,8 +198,8 @@ func (f *Forwarder) checkUntilHealthy() bool {
 				f.cfg.Logger.Info("upstream healthy again", "upstream", u.addr)
 			}
 		}
-	}
-	return true
+		return f.Healthy() < len(f.upstreams)
+	})
 }
 
 // probe asks ". IN NS": any answer at all means the upstream is up.

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shardns/shardns/internal/ticker"
 )
 
 // Config configures a Checker.
@@ -215,29 +217,7 @@ func (c *Checker) check(member, addr string) {
 // member is down it sleeps: a ticker that found nobody to check once a
 // second was a tenth of the wakeups of an idle replica of three.
 func (c *Checker) recheckLoop() {
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-c.foundDown:
-		}
-		if !c.recheckWhileDown() {
-			return
-		}
-	}
-}
-
-// recheckWhileDown checks the down members again every interval until
-// none is down; it reports false when the Checker is closed first.
-func (c *Checker) recheckWhileDown() bool {
-	t := time.NewTicker(c.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return false
-		case <-t.C:
-		}
+	ticker.WhileNeeded(c.ctx.Done(), c.foundDown, c.cfg.Interval, func() bool {
 		c.mu.Lock()
 		down := make(map[string]string, len(c.down))
 		for m, a := range c.down {
@@ -245,13 +225,11 @@ func (c *Checker) recheckWhileDown() bool {
 			c.last[m] = c.cfg.Now()
 		}
 		c.mu.Unlock()
-		if len(down) == 0 {
-			return true
-		}
 		for m, a := range down {
 			c.check(m, a)
 		}
-	}
+		return len(down) > 0
+	})
 }
 
 // Refused reports whether err is a connection refused: the host is up and
