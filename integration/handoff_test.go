@@ -42,7 +42,7 @@ func startRemoteSystem(t *testing.T, manager dispatch.Exporter) (*actor.ActorSys
 	r.Start()
 	t.Cleanup(func() { r.Shutdown(true); system.Shutdown() })
 	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dropped"}, []string{"mailbox"})
-	h, err := dispatch.StartHandoff(system, manager, dropped)
+	h, err := dispatch.StartHandoff(system, manager, dispatch.Counters{MailboxDropped: dropped})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,10 @@ type Cluster struct {
 	CacheHits, CacheMisses prometheus.Counter
 	// Messages between replicas a full mailbox dropped, by mailbox.
 	MailboxDropped *prometheus.CounterVec
+	// Replies from other replicas dropped because they answered no
+	// question this replica asked of their sender, by reason (see
+	// actors/dispatch).
+	RepliesDropped *prometheus.CounterVec
 	// Processes turned away from the ring or the remote port, by reason
 	// (see cluster/trust).
 	RejectedMembers *prometheus.CounterVec
@@ -192,6 +196,10 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.MailboxDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "mailbox_dropped_total", Help: "Messages between replicas dropped because the receiving mailbox was full."},
 		[]string{"mailbox"})
+	cl.RepliesDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "replies_dropped_total", Help: "Replies from other replicas dropped: no question waits under their id (late, or guessed), " +
+			"they came from another replica or actor than the one asked, or they do not echo the question."},
+		[]string{"reason"})
 	cl.RejectedMembers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "rejected_members_total", Help: "Join attempts, gossip and remote connections or messages refused, by reason."},
 		[]string{"reason"})
@@ -199,7 +207,7 @@ func New(version string) (*prometheus.Registry, *All) {
 		Name: "members_down_total", Help: "Members found down because their remote port refused a connection; " +
 			"they own no zone here until they serve again or gossip declares them dead."})
 	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.ZonesInGrace, cl.ZonesHandedOver, cl.OwnerDispatches, cl.OwnerDuration,
-		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RejectedMembers, cl.MembersDown)
+		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RepliesDropped, cl.RejectedMembers, cl.MembersDown)
 	k := &Kubernetes{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",
 			Name: "events_total", Help: "Objects the Kubernetes watches delivered, by kind and event type."}, []string{"kind", "type"}),

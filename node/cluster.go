@@ -137,12 +137,13 @@ func (n *Node) startCluster() error {
 	if err := n.startLiveness(c, guard, host, timing.ProbeInterval); err != nil {
 		return err
 	}
+	counters := dispatch.Counters{MailboxDropped: n.metrics.Cluster.MailboxDropped, RepliesDropped: n.metrics.Cluster.RepliesDropped}
 	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.View) {
 		if core := n.core.Load(); core != nil && core.manager != nil {
 			return core.answer, core.table
 		}
 		return nil, nil // starting, or node-local: no zone is served here
-	}, func(zoneKey string) { c.suspectOwnersBefore(n.ring.Load(), zoneKey) }, n.metrics.Cluster.MailboxDropped)
+	}, func(zoneKey string) { c.suspectOwnersBefore(n.ring.Load(), zoneKey) }, counters)
 	if err != nil {
 		c.stopLiveness(n.system)
 		return err
@@ -152,7 +153,7 @@ func (n *Node) startCluster() error {
 			return core.manager // nil in a node-local process: nothing to hand over
 		}
 		return nil
-	}, n.metrics.Cluster.MailboxDropped)
+	}, counters)
 	if err != nil {
 		c.stopLiveness(n.system)
 		return err

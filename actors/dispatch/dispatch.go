@@ -13,8 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
@@ -59,8 +58,13 @@ func (s *server) Receive(ctx actor.Context) {
 	if !ok {
 		return
 	}
+	if ctx.Sender() == nil {
+		return // nowhere to answer
+	}
 	reply, elsewhere := answer(s.source, q)
-	ctx.Respond(reply)
+	// Sent as this actor, not anonymously: the asker accepts a reply only
+	// from the actor it asked.
+	ctx.Request(ctx.Sender(), reply)
 	if elsewhere && s.unserved != nil && q.Zone != "" {
 		s.unserved(q.Zone)
 	}
@@ -75,7 +79,7 @@ func Answer(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
 // answer is Answer, and whether the zone is one this replica knows to be
 // held by others (or still loading here).
 func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere bool) {
-	reply = &wire.ZoneReply{Id: q.Id}
+	reply = &wire.ZoneReply{Id: q.Id, Zone: q.Zone, Name: q.Name, Qtype: q.Qtype}
 	cfg, view := source()
 	if cfg == nil || q.Qtype > 0xFFFF {
 		return reply, false
@@ -109,19 +113,26 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 type Client struct {
 	system  *actor.ActorSystem
 	replies *actor.PID
-	pending sync.Map // id → chan *wire.ZoneReply
-	nextID  atomic.Uint64
+	pending *pending[*wire.ZoneReply]
+}
+
+// Counters are what the dispatch and handoff actors count, each by a
+// label: the messages their full mailboxes dropped (by mailbox, the actor
+// name), and the replies dropped because they answered no question this
+// replica asked of their sender (by reason: DropUnknown, DropSender,
+// DropMismatch).
+type Counters struct {
+	MailboxDropped *prometheus.CounterVec
+	RepliesDropped *prometheus.CounterVec
 }
 
 // Start spawns the server and the reply actor on system, which must have
-// remote started, and returns the client. dropped counts, by mailbox
-// (actor name), the messages their full mailboxes dropped; unserved may
-// be nil.
-func Start(system *actor.ActorSystem, source Source, unserved Unserved, dropped *prometheus.CounterVec) (*Client, error) {
-	c := &Client{system: system}
+// remote started, and returns the client. unserved may be nil.
+func Start(system *actor.ActorSystem, source Source, unserved Unserved, counters Counters) (*Client, error) {
+	c := &Client{system: system, pending: newPending[*wire.ZoneReply](counters.RepliesDropped)}
 	var err error
 	c.replies, err = spawnPair(system, ServerName, &server{source: source, unserved: unserved},
-		repliesName, c.receiveReply, dropped)
+		repliesName, c.receiveReply, counters.MailboxDropped)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
@@ -145,22 +156,20 @@ func spawnPair(system *actor.ActorSystem, serverName string, server actor.Actor,
 }
 
 func (c *Client) receiveReply(ctx actor.Context) {
-	r, ok := ctx.Message().(*wire.ZoneReply)
-	if !ok {
-		return
-	}
-	if ch, ok := c.pending.LoadAndDelete(r.Id); ok {
-		ch.(chan *wire.ZoneReply) <- r // buffered: never blocks
+	if r, ok := ctx.Message().(*wire.ZoneReply); ok {
+		c.pending.deliver(ctx.Sender(), r.Id, r)
 	}
 }
 
 // Ask sends one question to the replica whose actor remote listens on
-// remoteAddr and waits for its answer until ctx ends.
+// remoteAddr and waits for its answer until ctx ends. Only that replica's
+// dispatch actor can answer it, and only with a reply that echoes the
+// question.
 func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
-	id := c.nextID.Add(1)
-	ch := make(chan *wire.ZoneReply, 1)
-	c.pending.Store(id, ch)
-	defer c.pending.Delete(id)
+	id, ch := c.pending.add(remoteAddr, ServerName, func(r *wire.ZoneReply) bool {
+		return r.Zone == zoneKey && r.Name == name && r.Qtype == uint32(qtype)
+	})
+	defer c.pending.done(id)
 	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype)}
 	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, ServerName), q, c.replies)
 	select {
@@ -171,6 +180,9 @@ func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtyp
 		m := new(dns.Msg)
 		if err := m.Unpack(r.Msg); err != nil {
 			return nil, fmt.Errorf("dispatch: reply from %s does not unpack: %w", remoteAddr, err)
+		}
+		if len(m.Question) != 1 || !strings.EqualFold(m.Question[0].Name, name) || m.Question[0].Qtype != qtype {
+			return nil, fmt.Errorf("dispatch: reply from %s answers another question", remoteAddr)
 		}
 		return m, nil
 	case <-ctx.Done():

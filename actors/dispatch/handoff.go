@@ -4,12 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster/wire"
@@ -55,17 +52,19 @@ func (s *handoffServer) Receive(ctx actor.Context) {
 	if !ok || ctx.Sender() == nil {
 		return
 	}
-	reply := &wire.ZoneState{Id: q.Id, Format: model.FrozenFormat}
+	reply := &wire.ZoneState{Id: q.Id, Format: model.FrozenFormat, Zone: q.Zone, AfterKind: q.AfterKind, AfterName: q.AfterName}
+	// Sent as this actor, not anonymously: the asker accepts a page only
+	// from the actor it asked.
+	root, self, sender := ctx.ActorSystem().Root, ctx.Self(), ctx.Sender()
 	manager := s.manager()
 	if manager == nil || q.AfterKind > 0xFF {
-		ctx.Respond(reply)
+		root.RequestWithCustomSender(sender, reply, self)
 		return
 	}
 	// The manager answers from its zone's actor: wait for it off this
 	// actor, which keeps taking requests.
 	f := ctx.RequestFuture(manager, &zones.ExportZone{Key: q.Zone, AfterKind: model.Kind(q.AfterKind),
 		AfterName: q.AfterName, MaxBytes: StatePageBytes}, exportTimeout)
-	root, sender := ctx.ActorSystem().Root, ctx.Sender()
 	go func() {
 		if res, err := f.Result(); err == nil {
 			if page, ok := res.(*zones.ZoneExport); ok && page.Held {
@@ -76,7 +75,7 @@ func (s *handoffServer) Receive(ctx actor.Context) {
 				}
 			}
 		}
-		root.Send(sender, reply)
+		root.RequestWithCustomSender(sender, reply, self)
 	}()
 }
 
@@ -84,17 +83,16 @@ func (s *handoffServer) Receive(ctx actor.Context) {
 type Handoff struct {
 	system  *actor.ActorSystem
 	replies *actor.PID
-	pending sync.Map // id → chan *wire.ZoneState
-	nextID  atomic.Uint64
+	pending *pending[*wire.ZoneState]
 }
 
 // StartHandoff spawns the handoff server and its reply actor on system,
-// which must have remote started. dropped counts, by mailbox, the
-// messages their full mailboxes dropped.
-func StartHandoff(system *actor.ActorSystem, manager Exporter, dropped *prometheus.CounterVec) (*Handoff, error) {
-	h := &Handoff{system: system}
+// which must have remote started.
+func StartHandoff(system *actor.ActorSystem, manager Exporter, counters Counters) (*Handoff, error) {
+	h := &Handoff{system: system, pending: newPending[*wire.ZoneState](counters.RepliesDropped)}
 	var err error
-	h.replies, err = spawnPair(system, HandoffName, &handoffServer{manager: manager}, handoffRepliesName, h.receive, dropped)
+	h.replies, err = spawnPair(system, HandoffName, &handoffServer{manager: manager}, handoffRepliesName, h.receive,
+		counters.MailboxDropped)
 	if err != nil {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
@@ -102,12 +100,8 @@ func StartHandoff(system *actor.ActorSystem, manager Exporter, dropped *promethe
 }
 
 func (h *Handoff) receive(ctx actor.Context) {
-	r, ok := ctx.Message().(*wire.ZoneState)
-	if !ok {
-		return
-	}
-	if ch, ok := h.pending.LoadAndDelete(r.Id); ok {
-		ch.(chan *wire.ZoneState) <- r // buffered: never blocks
+	if r, ok := ctx.Message().(*wire.ZoneState); ok {
+		h.pending.deliver(ctx.Sender(), r.Id, r)
 	}
 }
 
@@ -155,10 +149,11 @@ func (h *Handoff) Fetch(ctx context.Context, remoteAddr, key, namespace string) 
 
 // page asks for one page and waits for it until ctx ends.
 func (h *Handoff) page(ctx context.Context, remoteAddr string, q *wire.ZoneStateRequest) (*wire.ZoneState, error) {
-	q.Id = h.nextID.Add(1)
-	ch := make(chan *wire.ZoneState, 1)
-	h.pending.Store(q.Id, ch)
-	defer h.pending.Delete(q.Id)
+	id, ch := h.pending.add(remoteAddr, HandoffName, func(r *wire.ZoneState) bool {
+		return r.Zone == q.Zone && r.AfterKind == q.AfterKind && r.AfterName == q.AfterName
+	})
+	defer h.pending.done(id)
+	q.Id = id
 	h.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, HandoffName), q, h.replies)
 	select {
 	case r := <-ch:

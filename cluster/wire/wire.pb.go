@@ -26,11 +26,13 @@ const (
 
 // ZoneQuery asks an owner of zone for the answer to (name, qtype).
 type ZoneQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`    // matches the reply to the waiting query
-	Zone          string                 `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"` // zone key, e.g. "ns1.svc.cluster.local."
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // lower-case, fully qualified
-	Qtype         uint32                 `protobuf:"varint,4,opt,name=qtype,proto3" json:"qtype,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id matches the reply to the waiting query: random (crypto/rand), so
+	// that no other member can guess the id of a question it was not asked.
+	Id            uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Zone          string `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"` // zone key, e.g. "ns1.svc.cluster.local."
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // lower-case, fully qualified
+	Qtype         uint32 `protobuf:"varint,4,opt,name=qtype,proto3" json:"qtype,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -101,7 +103,12 @@ type ZoneReply struct {
 	// an owner, or is still loading it): the asker tries the next owner.
 	Served bool `protobuf:"varint,2,opt,name=served,proto3" json:"served,omitempty"`
 	// msg is the packed DNS response for the lower-case question.
-	Msg           []byte `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
+	Msg []byte `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
+	// zone, name and qtype echo the question: the asker drops a reply that
+	// does not answer what it asked.
+	Zone          string `protobuf:"bytes,4,opt,name=zone,proto3" json:"zone,omitempty"`
+	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Qtype         uint32 `protobuf:"varint,6,opt,name=qtype,proto3" json:"qtype,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -155,6 +162,27 @@ func (x *ZoneReply) GetMsg() []byte {
 		return x.Msg
 	}
 	return nil
+}
+
+func (x *ZoneReply) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ZoneReply) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ZoneReply) GetQtype() uint32 {
+	if x != nil {
+		return x.Qtype
+	}
+	return 0
 }
 
 // ZoneStateRequest asks a replica that holds zone for the objects its
@@ -242,7 +270,12 @@ type ZoneState struct {
 	Format  uint32        `protobuf:"varint,3,opt,name=format,proto3" json:"format,omitempty"`
 	Objects []*ZoneObject `protobuf:"bytes,4,rep,name=objects,proto3" json:"objects,omitempty"`
 	// done says this page is the last.
-	Done          bool `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	Done bool `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	// zone, after_kind and after_name echo the request: the asker drops a
+	// page that does not answer what it asked.
+	Zone          string `protobuf:"bytes,6,opt,name=zone,proto3" json:"zone,omitempty"`
+	AfterKind     uint32 `protobuf:"varint,7,opt,name=after_kind,json=afterKind,proto3" json:"after_kind,omitempty"`
+	AfterName     string `protobuf:"bytes,8,opt,name=after_name,json=afterName,proto3" json:"after_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -310,6 +343,27 @@ func (x *ZoneState) GetDone() bool {
 		return x.Done
 	}
 	return false
+}
+
+func (x *ZoneState) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ZoneState) GetAfterKind() uint32 {
+	if x != nil {
+		return x.AfterKind
+	}
+	return 0
+}
+
+func (x *ZoneState) GetAfterName() string {
+	if x != nil {
+		return x.AfterName
+	}
+	return ""
 }
 
 // ZoneObject is one Service, EndpointSlice or Pod of a zone's namespace.
@@ -382,24 +436,32 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
-	"\x05qtype\x18\x04 \x01(\rR\x05qtype\"E\n" +
+	"\x05qtype\x18\x04 \x01(\rR\x05qtype\"\x83\x01\n" +
 	"\tZoneReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06served\x18\x02 \x01(\bR\x06served\x12\x10\n" +
-	"\x03msg\x18\x03 \x01(\fR\x03msg\"t\n" +
+	"\x03msg\x18\x03 \x01(\fR\x03msg\x12\x12\n" +
+	"\x04zone\x18\x04 \x01(\tR\x04zone\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12\x14\n" +
+	"\x05qtype\x18\x06 \x01(\rR\x05qtype\"t\n" +
 	"\x10ZoneStateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x1d\n" +
 	"\n" +
 	"after_kind\x18\x03 \x01(\rR\tafterKind\x12\x1d\n" +
 	"\n" +
-	"after_name\x18\x04 \x01(\tR\tafterName\"\x92\x01\n" +
+	"after_name\x18\x04 \x01(\tR\tafterName\"\xe4\x01\n" +
 	"\tZoneState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\x12\x16\n" +
 	"\x06format\x18\x03 \x01(\rR\x06format\x125\n" +
 	"\aobjects\x18\x04 \x03(\v2\x1b.shardns.wire.v1.ZoneObjectR\aobjects\x12\x12\n" +
-	"\x04done\x18\x05 \x01(\bR\x04done\"L\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done\x12\x12\n" +
+	"\x04zone\x18\x06 \x01(\tR\x04zone\x12\x1d\n" +
+	"\n" +
+	"after_kind\x18\a \x01(\rR\tafterKind\x12\x1d\n" +
+	"\n" +
+	"after_name\x18\b \x01(\tR\tafterName\"L\n" +
 	"\n" +
 	"ZoneObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
