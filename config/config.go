@@ -248,8 +248,25 @@ type ClusterConfig struct {
 	// and answer for zones. Logged as a warning on every start.
 	Insecure bool `json:"insecure"`
 	// AdmitServices are more namespace/name Services whose endpoints may
-	// join, beside joinService's (the node-local DaemonSet's).
+	// connect to the remote port to ask questions (the node-local
+	// DaemonSet's), beside joinService's. They never own zones: only
+	// joinService's endpoints do.
 	AdmitServices []string `json:"admitServices"`
+	// NodeLocalSecret is namespace/name of a Secret whose data
+	// "credential" holds the node-local credential (docs/hardening.md): a
+	// replica writes there the one derived from its keys, a node-local
+	// process reads it at start (waiting for a replica to write it).
+	NodeLocalSecret string `json:"nodeLocalSecret"`
+	// CredentialFile, for a node-local process, holds the node-local
+	// credential, as `shardns credential` prints it: outside Kubernetes,
+	// in place of nodeLocalSecret.
+	CredentialFile string `json:"credentialFile"`
+	// Replicas, for a node-local process, lists the replicas' actor
+	// remote addresses (host:port, their cluster.remote) to read the ring
+	// from; with joinService the peers Service's endpoints are asked
+	// instead. A node-local process does not gossip: it holds no replica
+	// key.
+	Replicas []string `json:"replicas"`
 	// HandoffGrace is how long a replica keeps answering for zones it lost.
 	HandoffGrace Duration `json:"handoffGrace"`
 	// DispatchTimeout bounds one attempt at asking another replica.
@@ -293,7 +310,9 @@ var gossipProbeInterval = map[string]Duration{"lan": Duration(time.Second), "fas
 const minProbeInterval = Duration(50 * time.Millisecond)
 
 // Clustered reports whether this replica joins others.
-func (c ClusterConfig) Clustered() bool { return c.Enabled || len(c.Join) > 0 || c.JoinService != "" }
+func (c ClusterConfig) Clustered() bool {
+	return c.Enabled || len(c.Join) > 0 || c.JoinService != "" || len(c.Replicas) > 0
+}
 
 // LogConfig is the process log.
 type LogConfig struct {
@@ -501,8 +520,30 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 // validateNodeLocal rejects what a node-local process cannot do: it
 // watches no source and holds no zone, so it needs replicas to ask.
 func (c *Config) validateNodeLocal(bad func(key, format string, args ...any)) {
-	if len(c.Cluster.Join) == 0 && c.Cluster.JoinService == "" {
-		bad("mode", "nodelocal needs the replicas to ask: set cluster.join or cluster.joinService")
+	cl := &c.Cluster
+	switch {
+	case len(cl.Join) > 0:
+		bad("cluster.join", "a nodelocal process does not gossip (it holds no replica key): list the replicas' "+
+			"remote addresses (their cluster.remote) in cluster.replicas, or set cluster.joinService")
+	case len(cl.Replicas) == 0 && cl.JoinService == "":
+		bad("mode", "nodelocal needs the replicas to ask: set cluster.replicas or cluster.joinService")
+	}
+	for i, r := range cl.Replicas {
+		if err := checkHostPort(r); err != nil {
+			bad(fmt.Sprintf("cluster.replicas[%d]", i), "%v", err)
+		}
+	}
+	if cl.SecretKeyFile != "" || cl.Secret != "" {
+		bad("cluster", "a nodelocal process must not hold the replicas' key (secretKeyFile, secret): "+
+			"give it the node-local credential in cluster.credentialFile or cluster.nodeLocalSecret")
+	}
+	if cl.CredentialFile != "" && cl.NodeLocalSecret != "" {
+		bad("cluster.credentialFile", "set cluster.credentialFile or cluster.nodeLocalSecret, not both")
+	}
+	if cl.CredentialFile == "" && cl.NodeLocalSecret == "" && !cl.Insecure && !loopbackHostPort(cl.Remote) {
+		bad("cluster.remote", "%s is reachable beyond this host and no node-local credential is set: "+
+			"set cluster.credentialFile or cluster.nodeLocalSecret (docs/hardening.md), bind it to loopback, "+
+			"or set cluster.insecure: true to accept that", cl.Remote)
 	}
 	if c.Istio.Enabled {
 		bad("istio.enabled", "a nodelocal process watches no source; the replicas answer mesh names (reach them through forward.upstreams)")
@@ -545,7 +586,13 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 			bad("cluster.secret", "set cluster.secret or cluster.secretKeyFile, not both")
 		}
 	}
-	if cl.Clustered() && cl.SecretKeyFile == "" && cl.Secret == "" && !cl.Insecure {
+	if cl.NodeLocalSecret != "" {
+		checkNamespaced("cluster.nodeLocalSecret", cl.NodeLocalSecret)
+	}
+	if c.Mode != ModeNodeLocal && (cl.CredentialFile != "" || len(cl.Replicas) > 0) {
+		bad("cluster", "credentialFile and replicas are a nodelocal process's; a replica gossips with its key")
+	}
+	if c.Mode != ModeNodeLocal && cl.Clustered() && cl.SecretKeyFile == "" && cl.Secret == "" && !cl.Insecure {
 		for key, v := range map[string]string{"cluster.bind": cl.Bind, "cluster.remote": cl.Remote} {
 			if !loopbackHostPort(v) {
 				bad(key, "%s is reachable beyond this host and no gossip key is set: any process that reaches it "+

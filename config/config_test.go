@@ -51,7 +51,7 @@ func TestParseKubeconfigContext(t *testing.T) {
 // A node-local process may say pods: verified without watching the API:
 // it routes pod names to the replicas that do.
 func TestParseNodeLocal(t *testing.T) {
-	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"], secretKeyFile: /etc/shardns/gossip.key}\nkubernetes: {enabled: false, pods: verified}\n"))
+	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {replicas: [\"10.0.0.5:8090\"], credentialFile: /etc/shardns/nodelocal.cred}\nkubernetes: {enabled: false, pods: verified}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +71,13 @@ func TestParseRejects(t *testing.T) {
 		{"both key sources", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, secretKeyFile: /k}\n", "cluster.secret"},
 		{"secret not namespaced", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: gossip}\n", "cluster.secret"},
 		{"admitted service not namespaced", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, admitServices: [x]}\n", "cluster.admitServices"},
+		{"node-local joining gossip", "mode: nodelocal\nkubernetes: {enabled: false}\ncluster: {join: [\"10.0.0.5:7946\"], credentialFile: /c}\n", "cluster.join"},
+		{"node-local asking no one", "mode: nodelocal\nkubernetes: {enabled: false}\ncluster: {credentialFile: /c}\n", "cluster.replicas"},
+		{"node-local holding the replicas' key", "mode: nodelocal\nkubernetes: {enabled: false}\ncluster: {replicas: [\"10.0.0.5:8090\"], secretKeyFile: /k, credentialFile: /c}\n", "must not hold the replicas' key"},
+		{"node-local beyond loopback without a credential", "mode: nodelocal\nkubernetes: {enabled: false}\ncluster: {replicas: [\"10.0.0.5:8090\"]}\n", "cluster.remote"},
+		{"node-local replica address", "mode: nodelocal\nkubernetes: {enabled: false}\ncluster: {replicas: [\"10.0.0.5\"], credentialFile: /c}\n", "cluster.replicas[0]"},
+		{"a replica with a node-local's keys", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, replicas: [\"10.0.0.5:8090\"]}\n", "nodelocal process's"},
+		{"node-local secret not namespaced", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, nodeLocalSecret: x}\n", "cluster.nodeLocalSecret"},
 		{"unknown nested key", "kubernetes: {enabled: false, tll: 5}\n", `"tll"`},
 		{"ttl too large", "kubernetes: {enabled: false, ttl: 3601}\n", "kubernetes.ttl"},
 		{"ttl negative", "kubernetes: {enabled: false, ttl: -1}\n", "kubernetes.ttl"},

@@ -448,9 +448,10 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 }
 
 // checkTrust: the replicas get the gossip key from a Secret they may read
-// and fill and nothing else; gossip and remote are admitted from the
-// shardns pods only, DNS from anywhere; the configuration requires the
-// key and admits only the peers Services' endpoints.
+// and fill and nothing else, and write the node-local credential into a
+// second one; gossip and remote are admitted from the shardns pods only,
+// DNS from anywhere; the configuration requires the key and admits only
+// the peers Services' endpoints.
 func checkTrust(t *testing.T, objs []*unstructured.Unstructured, cfg *config.Config) {
 	t.Helper()
 	var secret corev1.Secret
@@ -464,14 +465,22 @@ func checkTrust(t *testing.T, objs []*unstructured.Unstructured, cfg *config.Con
 	if !slices.Contains(cfg.Cluster.AdmitServices, "kube-system/shardns-nodelocal-peers") || cfg.Cluster.JoinService == "" {
 		t.Errorf("cluster.joinService %q admitServices %v", cfg.Cluster.JoinService, cfg.Cluster.AdmitServices)
 	}
+	var credential corev1.Secret
+	find(t, objs, "Secret", "shardns-nodelocal", &credential)
+	if len(credential.Data) != 0 || len(credential.StringData) != 0 {
+		t.Errorf("the node-local credential Secret ships data %v", credential.Data)
+	}
+	if want := credential.Namespace + "/" + credential.Name; cfg.Cluster.NodeLocalSecret != want {
+		t.Errorf("cluster.nodeLocalSecret %q, want %q", cfg.Cluster.NodeLocalSecret, want)
+	}
 	var role rbacv1.Role
 	var binding rbacv1.RoleBinding
 	find(t, objs, "Role", "shardns-gossip", &role)
 	find(t, objs, "RoleBinding", "shardns-gossip", &binding)
 	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) ||
-		!slices.Equal(role.Rules[0].ResourceNames, []string{"shardns-gossip"}) ||
+		!slices.Equal(role.Rules[0].ResourceNames, []string{"shardns-gossip", "shardns-nodelocal"}) ||
 		!slices.Equal(role.Rules[0].Verbs, []string{"get", "update"}) {
-		t.Errorf("Role shardns-gossip %+v, want get and update on the one Secret", role.Rules)
+		t.Errorf("Role shardns-gossip %+v, want get and update on the two Secrets", role.Rules)
 	}
 	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "shardns" {
 		t.Errorf("RoleBinding %+v does not bind the Role to shardns only", binding)
@@ -805,8 +814,9 @@ func TestDeployNodeLocal(t *testing.T) {
 	if want := peers.Namespace + "/" + peers.Name; cfg.Cluster.JoinService != want {
 		t.Errorf("cluster.joinService %q, want the peers Service %q", cfg.Cluster.JoinService, want)
 	}
-	// The replicas admit the node-local processes through their Service,
-	// and the node-local processes share the replicas' key.
+	// The replicas admit the node-local processes through their Service;
+	// the node-local processes hold the credential the replicas write,
+	// never the replicas' key, and may read no other Secret.
 	var nlPeers corev1.Service
 	find(t, objs, "Service", "shardns-nodelocal-peers", &nlPeers)
 	if !labels.SelectorFromSet(nlPeers.Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) || !nlPeers.Spec.PublishNotReadyAddresses {
@@ -816,8 +826,33 @@ func TestDeployNodeLocal(t *testing.T) {
 	if want := nlPeers.Namespace + "/" + nlPeers.Name; !slices.Contains(replicas.Cluster.AdmitServices, want) {
 		t.Errorf("the replicas admit %v, not %s", replicas.Cluster.AdmitServices, want)
 	}
-	if cfg.Cluster.Secret != replicas.Cluster.Secret || cfg.Cluster.Secret == "" {
-		t.Errorf("node-local cluster.secret %q, replicas' %q: they must share the key", cfg.Cluster.Secret, replicas.Cluster.Secret)
+	if cfg.Cluster.Secret != "" || cfg.Cluster.SecretKeyFile != "" {
+		t.Errorf("node-local cluster.secret %q secretKeyFile %q: it must not hold the replicas' key", cfg.Cluster.Secret, cfg.Cluster.SecretKeyFile)
+	}
+	if cfg.Cluster.NodeLocalSecret != replicas.Cluster.NodeLocalSecret || cfg.Cluster.NodeLocalSecret == "" {
+		t.Errorf("node-local cluster.nodeLocalSecret %q, replicas' %q: they must name the same Secret",
+			cfg.Cluster.NodeLocalSecret, replicas.Cluster.NodeLocalSecret)
+	}
+	var nlRole rbacv1.Role
+	find(t, objs, "Role", "shardns-nodelocal", &nlRole)
+	for _, r := range nlRole.Rules {
+		if slices.Contains(r.Resources, "secrets") && !slices.Equal(r.ResourceNames, []string{"shardns-nodelocal"}) {
+			t.Errorf("the node-local Role may read Secrets %v, want shardns-nodelocal only", r.ResourceNames)
+		}
+	}
+	var np networkingv1.NetworkPolicy
+	find(t, objs, "NetworkPolicy", "shardns-from-nodelocal", &np)
+	for _, rule := range np.Spec.Ingress {
+		for _, f := range rule.From {
+			if f.IPBlock == nil || f.IPBlock.CIDR == "0.0.0.0/0" {
+				t.Errorf("shardns-from-nodelocal admits %+v, want the nodes' CIDR", f)
+			}
+		}
+		for _, p := range rule.Ports {
+			if p.Port.String() != "remote" {
+				t.Errorf("shardns-from-nodelocal opens %s; a node-local process only asks on remote", p.Port.String())
+			}
+		}
 	}
 	newApplier(t, kubeapi.Shared(t)).applyAll(t, objs)
 }

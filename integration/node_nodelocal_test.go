@@ -7,6 +7,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,9 +109,10 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 	start := time.Now()
 	pod := c.waitNodeLocal(t, "")
 	t.Logf("kube-system enforcing privileged: %s ready after %v", pod.Name, time.Since(start).Round(time.Second))
-	c.waitNodeLocalMember(t, pod.Status.PodIP)
 	// On the host network the pod's address is the node's.
 	metrics := net.JoinHostPort(pod.Status.PodIP, metricsPort)
+	c.waitNodeLocalRing(t, metrics, pod.Status.PodIP)
+	c.checkNodeLocalSecrets(t)
 	server := net.JoinHostPort(linkLocal, "53")
 
 	// Asked at its address, it gives the replicas' answers.
@@ -206,7 +209,7 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 	q.waitAnswers(t, len(names), "while the node-local pod was replaced")
 	t.Logf("while the node-local pod was replaced, the pod asked the replicas %v questions through %s",
 		c.replicaQuestions(t)-asked0, kubenode.ClusterDNS)
-	c.waitNodeLocalMember(t, replaced.Status.PodIP)
+	c.waitNodeLocalRing(t, metrics, replaced.Status.PodIP)
 	c.checkServedByNodeLocal(t, q, metrics, 3*len(names), "through the new node-local pod")
 	q.finish(t)
 
@@ -333,31 +336,68 @@ func (c *nodeCluster) waitNodeLocal(t *testing.T, old types.UID) *corev1.Pod {
 	return pod
 }
 
-// waitNodeLocalMember waits until every replica lists the node-local
-// process at addr (the node's address: host network) as a member that
-// owns nothing.
-func (c *nodeCluster) waitNodeLocalMember(t *testing.T, addr string) {
+// waitNodeLocalRing waits until the node-local process whose HTTP
+// listens on metrics reads the ring from the replicas: it lists every
+// replica pod and nothing else, while no replica lists it (it does not
+// gossip, and owns nothing).
+func (c *nodeCluster) waitNodeLocalRing(t *testing.T, metrics, addr string) {
 	t.Helper()
 	replicas := c.replicaPods(t)
 	c.eventually(t, recordsTimeout, func() error {
+		var ring httpapi.Ring
+		resp, err := nodeHTTP.Get("http://" + metrics + "/debug/ring")
+		if err != nil {
+			return err
+		}
+		err = json.NewDecoder(resp.Body).Decode(&ring)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, m := range ring.Members {
+			names = append(names, m.Name)
+		}
+		slices.Sort(names)
+		want := replicaNames(replicas)
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			return fmt.Errorf("the node-local process's ring lists %v, want the replicas %v", names, want)
+		}
 		for _, r := range replicas {
-			ring, err := replicaRing(r.Status.PodIP)
+			rr, err := replicaRing(r.Status.PodIP)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.Name, err)
 			}
-			i := slices.IndexFunc(ring.Members, func(m httpapi.Member) bool {
-				host, _, _ := net.SplitHostPort(m.Remote)
-				return host == addr
-			})
-			switch {
-			case i < 0:
-				return fmt.Errorf("%s does not list the node-local process at %s: members %+v, rejected %+v", r.Name, addr, ring.Members, ring.Rejected)
-			case ring.Members[i].Owner:
-				t.Fatalf("%s lists the node-local process as an owner: %+v", r.Name, ring.Members[i])
+			for _, m := range rr.Members {
+				if host, _, _ := net.SplitHostPort(m.Remote); host == addr {
+					t.Fatalf("%s lists the node-local process at %s as a member: %+v", r.Name, addr, m)
+				}
 			}
 		}
 		return nil
 	})
+}
+
+// checkNodeLocalSecrets asks the API, as `kubectl auth can-i --as` does,
+// what the node-local ServiceAccount may read: its credential, never the
+// replicas' key.
+func (c *nodeCluster) checkNodeLocalSecrets(t *testing.T) {
+	t.Helper()
+	for secret, want := range map[string]bool{"shardns-gossip": false, "shardns-nodelocal": true} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:kube-system:shardns-nodelocal",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "get",
+				Resource: "secrets", Name: secret}}}
+		got, err := c.client().AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != want {
+			t.Errorf("the node-local ServiceAccount may get secret %s: %v, want %v", secret, got.Status.Allowed, want)
+		}
+	}
 }
 
 // diagnoseNodeLocal logs what TestNode's diagnose cannot see once the

@@ -11,16 +11,16 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
 )
 
-// startNodeLocalProcess starts the binary in mode nodelocal, joined to
-// the replicas through seed.
-func startNodeLocalProcess(t *testing.T, name, seed string) *replicaProcess {
+// startNodeLocalProcess starts the binary in mode nodelocal, reading the
+// ring from the replica whose actor remote listens on seedRemote.
+func startNodeLocalProcess(t *testing.T, name, seedRemote string) *replicaProcess {
 	t.Helper()
-	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	cfg := fmt.Sprintf(`
 mode: nodelocal
 dns: {listen: ["127.0.0.1:0"]}
@@ -28,13 +28,34 @@ http: {listen: "127.0.0.1:0", lameduck: 0s}
 forward: {upstreams: []}
 cluster:
   nodeName: %s
-  join: [%q]
-  bind: %q
+  replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, name, seed, gossip, freeTCPPort(t))
+`, name, seedRemote, freeTCPPort(t))
 	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+	return &replicaProcess{process: p, http: p.httpAddr(t)}
+}
+
+// remoteOf is the actor remote address of the replica r.
+func remoteOf(t *testing.T, r *replicaProcess) string {
+	t.Helper()
+	ring, err := r.ring(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return selfRemote(t, ring)
+}
+
+// selfRemote is the actor remote address ring's own member advertises.
+func selfRemote(t testing.TB, ring httpapi.Ring) string {
+	t.Helper()
+	for _, m := range ring.Members {
+		if m.Name == ring.Self && m.Remote != "" {
+			return m.Remote
+		}
+	}
+	t.Fatalf("%s is not in its own ring: %+v", ring.Self, ring.Members)
+	return ""
 }
 
 // ownerDispatches is how many questions the node-local process sent to
@@ -58,8 +79,9 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
 	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
 	settled(t, []*replicaProcess{a, b, c}, 3)
-	nl := startNodeLocalProcess(t, "nl0", a.gossip)
-	settled(t, []*replicaProcess{a, b, c, nl}, 4)
+	nl := startNodeLocalProcess(t, "nl0", remoteOf(t, a))
+	// The node-local process is no member: it sees the three replicas.
+	settled(t, []*replicaProcess{a, b, c, nl}, 3)
 	ring, err := nl.ring(t)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +191,7 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 		}
 		l := startLoad(func() []string { return targets.Load().([]string) }, withPods)
 		c.cmd.Process.Kill()
-		settled(t, []*replicaProcess{a, b, nl}, 3)
+		settled(t, []*replicaProcess{a, b, nl}, 2)
 		enough(t, l, 300)
 		l.finish(t, "kill -9 of an owner, asked through the node-local process")
 
@@ -189,7 +211,7 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 
 		l = startLoad(func() []string { return targets.Load().([]string) }, names)
 		d := startReplicaProcess(t, cp, "r3", []string{a.gossip})
-		settled(t, []*replicaProcess{a, b, d, nl}, 4)
+		settled(t, []*replicaProcess{a, b, d, nl}, 3)
 		// New questions reach the new owner within seconds.
 		i := 0
 		testutil.Eventually(t, 10*time.Second, func() error {
@@ -233,8 +255,9 @@ func enough(t *testing.T, l *load, n int64) {
 	})
 }
 
-// startNodeLocal starts an in-process node-local node joined to seed.
-func startNodeLocal(t testing.TB, name, seed string) *node.Node {
+// startNodeLocal starts an in-process node-local node reading the ring
+// from the replica whose actor remote listens on seedRemote.
+func startNodeLocal(t testing.TB, name, seedRemote string) *node.Node {
 	t.Helper()
 	text := fmt.Sprintf(`
 mode: nodelocal
@@ -243,11 +266,10 @@ http: {listen: "127.0.0.1:0"}
 forward: {upstreams: []}
 cluster:
   nodeName: %s
-  bind: "127.0.0.1:0"
   remote: "127.0.0.1:%d"
-  join: [%q]
+  replicas: [%q]
   gossip: fast
-`, name, freeTCPPort(t), seed)
+`, name, freeTCPPort(t), seedRemote)
 	return startNodeIn(t, name, t.TempDir(), text)
 }
 
@@ -257,9 +279,9 @@ cluster:
 func BenchmarkNodeLocal(b *testing.B) {
 	a := startReplica(b, "a", 1, nil)
 	c := startReplica(b, "b", 1, []string{a.GossipAddr()})
-	nl := startNodeLocal(b, "nl", a.GossipAddr())
+	nl := startNodeLocal(b, "nl", selfRemote(b, debugRing(b, a)))
 	testutil.Eventually(b, 15*time.Second, func() error {
-		if !a.Ready() || !c.Ready() || !nl.Ready() || len(debugRing(b, a).Members) != 3 || len(debugRing(b, nl).Members) != 3 {
+		if !a.Ready() || !c.Ready() || !nl.Ready() || len(debugRing(b, a).Members) != 2 || len(debugRing(b, nl).Members) != 2 {
 			return fmt.Errorf("not settled")
 		}
 		return nil

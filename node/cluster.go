@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,19 +39,28 @@ type clusterState struct {
 	remote     *remote.Remote
 	remoteAddr string // advertised host:port of actor remote
 	dispatch   *dispatch.Client
-	handoff    *dispatch.Handoff // hands zones to replicas that gain them
-	members    *membership.Membership
-	announced  chan struct{} // closed once this replica owns zones
+	handoff    *dispatch.Handoff    // hands zones to replicas that gain them
+	ring       *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
+	members    memberSource         // gossip, or in a node-local process the replicas' word
+	announced  chan struct{}        // closed once this replica owns zones
 
 	// What admits other processes (trust.go).
-	client    *kubesource.Client // joinService or secret; nil without
-	keys      [][]byte           // gossip keys, the first in use; none: plain text
-	peers     *trust.AddrSet     // joinService endpoints; nil without joinService
-	peerWatch *kubesource.PeerWatch
+	client     *kubesource.Client // joinService or a Secret; nil without
+	keys       [][]byte           // replica keys, the first in use; none: plain text
+	credential *trust.Credential  // a node-local process's, in place of keys
+	peers      *trust.AddrSet     // every peers Service's endpoints; nil without joinService
+	// replicaPeers are joinService's endpoints, each with the names its
+	// pod may use: the only members that may own zones.
+	replicaPeers atomic.Pointer[map[netip.Addr][]string]
+	peerWatch    *kubesource.PeerWatch
+	// The replica's publication of the node-local credential.
+	stopPublish context.CancelFunc
+	publishing  sync.WaitGroup
 	// peersChanged is signalled when the peers Services list other
 	// addresses: membership's RejoinNow.
 	peersChanged chan struct{}
 	memberIPs    *trust.AddrSet // hosts of the live members, for the remote port
+	seedIPs      *trust.AddrSet // a node-local process's cluster.replicas hosts
 	rejections   *trust.Rejections
 
 	// Members whose remote port refused a connection (cluster/liveness):
@@ -108,7 +119,8 @@ func (n *Node) startCluster() error {
 	}
 	adv := advertiseHost(cc)
 	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), announced: make(chan struct{}),
-		memberIPs: &trust.AddrSet{}}
+		memberIPs: &trust.AddrSet{}, seedIPs: &trust.AddrSet{}}
+	c.seedIPs.Set(seedHosts(cc.Replicas))
 	c.rejections = trust.NewRejections(func(reason string) {
 		n.metrics.Cluster.RejectedMembers.WithLabelValues(reason).Inc()
 	}, n.log.With("component", "trust"), time.Now)
@@ -122,15 +134,15 @@ func (n *Node) startCluster() error {
 		return fmt.Errorf("cluster.remote: %w", err)
 	}
 	probe.Close()
-	guard, err := trust.NewGuard(trust.GuardConfig{Keys: c.keys, Admitted: c.remoteAdmitted,
-		Routes: dispatch.Routes(), Rejections: c.rejections})
+	guard, err := trust.NewGuard(trust.GuardConfig{Keys: c.keys, Credential: c.credential, Admitted: c.remoteAdmitted,
+		Routes: dispatch.Routes(n.nodeLocal), Rejections: c.rejections})
 	if err != nil {
 		c.stopTrust()
 		return fmt.Errorf("cluster: %w", err)
 	}
 	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr),
 		remote.WithServerOptions(append(guard.ServerOptions(), grpc.ReadBufferSize(remoteBuffer), grpc.WriteBufferSize(remoteBuffer))...),
-		remote.WithDialOptions(append(remoteDialOptions(guard, host), grpc.WithReadBufferSize(remoteBuffer), grpc.WithWriteBufferSize(remoteBuffer))...),
+		remote.WithDialOptions(append(remoteDialOptions(guard, host, adv), grpc.WithReadBufferSize(remoteBuffer), grpc.WithWriteBufferSize(remoteBuffer))...),
 		remote.WithEndpointWriterQueueSize(endpointWriterQueue)))
 	c.remote.Start()
 	timing := gossipTiming(cc)
@@ -158,14 +170,29 @@ func (n *Node) startCluster() error {
 		c.stopLiveness(n.system)
 		return err
 	}
+	if c.ring, err = dispatch.StartRing(n.system, n.ring.Load, counters); err != nil {
+		c.stopLiveness(n.system)
+		return err
+	}
+	if n.nodeLocal {
+		c.members = n.startRingFeed(c, timing.ProbeInterval)
+	} else if c.members, err = n.startMembership(c, adv, timing); err != nil {
+		c.stopLiveness(n.system)
+		return err
+	}
+	n.cluster = c
+	n.ring.Store(n.buildRing())
+	n.placed.Store(n.ring.Load())
+	return nil
+}
+
+// startMembership joins a replica to the gossip ring.
+func (n *Node) startMembership(c *clusterState, adv string, timing membership.Timing) (*membership.Membership, error) {
+	cc := c.cfg
 	mc := membership.DefaultConfig()
 	mc.NodeName, mc.Bind, mc.Seeds, mc.Label = n.name, cc.Bind, cc.Join, cc.Label
 	mc.Logger = n.log.With("component", "membership")
-	role := rolePending
-	if n.nodeLocal {
-		role = roleNone
-	}
-	mc.Meta = meta(role, c.remoteAddr)
+	mc.Meta = meta(rolePending, c.remoteAddr)
 	mc.SecretKeys = c.keys
 	mc.Admit, mc.Rejected = c.admit, c.rejections.Record
 	mc.RejoinNow = c.peersChanged // nil without joinService
@@ -182,14 +209,21 @@ func (n *Node) startCluster() error {
 		_, gossipPort, _ := remoteBind(cc.Bind)
 		mc.SeedsFunc = kubesource.PeerSeeds(c.client, cc.JoinService, gossipPort)
 	}
-	if c.members, err = membership.Start(mc); err != nil {
-		c.stopLiveness(n.system)
-		return err
+	return membership.Start(mc)
+}
+
+// startRingFeed has a node-local process follow the ring the replicas
+// tell it, asking them every probe interval.
+func (n *Node) startRingFeed(c *clusterState, interval time.Duration) *ringFeed {
+	cc := c.cfg
+	seeds := func(context.Context) ([]string, error) { return cc.Replicas, nil }
+	if cc.JoinService != "" {
+		_, remotePort, _ := remoteBind(cc.Remote)
+		seeds = kubesource.PeerRemotes(c.client, cc.JoinService, remotePort)
 	}
-	n.cluster = c
-	n.ring.Store(n.buildRing())
-	n.placed.Store(n.ring.Load())
-	return nil
+	f := newRingFeed(c.ring, seeds, interval, cc.DispatchTimeout.D(), n.log.With("component", "ring"))
+	f.start()
+	return f
 }
 
 // buildRing is the ring of the current live members; those found down
@@ -206,8 +240,11 @@ func (n *Node) buildRing() *cluster.Ring {
 	for _, m := range members {
 		role, addr := parseMeta(m.Meta)
 		down := m.Name != n.name && n.cluster.liveness.Down(m.Name, addr)
-		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: role == roleOwner || role == roleLeaving,
-			Pending: role == rolePending, Down: down})
+		// What a member may do follows from what it proved, not from what
+		// it says: only the peers Service's endpoints own zones.
+		mayOwn := m.Name == n.name || n.cluster.mayOwn(m.Addr)
+		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: mayOwn && (role == roleOwner || role == roleLeaving),
+			Pending: mayOwn && role == rolePending, Down: down})
 		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
 			ips = append(ips, ap.Addr())
 		}
@@ -482,7 +519,7 @@ func remoteBind(addr string) (string, int, error) {
 }
 
 // advertiseHost is the host other replicas reach this one at: the
-// configured advertise host, the bind host, or this machine's first
+// configured advertise host, the gossip or else the remote bind host, or
 // non-loopback address.
 func advertiseHost(cc config.ClusterConfig) string {
 	if cc.Advertise != "" {
@@ -491,9 +528,14 @@ func advertiseHost(cc config.ClusterConfig) string {
 		}
 		return cc.Advertise
 	}
-	if h, _, err := net.SplitHostPort(cc.Bind); err == nil {
-		if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
-			return h
+	// The gossip bind host first (a replica's gossip and remote are
+	// advertised on one host), then the remote one's: all a node-local
+	// process, which does not gossip, listens on.
+	for _, hostPort := range []string{cc.Bind, cc.Remote} {
+		if h, _, err := net.SplitHostPort(hostPort); err == nil {
+			if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
+				return h
+			}
 		}
 	}
 	addrs, _ := net.InterfaceAddrs()

@@ -126,7 +126,7 @@ func TestRemoteCheck(t *testing.T) {
 
 func testRemoteCheck(t *testing.T, keys [][]byte) {
 	guard, err := trust.NewGuard(trust.GuardConfig{Keys: keys, Admitted: func(netip.Addr) bool { return true },
-		Routes: map[string]string{}, Rejections: trust.NewRejections(nil, nil, time.Now)})
+		Routes: map[trust.Role]map[string]string{}, Rejections: trust.NewRejections(nil, nil, time.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/zone"
 )
@@ -190,14 +193,32 @@ func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtyp
 	}
 }
 
-// Routes names the one message type each dispatch actor takes from other
-// replicas, for the remote port's guard: everything else is refused
-// before it reaches an actor.
-func Routes() map[string]string {
-	return map[string]string{
-		ServerName:         string((&wire.ZoneQuery{}).ProtoReflect().Descriptor().FullName()),
-		repliesName:        string((&wire.ZoneReply{}).ProtoReflect().Descriptor().FullName()),
-		HandoffName:        string((&wire.ZoneStateRequest{}).ProtoReflect().Descriptor().FullName()),
-		handoffRepliesName: string((&wire.ZoneState{}).ProtoReflect().Descriptor().FullName()),
+// Routes names, for each role a peer proves on the remote port, the one
+// message type each actor takes from it, for the remote port's guard:
+// everything else is refused before it reaches an actor. A replica takes
+// everything from replicas, and only questions from node-local
+// processes; a node-local process (nodeLocal) takes only the replies to
+// its own questions, from replicas. A plain-text peer (no keys: loopback
+// or an explicitly insecure cluster) proves nothing and is taken as a
+// replica by replicas.
+func Routes(nodeLocal bool) map[trust.Role]map[string]string {
+	name := func(m proto.Message) string { return string(m.ProtoReflect().Descriptor().FullName()) }
+	questions := map[string]string{
+		ServerName: name(&wire.ZoneQuery{}),
+		RingName:   name(&wire.RingRequest{}),
 	}
+	replies := map[string]string{
+		repliesName:     name(&wire.ZoneReply{}),
+		ringRepliesName: name(&wire.RingState{}),
+	}
+	if nodeLocal {
+		return map[trust.Role]map[string]string{trust.RoleReplica: replies, trust.RoleUnproven: replies}
+	}
+	all := map[string]string{
+		HandoffName:        name(&wire.ZoneStateRequest{}),
+		handoffRepliesName: name(&wire.ZoneState{}),
+	}
+	maps.Copy(all, questions)
+	maps.Copy(all, replies)
+	return map[trust.Role]map[string]string{trust.RoleReplica: all, trust.RoleUnproven: all, trust.RoleNodeLocal: questions}
 }

@@ -13,47 +13,57 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
-// Guard is what a replica's actor remote port lets in. protoactor-go's
+// Guard is what a process's actor remote port lets in. protoactor-go's
 // remote server hands every message it reads to the actor named in it,
 // system messages included (a Stop or a PoisonPill stops any actor, and
 // an unregistered type or an index out of range panics the reader), and
 // its unary methods panic outright. So the Guard sits in front of it as
-// gRPC server options: a connection from an address that is not admitted
-// is closed during the handshake, before anything is read; with keys the
-// handshake is TLS with the certificate derived from them, both ways; and
-// every message of the one stream method is checked before protoactor
-// sees it.
+// gRPC server options: a connection from an address that is not admitted,
+// or beyond the limits, is closed before anything is read; with keys the
+// handshake is TLS both ways, and the certificate the peer proves decides
+// its role; and every message of the one stream method is checked before
+// protoactor sees it, against the routes of that role and against the
+// peer's own address.
 type Guard struct {
 	admitted   func(netip.Addr) bool
-	routes     map[string]string // actor name → the one message type it accepts
+	routes     map[Role]map[string]string
 	rejections *Rejections
+	identity   *Identity // nil: plain text
 	server     credentials.TransportCredentials
 	client     credentials.TransportCredentials
+	limits     *connLimits
 }
 
 // GuardConfig configures a Guard.
 type GuardConfig struct {
-	// Keys are the gossip keys, the first one in use (see RemoteTLS); none
-	// leaves the remote port in plain text, for loopback and explicitly
-	// insecure clusters.
+	// Keys are a replica's keys, the first one in use (see ReplicaTLS).
 	Keys [][]byte
+	// Credential is a node-local process's, used when Keys is empty (see
+	// NodeLocalTLS). Neither leaves the remote port in plain text, for
+	// loopback and explicitly insecure clusters.
+	Credential *Credential
 	// Admitted reports whether a connection from addr may be served: the
 	// addresses of admitted members. Called on every new connection.
 	Admitted func(addr netip.Addr) bool
-	// Routes maps each actor that members may send to onto the full
-	// protobuf name of the one message type it takes.
-	Routes map[string]string
+	// Routes maps, for each role a peer may prove, each actor it may send
+	// to onto the full protobuf name of the one message type that actor
+	// takes from it. A plain-text peer proves RoleUnproven.
+	Routes map[Role]map[string]string
 	// Rejections records what the Guard turns away.
 	Rejections *Rejections
+	// Limits bound the connections the port holds; zero fields take
+	// DefaultLimits'.
+	Limits Limits
 }
 
 // handshakeTimeout bounds a connection that never finishes its handshake
 // (gRPC's default is two minutes).
-const handshakeTimeout = 5 * time.Second
+const handshakeTimeout = 3 * time.Second
 
 // NewGuard returns the Guard of cfg.
 func NewGuard(cfg GuardConfig) (*Guard, error) {
@@ -61,24 +71,41 @@ func NewGuard(cfg GuardConfig) (*Guard, error) {
 		return nil, errors.New("trust: a guard needs an admission function")
 	}
 	g := &Guard{admitted: cfg.Admitted, routes: cfg.Routes, rejections: cfg.Rejections,
-		server: insecure.NewCredentials(), client: insecure.NewCredentials()}
-	if len(cfg.Keys) > 0 {
-		server, client, err := RemoteTLS(cfg.Keys)
-		if err != nil {
-			return nil, err
-		}
-		g.server, g.client = credentials.NewTLS(server), credentials.NewTLS(client)
+		server: insecure.NewCredentials(), client: insecure.NewCredentials(), limits: newConnLimits(cfg.Limits)}
+	var err error
+	switch {
+	case len(cfg.Keys) > 0:
+		g.identity, err = ReplicaTLS(cfg.Keys)
+	case cfg.Credential != nil:
+		g.identity, err = NodeLocalTLS(*cfg.Credential)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if g.identity != nil {
+		g.server, g.client = credentials.NewTLS(g.identity.Server), credentials.NewTLS(g.identity.Client)
 	}
 	return g, nil
 }
 
 // ServerOptions are the options of the remote port's gRPC server.
 func (g *Guard) ServerOptions() []grpc.ServerOption {
+	l := g.limits.limits
 	return []grpc.ServerOption{
 		grpc.Creds(admittingCreds{TransportCredentials: g.server, g: g}),
 		grpc.ConnectionTimeout(handshakeTimeout),
 		grpc.StreamInterceptor(g.checkStream),
 		grpc.UnaryInterceptor(g.refuseUnary),
+		// protoactor opens one stream per connection, for its life.
+		grpc.MaxConcurrentStreams(l.StreamsPerConnection),
+		grpc.MaxRecvMsgSize(l.MessageBytes),
+		// A connection without a stream serves nothing; one whose peer
+		// stops answering pings is gone.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.Idle,
+			Time: l.Idle, Timeout: 20 * time.Second}),
+		// Pings more often than protoactor's clients send them (never, by
+		// default) are a peer spending this replica's CPU.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 }
 
@@ -125,12 +152,29 @@ func (c admittingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Aut
 		c.g.rejections.Record(from, "", ReasonRemoteConnection)
 		return nil, nil, errNotAdmitted
 	}
-	conn, info, err := c.TransportCredentials.ServerHandshake(raw)
+	held, release, err := c.g.limits.open(ap.Addr().Unmap(), raw)
 	if err != nil {
+		c.g.rejections.Record(from, "", ReasonRemoteLimit)
+		return nil, nil, err
+	}
+	conn, info, err := c.TransportCredentials.ServerHandshake(held)
+	release() // the handshake slot; the connection's stays until it closes
+	if err != nil {
+		held.Close()
 		c.g.rejections.Record(from, "", ReasonRemoteConnection)
 		return nil, nil, err
 	}
-	return conn, info, nil
+	role := RoleUnproven
+	if tlsInfo, ok := info.(credentials.TLSInfo); ok {
+		role = c.g.identity.RoleOf(tlsInfo.State)
+	}
+	return conn, roleInfo{AuthInfo: info, role: role}, nil
+}
+
+// roleInfo carries the role a peer proved to the stream interceptor.
+type roleInfo struct {
+	credentials.AuthInfo
+	role Role
 }
 
 func (c admittingCreds) Clone() credentials.TransportCredentials {
@@ -138,29 +182,32 @@ func (c admittingCreds) Clone() credentials.TransportCredentials {
 }
 
 // checkStream serves protoactor's one stream method with every message
-// checked; any other method is refused.
+// checked against the routes of the role the peer proved; any other
+// method is refused.
 func (g *Guard) checkStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	from := peerAddr(ss.Context())
-	if info.FullMethod != receiveMethod {
-		g.rejections.Record(from, "", ReasonRemoteMessage)
+	from, role := peerOf(ss.Context())
+	if info.FullMethod != receiveMethod || !from.IsValid() {
+		g.rejections.Record(from.String(), "", ReasonRemoteMessage)
 		return status.Errorf(codes.PermissionDenied, "method %s is not served", info.FullMethod)
 	}
-	return handler(srv, &checkedStream{ServerStream: ss, g: g, from: from})
+	return handler(srv, &checkedStream{ServerStream: ss, g: g, from: from, routes: g.routes[role]})
 }
 
 // refuseUnary refuses protoactor's unary methods, which are unimplemented
 // and panic.
 func (g *Guard) refuseUnary(ctx context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
-	g.rejections.Record(peerAddr(ctx), "", ReasonRemoteMessage)
+	from, _ := peerOf(ctx)
+	g.rejections.Record(from.String(), "", ReasonRemoteMessage)
 	return nil, status.Errorf(codes.PermissionDenied, "method %s is not served", info.FullMethod)
 }
 
 // checkedStream ends the stream at the first message that is not a
-// connection request or a batch of allowed messages.
+// connection request or a batch of messages its peer may send.
 type checkedStream struct {
 	grpc.ServerStream
-	g    *Guard
-	from string
+	g      *Guard
+	from   netip.AddrPort
+	routes map[string]string
 }
 
 func (s *checkedStream) RecvMsg(m any) error {
@@ -171,25 +218,37 @@ func (s *checkedStream) RecvMsg(m any) error {
 	if !ok {
 		return status.Error(codes.Internal, "trust: unexpected stream message type")
 	}
-	if err := CheckMessage(msg, s.g.routes); err != nil {
-		s.g.rejections.Record(s.from, "", ReasonRemoteMessage)
+	if err := CheckMessage(msg, s.routes, s.from.Addr()); err != nil {
+		s.g.rejections.Record(s.from.String(), "", ReasonRemoteMessage)
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	return nil
 }
 
-func peerAddr(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return p.Addr.String()
+// peerOf is the address of a stream's peer and the role it proved.
+func peerOf(ctx context.Context) (netip.AddrPort, Role) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return netip.AddrPort{}, RoleUnproven
 	}
-	return "unknown"
+	ap, err := netip.ParseAddrPort(p.Addr.String())
+	if err != nil {
+		return netip.AddrPort{}, RoleUnproven
+	}
+	role := RoleUnproven
+	if ri, ok := p.AuthInfo.(roleInfo); ok {
+		role = ri.role
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), role
 }
 
 // CheckMessage accepts a connection request, and a message batch whose
 // every envelope is well formed, protobuf-serialised, and carries the
-// type routes names for its target actor. Everything else, protoactor's
-// system messages among it, is an error.
-func CheckMessage(m *remote.RemoteMessage, routes map[string]string) error {
+// type routes names for its target actor, and whose every sender is on
+// peer, the address the batch came from: a process may name only its own
+// actors as senders, so that replies go back to it and nowhere else.
+// Everything else, protoactor's system messages among it, is an error.
+func CheckMessage(m *remote.RemoteMessage, routes map[string]string, peer netip.Addr) error {
 	switch t := m.GetMessageType().(type) {
 	case *remote.RemoteMessage_ConnectRequest:
 		if t.ConnectRequest.GetServerConnection() == nil {
@@ -197,7 +256,7 @@ func CheckMessage(m *remote.RemoteMessage, routes map[string]string) error {
 		}
 		return nil
 	case *remote.RemoteMessage_MessageBatch:
-		return checkBatch(t.MessageBatch, routes)
+		return checkBatch(t.MessageBatch, routes, peer)
 	default:
 		return fmt.Errorf("trust: message %T is not accepted", t)
 	}
@@ -206,13 +265,17 @@ func CheckMessage(m *remote.RemoteMessage, routes map[string]string) error {
 // protoSerializer is protoactor's serializer id for protobuf.
 const protoSerializer = 0
 
-func checkBatch(b *remote.MessageBatch, routes map[string]string) error {
+func checkBatch(b *remote.MessageBatch, routes map[string]string, peer netip.Addr) error {
 	if b == nil {
 		return errors.New("trust: empty batch")
 	}
 	for _, s := range b.Senders {
 		if s == nil {
 			return errors.New("trust: batch with a nil sender")
+		}
+		ap, err := netip.ParseAddrPort(s.Address)
+		if err != nil || ap.Addr().Unmap() != peer {
+			return fmt.Errorf("trust: sender %q is not on the connection's peer %s", s.Address, peer)
 		}
 	}
 	for i, e := range b.Envelopes {

@@ -23,8 +23,11 @@ var testRoutes = map[string]string{
 	"dispatch-replies": "shardns.wire.v1.ZoneReply",
 }
 
+// testPeer is where the test batches come from; their senders are on it.
+var testPeer = netip.MustParseAddr("10.0.0.7")
+
 func batch(types []string, targets []string, envs ...*remote.MessageEnvelope) *remote.RemoteMessage {
-	b := &remote.MessageBatch{TypeNames: types}
+	b := &remote.MessageBatch{TypeNames: types, Senders: []*actor.PID{{Address: "10.0.0.7:8090", Id: "dispatch-replies"}}}
 	for _, t := range targets {
 		b.Targets = append(b.Targets, &actor.PID{Address: "10.0.0.1:8090", Id: t})
 	}
@@ -65,11 +68,14 @@ func TestCheckMessage(t *testing.T) {
 		{"sender index out of range", batch(query, []string{"dispatch"}, &remote.MessageEnvelope{Sender: 2}), "sender index 2"},
 		{"json serializer", batch(query, []string{"dispatch"}, &remote.MessageEnvelope{SerializerId: 1}), "serializer 1"},
 		{"nil envelope", batch(query, []string{"dispatch"}, nil), "envelope 0 is nil"},
+		{"a sender on another host", withSender(batch(query, []string{"dispatch"}, env(0, 0)), "10.0.0.8:8090"), "not on the connection's peer"},
+		{"a sender on the peer's host, another port", withSender(batch(query, []string{"dispatch"}, env(0, 0)), "10.0.0.7:9999"), ""},
+		{"a sender named by host name", withSender(batch(query, []string{"dispatch"}, env(0, 0)), "shardns-0:8090"), "not on the connection's peer"},
 		{"disconnect", &remote.RemoteMessage{MessageType: &remote.RemoteMessage_DisconnectRequest{DisconnectRequest: &remote.DisconnectRequest{}}}, "not accepted"},
 		{"empty", &remote.RemoteMessage{}, "not accepted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckMessage(tc.msg, testRoutes)
+			err := CheckMessage(tc.msg, testRoutes, testPeer)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -80,18 +86,32 @@ func TestCheckMessage(t *testing.T) {
 	}
 }
 
+// withSender adds a sender at addr to a batch.
+func withSender(m *remote.RemoteMessage, addr string) *remote.RemoteMessage {
+	b := m.GetMessageBatch()
+	b.Senders = append(b.Senders, &actor.PID{Address: addr, Id: "dispatch-replies"})
+	return m
+}
+
 // handshake runs TLS between a client and a server configured from their
 // own keys and reports the client's and the server's error.
 func handshake(t *testing.T, clientKeys, serverKeys [][]byte) (clientErr, serverErr error) {
 	t.Helper()
-	_, client, err := RemoteTLS(clientKeys)
+	clientID, err := ReplicaTLS(clientKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, _, err := RemoteTLS(serverKeys)
+	serverID, err := ReplicaTLS(serverKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return handshakeConfigs(t, clientID.Client, serverID.Server)
+}
+
+// handshakeConfigs runs TLS between a client and a server configured with
+// client and server.
+func handshakeConfigs(t *testing.T, client, server *tls.Config) (clientErr, serverErr error) {
+	t.Helper()
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
@@ -190,11 +210,12 @@ func TestClientHandshakeChecksARemotePortWithoutARefusal(t *testing.T) {
 			t.Parallel()
 			rej := NewRejections(nil, nil, time.Now)
 			admitted := func(netip.Addr) bool { return true }
-			server, err := NewGuard(GuardConfig{Keys: tc.server, Admitted: admitted, Routes: testRoutes, Rejections: rej})
+			routes := map[Role]map[string]string{RoleUnproven: testRoutes, RoleReplica: testRoutes}
+			server, err := NewGuard(GuardConfig{Keys: tc.server, Admitted: admitted, Routes: routes, Rejections: rej})
 			if err != nil {
 				t.Fatal(err)
 			}
-			client, err := NewGuard(GuardConfig{Keys: tc.client, Admitted: admitted, Routes: testRoutes,
+			client, err := NewGuard(GuardConfig{Keys: tc.client, Admitted: admitted, Routes: routes,
 				Rejections: NewRejections(nil, nil, time.Now)})
 			if err != nil {
 				t.Fatal(err)

@@ -3,17 +3,21 @@
 // connections and messages its actor remote port accepts, and the record
 // of everything it turned away.
 //
-// A replica trusts a peer for two reasons only, both checked before the
-// peer can change what is served: it proves it holds the deployment's
-// gossip key (memberlist's AES-GCM, and TLS on the remote port with a
-// certificate derived from the same key), and, in Kubernetes, its address
-// is an endpoint of the peers Service that only the namespace's
-// administrators can change. Everything a peer can send over the remote
-// port is two protobuf message types addressed to two actors; anything
-// else closes its stream before protoactor reads it.
+// What a process may do follows from what it proves, never from what it
+// announces. A replica proves it holds a replica key (memberlist's
+// AES-GCM, and TLS on the remote port with a certificate derived from the
+// key) and, in Kubernetes, that its address is an endpoint of the peers
+// Service only the namespace's administrators can change; only such a
+// process owns zones, answers questions and hands zones over. A
+// node-local process proves it holds the node-local credential, derived
+// from the replica keys but unable to give them back: it may ask
+// questions and read the ring, nothing else, and it never gossips. Every
+// message is checked against the routes of the sender's role and must
+// name only the sender's own actors before protoactor reads it.
 package trust
 
 import (
+	"container/list"
 	"log/slog"
 	"slices"
 	"strings"
@@ -37,9 +41,15 @@ const (
 	// ReasonRemoteConnection: a connection to the remote port from an
 	// address that is not a member, or without the key's certificate.
 	ReasonRemoteConnection = "remote-connection"
-	// ReasonRemoteMessage: a member sent something other than a zone
-	// question or answer to the remote port.
+	// ReasonRemoteMessage: a peer sent the remote port something its role
+	// may not send, or named another process's actor as the sender.
 	ReasonRemoteMessage = "remote-message"
+	// ReasonRemoteLimit: a connection beyond the remote port's limits
+	// (per peer, in total, or handshakes in progress).
+	ReasonRemoteLimit = "remote-limit"
+	// ReasonNotOwner: a member announced that it owns zones without being
+	// an endpoint of the replicas' peers Service; it owns none.
+	ReasonNotOwner = "not-an-owner"
 )
 
 // Rejection is one kind of refused attempt from one address.
@@ -63,9 +73,19 @@ type Rejections struct {
 	counted func(reason string) // the metric; nil: none
 	log     *slog.Logger
 
-	mu   sync.Mutex
-	byID map[rejectionID]*Rejection
+	mu     sync.Mutex
+	byID   map[rejectionID]*list.Element // of *Rejection, most recent first
+	recent *list.List
+	// Logging is bounded too: spoofed UDP gossip can come from any
+	// number of addresses, each new to the table.
+	logWindow time.Time // start of the current minute of logging
+	logged    int       // lines logged in it
+	unlogged  int       // new rejections not logged in it
 }
+
+// maxLogsPerMinute bounds the rejections logged one by one; the rest of
+// a minute's are summed up in one line at the next one logged.
+const maxLogsPerMinute = 20
 
 type rejectionID struct{ addr, reason string }
 
@@ -80,7 +100,7 @@ func NewRejections(counted func(reason string), log *slog.Logger, now func() tim
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Rejections{now: now, counted: counted, log: log, byID: make(map[rejectionID]*Rejection)}
+	return &Rejections{now: now, counted: counted, log: log, byID: make(map[rejectionID]*list.Element), recent: list.New()}
 }
 
 // Record counts one refused attempt from addr (host or host:port; the
@@ -97,30 +117,41 @@ func (r *Rejections) Record(addr, name, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := rejectionID{addr, reason}
-	if e, ok := r.byID[id]; ok {
+	if el, ok := r.byID[id]; ok {
+		e := el.Value.(*Rejection)
 		e.Count++
 		e.Last = now
 		if name != "" {
 			e.Name = name
 		}
+		r.recent.MoveToFront(el)
 		return
 	}
 	if len(r.byID) >= maxRejections {
-		r.evictOldestLocked()
+		oldest := r.recent.Back()
+		r.recent.Remove(oldest)
+		e := oldest.Value.(*Rejection)
+		delete(r.byID, rejectionID{e.Addr, e.Reason})
 	}
-	r.byID[id] = &Rejection{Addr: addr, Name: name, Reason: reason, Count: 1, Last: now}
-	r.log.Warn("refused a process that is not a member of this ring", "addr", addr, "name", name, "reason", reason)
+	r.byID[id] = r.recent.PushFront(&Rejection{Addr: addr, Name: name, Reason: reason, Count: 1, Last: now})
+	r.logLocked(now, addr, name, reason)
 }
 
-func (r *Rejections) evictOldestLocked() {
-	var oldest rejectionID
-	var at time.Time
-	for id, e := range r.byID {
-		if at.IsZero() || e.Last.Before(at) {
-			oldest, at = id, e.Last
+// logLocked logs a new rejection, at most maxLogsPerMinute a minute.
+func (r *Rejections) logLocked(now time.Time, addr, name, reason string) {
+	if now.Sub(r.logWindow) >= time.Minute {
+		if r.unlogged > 0 {
+			r.log.Warn("more processes refused that are not members of this ring; their count is in "+
+				"shardns_cluster_rejected_members_total, the most recent in /debug/ring", "unlogged", r.unlogged)
 		}
+		r.logWindow, r.logged, r.unlogged = now, 0, 0
 	}
-	delete(r.byID, oldest)
+	if r.logged >= maxLogsPerMinute {
+		r.unlogged++
+		return
+	}
+	r.logged++
+	r.log.Warn("refused a process that is not a member of this ring", "addr", addr, "name", name, "reason", reason)
 }
 
 // List returns the recorded rejections, most recent first.
@@ -130,8 +161,8 @@ func (r *Rejections) List() []Rejection {
 	}
 	r.mu.Lock()
 	out := make([]Rejection, 0, len(r.byID))
-	for _, e := range r.byID {
-		out = append(out, *e)
+	for el := r.recent.Front(); el != nil; el = el.Next() {
+		out = append(out, *el.Value.(*Rejection))
 	}
 	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Rejection) int {

@@ -427,6 +427,205 @@ func (x *ZoneObject) GetFrozen() []byte {
 	return nil
 }
 
+// RingRequest asks a replica for the ring as it sees it: a node-local
+// process does not gossip (it holds no replica key), so it follows the
+// ring by asking the replicas.
+type RingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// version is the ring the asker holds (0: none): a reply for the same
+	// version lists no members.
+	Version       uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingRequest) Reset() {
+	*x = RingRequest{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingRequest) ProtoMessage() {}
+
+func (x *RingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingRequest.ProtoReflect.Descriptor instead.
+func (*RingRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RingRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RingRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// RingState answers a RingRequest.
+type RingState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// asked_version echoes the request's version.
+	AskedVersion uint64 `protobuf:"varint,2,opt,name=asked_version,json=askedVersion,proto3" json:"asked_version,omitempty"`
+	Version      uint64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	// members are the ring's, when version differs from asked_version.
+	Members       []*RingMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingState) Reset() {
+	*x = RingState{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingState) ProtoMessage() {}
+
+func (x *RingState) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingState.ProtoReflect.Descriptor instead.
+func (*RingState) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RingState) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RingState) GetAskedVersion() uint64 {
+	if x != nil {
+		return x.AskedVersion
+	}
+	return 0
+}
+
+func (x *RingState) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RingState) GetMembers() []*RingMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// RingMember is one member of a ring as a replica sees it.
+type RingMember struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Remote string                 `protobuf:"bytes,2,opt,name=remote,proto3" json:"remote,omitempty"` // actor remote host:port
+	// owner: it owns zones and was not found down; pending: it will own
+	// zones once its sources have synced.
+	Owner         bool `protobuf:"varint,3,opt,name=owner,proto3" json:"owner,omitempty"`
+	Pending       bool `protobuf:"varint,4,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingMember) Reset() {
+	*x = RingMember{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingMember) ProtoMessage() {}
+
+func (x *RingMember) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingMember.ProtoReflect.Descriptor instead.
+func (*RingMember) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RingMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RingMember) GetRemote() string {
+	if x != nil {
+		return x.Remote
+	}
+	return ""
+}
+
+func (x *RingMember) GetOwner() bool {
+	if x != nil {
+		return x.Owner
+	}
+	return false
+}
+
+func (x *RingMember) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
 var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
@@ -466,7 +665,21 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"ZoneObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06frozen\x18\x03 \x01(\fR\x06frozenB)Z'github.com/shardns/shardns/cluster/wireb\x06proto3"
+	"\x06frozen\x18\x03 \x01(\fR\x06frozen\"7\n" +
+	"\vRingRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"\x91\x01\n" +
+	"\tRingState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12#\n" +
+	"\rasked_version\x18\x02 \x01(\x04R\faskedVersion\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x125\n" +
+	"\amembers\x18\x04 \x03(\v2\x1b.shardns.wire.v1.RingMemberR\amembers\"h\n" +
+	"\n" +
+	"RingMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06remote\x18\x02 \x01(\tR\x06remote\x12\x14\n" +
+	"\x05owner\x18\x03 \x01(\bR\x05owner\x12\x18\n" +
+	"\apending\x18\x04 \x01(\bR\apendingB)Z'github.com/shardns/shardns/cluster/wireb\x06proto3"
 
 var (
 	file_cluster_wire_wire_proto_rawDescOnce sync.Once
@@ -480,21 +693,25 @@ func file_cluster_wire_wire_proto_rawDescGZIP() []byte {
 	return file_cluster_wire_wire_proto_rawDescData
 }
 
-var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_cluster_wire_wire_proto_goTypes = []any{
 	(*ZoneQuery)(nil),        // 0: shardns.wire.v1.ZoneQuery
 	(*ZoneReply)(nil),        // 1: shardns.wire.v1.ZoneReply
 	(*ZoneStateRequest)(nil), // 2: shardns.wire.v1.ZoneStateRequest
 	(*ZoneState)(nil),        // 3: shardns.wire.v1.ZoneState
 	(*ZoneObject)(nil),       // 4: shardns.wire.v1.ZoneObject
+	(*RingRequest)(nil),      // 5: shardns.wire.v1.RingRequest
+	(*RingState)(nil),        // 6: shardns.wire.v1.RingState
+	(*RingMember)(nil),       // 7: shardns.wire.v1.RingMember
 }
 var file_cluster_wire_wire_proto_depIdxs = []int32{
 	4, // 0: shardns.wire.v1.ZoneState.objects:type_name -> shardns.wire.v1.ZoneObject
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	7, // 1: shardns.wire.v1.RingState.members:type_name -> shardns.wire.v1.RingMember
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_cluster_wire_wire_proto_init() }
@@ -508,7 +725,7 @@ func file_cluster_wire_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_wire_wire_proto_rawDesc), len(file_cluster_wire_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,6 +3,8 @@
 //	shardns serve [--config FILE]   serve DNS (the embedded demo without --config)
 //	shardns check --config FILE     validate a configuration, its manifests and zone files
 //	shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
+//	shardns credential --secret-key-file FILE
+//	                                print the node-local credential derived from the replicas' key
 //	shardns version                 print the version
 package main
 
@@ -44,6 +46,9 @@ const usage = `usage:
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
                                   [--allow-unmapped] [--expand-env]; - reads standard input
+  shardns credential --secret-key-file FILE
+                                  print the node-local credential derived from the replicas' key
+                                  (a node-local process's cluster.credentialFile)
   shardns version                 print the version`
 
 func run(args []string, stderr io.Writer) error {
@@ -59,6 +64,8 @@ func run(args []string, stderr io.Writer) error {
 		return ring(args[1:])
 	case "convert":
 		return convert(args[1:], os.Stdin, os.Stdout, stderr)
+	case "credential":
+		return credential(args[1:], os.Stdout)
 	case "version":
 		fmt.Println("shardns", node.Version)
 		return nil

@@ -39,3 +39,36 @@ func PeerSeeds(client *Client, service string, port int) func(ctx context.Contex
 		return out, nil
 	}
 }
+
+// PeerRemotes returns a function listing the actor remote addresses of
+// the pods behind a Service ("namespace/name"), as PeerSeeds does, at the
+// port its EndpointSlices name "tcp-remote" or "remote", or else at
+// fallbackPort: how a node-local process, which does not gossip, finds
+// the replicas to read the ring from.
+func PeerRemotes(client *Client, service string, fallbackPort int) func(ctx context.Context) ([]string, error) {
+	ns, name, _ := strings.Cut(service, "/")
+	return func(ctx context.Context) ([]string, error) {
+		opts := metav1.ListOptions{LabelSelector: kubeobj.ServiceNameLabel + "=" + name}
+		list := &discoveryv1.EndpointSliceList{}
+		err := client.discovery.Get().Namespace(ns).Resource("endpointslices").
+			VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.joinService %s: %w", service, err)
+		}
+		var out []string
+		for _, sl := range list.Items {
+			port := fallbackPort
+			for _, p := range sl.Ports {
+				if p.Name != nil && (*p.Name == "tcp-remote" || *p.Name == "remote") && p.Port != nil {
+					port = int(*p.Port)
+				}
+			}
+			for _, ep := range sl.Endpoints {
+				for _, a := range ep.Addresses {
+					out = append(out, net.JoinHostPort(a, strconv.Itoa(port)))
+				}
+			}
+		}
+		return out, nil
+	}
+}

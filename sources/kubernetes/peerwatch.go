@@ -27,10 +27,20 @@ type PeerWatch struct {
 	synced []cache.InformerSynced
 }
 
-// WatchPeers starts watching services and calls onChange with every
-// address they list, at the first list and after each change. onChange
+// Peers are the endpoints of the peers Services.
+type Peers struct {
+	// All are the addresses of every Service's endpoints.
+	All []netip.Addr
+	// Replicas are the addresses of the first Service's endpoints (the
+	// replicas' joinService), each with the names its pod may use in the
+	// ring: its pod name and hostname (none: the endpoint names no pod).
+	Replicas map[netip.Addr][]string
+}
+
+// WatchPeers starts watching services and calls onChange with the
+// addresses they list, at the first list and after each change. onChange
 // runs on the watch's goroutines, one call at a time.
-func WatchPeers(client *Client, services []string, logger *slog.Logger, onChange func([]netip.Addr)) *PeerWatch {
+func WatchPeers(client *Client, services []string, logger *slog.Logger, onChange func(Peers)) *PeerWatch {
 	ctx, stop := context.WithCancel(context.Background())
 	w := &PeerWatch{stop: stop}
 	var mu sync.Mutex
@@ -39,21 +49,26 @@ func WatchPeers(client *Client, services []string, logger *slog.Logger, onChange
 		mu.Lock()
 		defer mu.Unlock()
 		seen := map[netip.Addr]bool{}
-		var out []netip.Addr
-		for _, st := range stores {
+		peers := Peers{Replicas: map[netip.Addr][]string{}}
+		for i, st := range stores {
 			if st == nil {
 				continue
 			}
 			for _, obj := range st.List() {
-				for _, a := range sliceAddrs(obj.(*discoveryv1.EndpointSlice)) {
-					if !seen[a] {
-						seen[a] = true
-						out = append(out, a)
+				for _, ep := range obj.(*discoveryv1.EndpointSlice).Endpoints {
+					for _, a := range endpointAddrs(ep) {
+						if !seen[a] {
+							seen[a] = true
+							peers.All = append(peers.All, a)
+						}
+						if i == 0 {
+							peers.Replicas[a] = append(peers.Replicas[a], endpointNames(ep)...)
+						}
 					}
 				}
 			}
 		}
-		onChange(out)
+		onChange(peers)
 	}
 	for i, svc := range services {
 		ns, name, _ := strings.Cut(svc, "/")
@@ -93,15 +108,27 @@ func (w *PeerWatch) Stop() {
 	w.wg.Wait()
 }
 
-// sliceAddrs are the valid IP addresses of a slice's endpoints.
-func sliceAddrs(s *discoveryv1.EndpointSlice) []netip.Addr {
+// endpointAddrs are the valid IP addresses of an endpoint.
+func endpointAddrs(ep discoveryv1.Endpoint) []netip.Addr {
 	var out []netip.Addr
-	for _, ep := range s.Endpoints {
-		for _, a := range ep.Addresses {
-			if ip, err := netip.ParseAddr(a); err == nil {
-				out = append(out, ip.Unmap())
-			}
+	for _, a := range ep.Addresses {
+		if ip, err := netip.ParseAddr(a); err == nil {
+			out = append(out, ip.Unmap())
 		}
 	}
 	return out
+}
+
+// endpointNames are the names the pod behind an endpoint goes by: its
+// name (a StatefulSet pod's hostname, the default node name) and the
+// hostname it sets.
+func endpointNames(ep discoveryv1.Endpoint) []string {
+	var names []string
+	if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && ep.TargetRef.Name != "" {
+		names = append(names, ep.TargetRef.Name)
+	}
+	if ep.Hostname != nil && *ep.Hostname != "" {
+		names = append(names, *ep.Hostname)
+	}
+	return names
 }

@@ -1,0 +1,140 @@
+package trust
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Limits bound what the remote port holds for its peers, so that a
+// process allowed to connect (a member, or anything on an admitted
+// address) cannot exhaust a replica's memory, file descriptors or
+// handshake capacity. A connection beyond a limit is closed before its
+// handshake and counted as a remote-limit refusal.
+type Limits struct {
+	// ConnectionsPerPeer bounds the open connections from one address.
+	// A replica keeps one to each other replica, plus the moments a
+	// reconnection overlaps the old one; on loopback every local process
+	// shares the address.
+	ConnectionsPerPeer int
+	// Connections bounds the open connections from everyone.
+	Connections int
+	// HandshakesPerPeer bounds the handshakes in progress from one
+	// address, so that one peer cannot hold every slot of Handshakes.
+	HandshakesPerPeer int
+	// Handshakes bounds the handshakes in progress (each costs a TLS key
+	// exchange and is held for at most the handshake timeout).
+	Handshakes int
+	// StreamsPerConnection bounds the concurrent streams of one
+	// connection: protoactor opens one, for the connection's life.
+	StreamsPerConnection uint32
+	// MessageBytes bounds one message of the stream (a batch of
+	// envelopes), decoded before it is checked: a batch of handoff pages
+	// (StatePageBytes each) must fit.
+	MessageBytes int
+	// Idle closes a connection that has had no stream for this long, and
+	// pings one that has been silent for this long.
+	Idle time.Duration
+}
+
+// DefaultLimits are the limits of a remote port.
+func DefaultLimits() Limits {
+	return Limits{ConnectionsPerPeer: 64, Connections: 4096, HandshakesPerPeer: 8, Handshakes: 128,
+		StreamsPerConnection: 4, MessageBytes: 4 << 20, Idle: 2 * time.Minute}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.ConnectionsPerPeer <= 0 {
+		l.ConnectionsPerPeer = d.ConnectionsPerPeer
+	}
+	if l.Connections <= 0 {
+		l.Connections = d.Connections
+	}
+	if l.HandshakesPerPeer <= 0 {
+		l.HandshakesPerPeer = d.HandshakesPerPeer
+	}
+	if l.Handshakes <= 0 {
+		l.Handshakes = d.Handshakes
+	}
+	if l.StreamsPerConnection == 0 {
+		l.StreamsPerConnection = d.StreamsPerConnection
+	}
+	if l.MessageBytes <= 0 {
+		l.MessageBytes = d.MessageBytes
+	}
+	if l.Idle <= 0 {
+		l.Idle = d.Idle
+	}
+	return l
+}
+
+var errLimit = errors.New("trust: connection limit reached")
+
+// connLimits counts the connections and handshakes of a remote port.
+type connLimits struct {
+	limits Limits
+
+	mu                sync.Mutex
+	conns, handshakes int
+	connsOf           map[netip.Addr]int
+	handshakesOf      map[netip.Addr]int
+}
+
+func newConnLimits(l Limits) *connLimits {
+	return &connLimits{limits: l.withDefaults(), connsOf: map[netip.Addr]int{}, handshakesOf: map[netip.Addr]int{}}
+}
+
+// open takes a connection slot and a handshake slot for raw, from peer.
+// It returns raw wrapped to give the connection slot back when closed,
+// and a function giving the handshake slot back; or errLimit.
+func (c *connLimits) open(peer netip.Addr, raw net.Conn) (net.Conn, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.limits
+	if c.conns >= l.Connections || c.connsOf[peer] >= l.ConnectionsPerPeer ||
+		c.handshakes >= l.Handshakes || c.handshakesOf[peer] >= l.HandshakesPerPeer {
+		return nil, nil, errLimit
+	}
+	c.conns++
+	c.connsOf[peer]++
+	c.handshakes++
+	c.handshakesOf[peer]++
+	var handshakeDone sync.Once
+	release := func() {
+		handshakeDone.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.handshakes--
+			decrement(c.handshakesOf, peer)
+		})
+	}
+	return &limitedConn{Conn: raw, close: func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.conns--
+		decrement(c.connsOf, peer)
+	}}, release, nil
+}
+
+func decrement(m map[netip.Addr]int, a netip.Addr) {
+	if m[a] <= 1 {
+		delete(m, a) // the map holds only peers with a connection
+		return
+	}
+	m[a]--
+}
+
+// limitedConn gives its connection slot back when closed, once.
+type limitedConn struct {
+	net.Conn
+	once  sync.Once
+	close func()
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(c.close)
+	return c.Conn.Close()
+}

@@ -1,0 +1,201 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardns/shardns/actors/dispatch"
+	"github.com/shardns/shardns/cluster/membership"
+	"github.com/shardns/shardns/cluster/wire"
+)
+
+// memberSource is where a process learns the members of the ring:
+// memberlist gossip for a replica, the replicas themselves for a
+// node-local process (ringFeed).
+type memberSource interface {
+	Members() []membership.Member
+	Subscribe() <-chan struct{}
+	SetMeta(meta []byte, timeout time.Duration) error
+	Leave(timeout time.Duration) error
+	Close() error
+	LocalAddr() string
+}
+
+// ringFeed is a node-local process's member source. It holds no replica
+// key, so it does not gossip: every interval it asks one replica for the
+// ring as that replica sees it (only its version when unchanged), and
+// keeps the last ring it was told. It asks the replica that answered
+// last, and when that one fails, the others of the ring and the seeds in
+// turn.
+type ringFeed struct {
+	fetch    func(ctx context.Context, remoteAddr string, known uint64) (uint64, []*wire.RingMember, error)
+	seeds    func(ctx context.Context) ([]string, error)
+	interval time.Duration
+	timeout  time.Duration
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	members []membership.Member
+	version uint64
+	last    string // the replica that answered last
+	changed chan struct{}
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newRingFeed(ring *dispatch.RingClient, seeds func(ctx context.Context) ([]string, error),
+	interval, timeout time.Duration, log *slog.Logger) *ringFeed {
+	return &ringFeed{fetch: ring.Fetch, seeds: seeds, interval: interval, timeout: timeout, log: log,
+		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// start asks for the ring at once, then every interval, until Close.
+func (f *ringFeed) start() {
+	go func() {
+		defer close(f.done)
+		tick := time.NewTicker(f.interval)
+		defer tick.Stop()
+		for {
+			f.poll()
+			select {
+			case <-f.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// poll asks the replicas in turn until one answers.
+func (f *ringFeed) poll() {
+	f.mu.Lock()
+	known, targets := f.version, f.targetsLocked()
+	f.mu.Unlock()
+	if len(targets) == 0 || !slices.Contains(targets, f.lastAnswered()) {
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		seeds, err := f.seeds(ctx)
+		cancel()
+		if err != nil {
+			f.log.Warn("listing the replicas to read the ring from", "err", err)
+		}
+		for _, s := range seeds {
+			if !slices.Contains(targets, s) {
+				targets = append(targets, s)
+			}
+		}
+	}
+	for _, addr := range targets {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		version, members, err := f.fetch(ctx, addr, known)
+		cancel()
+		if err != nil {
+			f.log.Debug("reading the ring", "replica", addr, "err", err)
+			continue
+		}
+		f.update(addr, version, members)
+		return
+	}
+}
+
+// targetsLocked are the replicas to ask: the last that answered, then
+// the ring's other members, owners first.
+func (f *ringFeed) targetsLocked() []string {
+	var owners, others []string
+	for _, m := range f.members {
+		role, addr := parseMeta(m.Meta)
+		switch {
+		case addr == f.last:
+		case role == roleOwner:
+			owners = append(owners, addr)
+		default:
+			others = append(others, addr)
+		}
+	}
+	var out []string
+	if f.last != "" {
+		out = append(out, f.last)
+	}
+	return append(append(out, owners...), others...)
+}
+
+func (f *ringFeed) lastAnswered() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
+}
+
+// update takes what the replica at addr answered.
+func (f *ringFeed) update(addr string, version uint64, members []*wire.RingMember) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.last = addr
+	if members == nil || version == f.version {
+		return
+	}
+	f.version = version
+	f.members = ringMembers(members)
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// ringMembers are the members a replica told of, as gossip would give
+// them: the remote address stands in for the gossip address (it is on the
+// same host, which is what admission on the remote port reads).
+func ringMembers(members []*wire.RingMember) []membership.Member {
+	out := make([]membership.Member, 0, len(members))
+	for _, m := range members {
+		if m.GetName() == "" || m.GetRemote() == "" {
+			continue
+		}
+		role := roleNone
+		switch {
+		case m.Owner:
+			role = roleOwner
+		case m.Pending:
+			role = rolePending
+		}
+		out = append(out, membership.Member{Name: m.Name, Addr: m.Remote, Meta: meta(role, m.Remote)})
+	}
+	return out
+}
+
+func (f *ringFeed) Members() []membership.Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.members)
+}
+
+// Subscribe returns the channel signalled when the ring changes; a
+// ringFeed has one subscriber, the node's ring watch.
+func (f *ringFeed) Subscribe() <-chan struct{} { return f.changed }
+
+// SetMeta does nothing: a node-local process announces nothing.
+func (f *ringFeed) SetMeta([]byte, time.Duration) error { return nil }
+
+// Leave does nothing: the replicas never counted a node-local process.
+func (f *ringFeed) Leave(time.Duration) error { return nil }
+
+// Close stops asking and waits for the last question to end.
+func (f *ringFeed) Close() error {
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
+	<-f.done
+	return nil
+}
+
+// LocalAddr is empty: a node-local process has no gossip address.
+func (f *ringFeed) LocalAddr() string { return "" }

@@ -1,0 +1,95 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CredentialField is the data key of the node-local credential's Secret.
+const CredentialField = "credential"
+
+// PublishCredential makes the node-local credential Secret ("namespace/
+// name") hold one that keeps accepts satisfied, writing credential there
+// when it holds none or one accepts refuses (the replicas' keys were
+// rotated). Replicas whose keys differ during a rotation agree on which
+// credential is acceptable (see trust.Credential.CoveredBy), so they do
+// not take turns rewriting it. It retries until it succeeds or ctx ends.
+func PublishCredential(ctx context.Context, client *Client, secret string, credential []byte,
+	accepts func([]byte) bool, logger *slog.Logger) error {
+	ns, name, _ := strings.Cut(secret, "/")
+	var last error
+	for {
+		err := publishCredentialOnce(ctx, client, ns, name, credential, accepts, logger)
+		if err == nil {
+			return nil
+		}
+		if last == nil || err.Error() != last.Error() {
+			logger.Warn("writing the node-local credential", "secret", secret, "err", err)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster.nodeLocalSecret %s: %w", secret, last)
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func publishCredentialOnce(ctx context.Context, client *Client, ns, name string, credential []byte,
+	accepts func([]byte) bool, logger *slog.Logger) error {
+	s := &corev1.Secret{}
+	err := client.core.Get().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s)
+	switch {
+	case apierrors.IsNotFound(err):
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Data: map[string][]byte{CredentialField: credential}}
+		err = client.core.Post().Namespace(ns).Resource("secrets").Body(s).Do(ctx).Into(s)
+	case err == nil && !accepts(s.Data[CredentialField]):
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[CredentialField] = credential
+		// The resourceVersion read above makes this fail with a conflict
+		// if another replica wrote first: the next round reads its write.
+		err = client.core.Put().Namespace(ns).Resource("secrets").Name(name).Body(s).Do(ctx).Into(s)
+	default:
+		return err // nil: the credential there is acceptable
+	}
+	if err == nil {
+		logger.Info("wrote the node-local credential", "secret", ns+"/"+name)
+	}
+	return err
+}
+
+// ReadCredential returns the node-local credential of the Secret
+// ("namespace/name"), waiting until a replica has written it or ctx ends.
+func ReadCredential(ctx context.Context, client *Client, secret string, logger *slog.Logger) ([]byte, error) {
+	ns, name, _ := strings.Cut(secret, "/")
+	var last error
+	for {
+		s := &corev1.Secret{}
+		err := client.core.Get().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s)
+		if err == nil && len(s.Data[CredentialField]) == 0 {
+			err = fmt.Errorf("the Secret has no %q yet (a replica writes it)", CredentialField)
+		}
+		if err == nil {
+			return s.Data[CredentialField], nil
+		}
+		if last == nil || err.Error() != last.Error() {
+			logger.Warn("reading the node-local credential", "secret", secret, "err", err)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster.nodeLocalSecret %s: %w", secret, last)
+		case <-time.After(time.Second):
+		}
+	}
+}
