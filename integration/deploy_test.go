@@ -466,7 +466,7 @@ func checkTrust(t *testing.T, objs []*unstructured.Unstructured, cfg *config.Con
 		t.Errorf("cluster.joinService %q admitServices %v", cfg.Cluster.JoinService, cfg.Cluster.AdmitServices)
 	}
 	var credential corev1.Secret
-	find(t, objs, "Secret", "shardns-nodelocal", &credential)
+	find(t, objs, "Secret", "shardns-nodelocal-credential", &credential)
 	if len(credential.Data) != 0 || len(credential.StringData) != 0 {
 		t.Errorf("the node-local credential Secret ships data %v", credential.Data)
 	}
@@ -478,7 +478,7 @@ func checkTrust(t *testing.T, objs []*unstructured.Unstructured, cfg *config.Con
 	find(t, objs, "Role", "shardns-gossip", &role)
 	find(t, objs, "RoleBinding", "shardns-gossip", &binding)
 	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) ||
-		!slices.Equal(role.Rules[0].ResourceNames, []string{"shardns-gossip", "shardns-nodelocal"}) ||
+		!slices.Equal(role.Rules[0].ResourceNames, []string{"shardns-gossip", "shardns-nodelocal-credential"}) ||
 		!slices.Equal(role.Rules[0].Verbs, []string{"get", "update"}) {
 		t.Errorf("Role shardns-gossip %+v, want get and update on the two Secrets", role.Rules)
 	}
@@ -836,8 +836,8 @@ func TestDeployNodeLocal(t *testing.T) {
 	var nlRole rbacv1.Role
 	find(t, objs, "Role", "shardns-nodelocal", &nlRole)
 	for _, r := range nlRole.Rules {
-		if slices.Contains(r.Resources, "secrets") && !slices.Equal(r.ResourceNames, []string{"shardns-nodelocal"}) {
-			t.Errorf("the node-local Role may read Secrets %v, want shardns-nodelocal only", r.ResourceNames)
+		if slices.Contains(r.Resources, "secrets") && !slices.Equal(r.ResourceNames, []string{"shardns-nodelocal-credential"}) {
+			t.Errorf("the node-local Role may read Secrets %v, want shardns-nodelocal-credential only", r.ResourceNames)
 		}
 	}
 	var np networkingv1.NetworkPolicy

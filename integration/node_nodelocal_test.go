@@ -384,7 +384,7 @@ func (c *nodeCluster) waitNodeLocalRing(t *testing.T, metrics, addr string) {
 // replicas' key.
 func (c *nodeCluster) checkNodeLocalSecrets(t *testing.T) {
 	t.Helper()
-	for secret, want := range map[string]bool{"shardns-gossip": false, "shardns-nodelocal": true} {
+	for secret, want := range map[string]bool{"shardns-gossip": false, "shardns-nodelocal-credential": true} {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   "system:serviceaccount:kube-system:shardns-nodelocal",
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},

@@ -124,7 +124,7 @@ func (n *Node) startCredential(c *clusterState) error {
 			// replica's own serving does not.
 			_ = kubesource.PublishCredential(ctx, c.client, cc.NodeLocalSecret, cred.Marshal(), func(b []byte) bool {
 				held, err := trust.ParseCredential(b)
-				return err == nil && held.CoveredBy(c.keys)
+				return err == nil && held.Same(cred)
 			}, n.log)
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"sigs.k8s.io/yaml"
 )
@@ -130,25 +129,4 @@ func (c Credential) check() error {
 		}
 	}
 	return nil
-}
-
-// CoveredBy reports whether c is a credential a replica holding keys can
-// leave in place: its key derives from one of keys (so the replica
-// accepts the node-local certificate), and it lists the certificate of
-// keys[0], the one the replica presents (so node-local processes accept
-// the replica). Through a rotation's steps, replicas on the keys of the
-// step before and on the step's keys cover what the other writes.
-func (c Credential) CoveredBy(keys [][]byte) bool {
-	if c.check() != nil || len(keys) == 0 {
-		return false
-	}
-	priv, err := derive(keys[0], replicaTLSInfo)
-	if err != nil {
-		return false
-	}
-	pub := priv.Public().(ed25519.PublicKey)
-	if !slices.ContainsFunc(c.Replicas, func(r ed25519.PublicKey) bool { return pub.Equal(r) }) {
-		return false
-	}
-	return slices.ContainsFunc(keys, func(k []byte) bool { return string(deriveCredentialKey(k)) == string(c.Key) })
 }

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Limits bound what the remote port holds for its peers, so that a
@@ -27,6 +29,11 @@ type Limits struct {
 	// Handshakes bounds the handshakes in progress (each costs a TLS key
 	// exchange and is held for at most the handshake timeout).
 	Handshakes int
+	// HandshakeRate bounds the handshakes one address may start a
+	// second, with bursts of twice as many: a peer that reconnects in a
+	// loop (every refused message ends its stream) costs a key exchange
+	// each time. Replicas reconnect a few times a minute at most.
+	HandshakeRate float64
 	// StreamsPerConnection bounds the concurrent streams of one
 	// connection: protoactor opens one, for the connection's life.
 	StreamsPerConnection uint32
@@ -41,7 +48,7 @@ type Limits struct {
 
 // DefaultLimits are the limits of a remote port.
 func DefaultLimits() Limits {
-	return Limits{ConnectionsPerPeer: 64, Connections: 4096, HandshakesPerPeer: 8, Handshakes: 128,
+	return Limits{ConnectionsPerPeer: 64, Connections: 4096, HandshakesPerPeer: 8, Handshakes: 128, HandshakeRate: 20,
 		StreamsPerConnection: 4, MessageBytes: 4 << 20, Idle: 2 * time.Minute}
 }
 
@@ -58,6 +65,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Handshakes <= 0 {
 		l.Handshakes = d.Handshakes
+	}
+	if l.HandshakeRate <= 0 {
+		l.HandshakeRate = d.HandshakeRate
 	}
 	if l.StreamsPerConnection == 0 {
 		l.StreamsPerConnection = d.StreamsPerConnection
@@ -81,10 +91,30 @@ type connLimits struct {
 	conns, handshakes int
 	connsOf           map[netip.Addr]int
 	handshakesOf      map[netip.Addr]int
+	rateOf            map[netip.Addr]*rate.Limiter
+	now               func() time.Time
 }
 
+// maxRated bounds the addresses whose handshake rate is remembered; only
+// admitted addresses get that far, but their number is the cluster's.
+const maxRated = 4096
+
 func newConnLimits(l Limits) *connLimits {
-	return &connLimits{limits: l.withDefaults(), connsOf: map[netip.Addr]int{}, handshakesOf: map[netip.Addr]int{}}
+	return &connLimits{limits: l.withDefaults(), connsOf: map[netip.Addr]int{}, handshakesOf: map[netip.Addr]int{},
+		rateOf: map[netip.Addr]*rate.Limiter{}, now: time.Now}
+}
+
+// rateAllowsLocked reports whether peer may start a handshake now.
+func (c *connLimits) rateAllowsLocked(peer netip.Addr) bool {
+	r, ok := c.rateOf[peer]
+	if !ok {
+		if len(c.rateOf) >= maxRated {
+			clear(c.rateOf) // every address starts again with a full burst
+		}
+		r = rate.NewLimiter(rate.Limit(c.limits.HandshakeRate), int(2*c.limits.HandshakeRate))
+		c.rateOf[peer] = r
+	}
+	return r.AllowN(c.now(), 1)
 }
 
 // open takes a connection slot and a handshake slot for raw, from peer.
@@ -95,7 +125,7 @@ func (c *connLimits) open(peer netip.Addr, raw net.Conn) (net.Conn, func(), erro
 	defer c.mu.Unlock()
 	l := c.limits
 	if c.conns >= l.Connections || c.connsOf[peer] >= l.ConnectionsPerPeer ||
-		c.handshakes >= l.Handshakes || c.handshakesOf[peer] >= l.HandshakesPerPeer {
+		c.handshakes >= l.Handshakes || c.handshakesOf[peer] >= l.HandshakesPerPeer || !c.rateAllowsLocked(peer) {
 		return nil, nil, errLimit
 	}
 	c.conns++

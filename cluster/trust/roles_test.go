@@ -190,6 +190,39 @@ func TestConnLimits(t *testing.T) {
 	c3.Close()
 }
 
+// One address may start only so many handshakes a second, another keeps
+// its own allowance, and the allowance comes back with time.
+func TestHandshakeRate(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(0, 0)
+	l := newConnLimits(Limits{HandshakeRate: 5})
+	l.now = func() time.Time { return now }
+	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	open := func(peer netip.Addr) error {
+		c, done, err := l.open(peer, &net.TCPConn{})
+		if err == nil {
+			done()
+			c.(*limitedConn).once.Do(c.(*limitedConn).close)
+		}
+		return err
+	}
+	for i := range 10 { // the burst: twice the rate
+		if err := open(a); err != nil {
+			t.Fatalf("handshake %d of the burst: %v", i+1, err)
+		}
+	}
+	if err := open(a); !errors.Is(err, errLimit) {
+		t.Fatalf("past the burst: %v, want the limit", err)
+	}
+	if err := open(b); err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	now = now.Add(time.Second)
+	if err := open(a); err != nil {
+		t.Fatalf("a second later: %v", err)
+	}
+}
+
 // A flood of rejections from ever new addresses logs a bounded number of
 // lines a minute, then one that sums the rest up; each is still counted.
 func TestRejectionsLogIsBounded(t *testing.T) {
@@ -321,40 +354,32 @@ func sendOne(t *testing.T, client *Guard, addr string, m *remote.RemoteMessage) 
 }
 
 // Through the three rolling restarts of a key rotation (docs/hardening.md),
-// replicas still on the keys of the step before and those on the step's
-// keys agree on the credential: each leaves what the other wrote, so they
-// never take turns rewriting it; it ends as the new key's, and from the
-// second step on it lists the certificate of every replica.
+// with the node-local DaemonSet restarted after each: the credential the
+// replicas of a step write is accepted by them and by the replicas of the
+// next step, which the step after them runs beside, both ways; the last
+// one holds the new key alone.
 func TestCredentialThroughARotation(t *testing.T) {
 	t.Parallel()
-	oldKeys, both, newFirst, newKeys := [][]byte{testKey1}, [][]byte{testKey1, testKey2},
-		[][]byte{testKey2, testKey1}, [][]byte{testKey2}
-	cred := func(keys [][]byte) Credential {
-		c, err := NodeLocalCredential(keys)
+	steps := [][][]byte{{testKey1}, {testKey1, testKey2}, {testKey2, testKey1}, {testKey2}}
+	for i, keys := range steps {
+		cred, err := NodeLocalCredential(keys)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
-	}
-	// publish is what a replica holding keys leaves in the Secret.
-	publish := func(held Credential, keys [][]byte) Credential {
-		if held.CoveredBy(keys) {
-			return held
-		}
-		return cred(keys)
-	}
-	held := cred(oldKeys)
-	for i, step := range []struct{ before, after [][]byte }{{oldKeys, both}, {both, newFirst}, {newFirst, newKeys}} {
-		written := publish(held, step.after)
-		if !publish(written, step.before).Same(written) || !publish(written, step.after).Same(written) {
-			t.Fatalf("step %d: replicas of the old and the new keys take turns rewriting the credential", i+1)
-		}
-		held = written
-		if i >= 1 && !(held.CoveredBy(newFirst) && held.CoveredBy(both)) {
-			t.Fatalf("step %d: the credential does not list both keys' certificates", i+1)
+		nodeLocal := mustNodeLocal(t, cred)
+		for _, replicaKeys := range steps[i:min(i+2, len(steps))] {
+			replica := mustReplica(t, replicaKeys)
+			if role, err := handshakeRole(t, nodeLocal, replica); err != nil || role != RoleNodeLocal {
+				t.Errorf("step %d: a node-local process with the credential of %d keys to a replica of %d: %v, %v",
+					i, len(keys), len(replicaKeys), role, err)
+			}
+			if role, err := handshakeRole(t, replica, nodeLocal); err != nil || role != RoleReplica {
+				t.Errorf("step %d: a replica of %d keys to a node-local process: %v, %v", i, len(replicaKeys), role, err)
+			}
 		}
 	}
-	if !held.CoveredBy(newKeys) || held.CoveredBy(oldKeys) {
-		t.Fatal("after the rotation the credential is not the new key's")
+	last, _ := NodeLocalCredential(steps[3])
+	if old := mustReplica(t, steps[0]); func() bool { _, err := handshakeRole(t, mustNodeLocal(t, last), old); return err == nil }() {
+		t.Error("after the rotation the node-local credential still trusts the old key")
 	}
 }

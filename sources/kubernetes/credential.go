@@ -16,11 +16,11 @@ import (
 const CredentialField = "credential"
 
 // PublishCredential makes the node-local credential Secret ("namespace/
-// name") hold one that keeps accepts satisfied, writing credential there
-// when it holds none or one accepts refuses (the replicas' keys were
-// rotated). Replicas whose keys differ during a rotation agree on which
-// credential is acceptable (see trust.Credential.CoveredBy), so they do
-// not take turns rewriting it. It retries until it succeeds or ctx ends.
+// name") hold credential, writing it there when it holds none or one
+// accepts refuses (the replicas' keys were rotated). A replica writes once,
+// at start: during a rolling restart the last replica started, which has
+// the new keys, leaves its credential. It retries until it succeeds or
+// ctx ends.
 func PublishCredential(ctx context.Context, client *Client, secret string, credential []byte,
 	accepts func([]byte) bool, logger *slog.Logger) error {
 	ns, name, _ := strings.Cut(secret, "/")
