@@ -135,7 +135,8 @@ func (n *Node) startCluster() error {
 	}
 	probe.Close()
 	guard, err := trust.NewGuard(trust.GuardConfig{Keys: c.keys, Credential: c.credential, Admitted: c.remoteAdmitted,
-		Routes: dispatch.Routes(n.nodeLocal), Rejections: c.rejections})
+		Routes: dispatch.Routes(n.nodeLocal), Rejections: c.rejections,
+		Limits: trust.Limits{MessageBytes: dispatch.MaxMessageBytes}})
 	if err != nil {
 		c.stopTrust()
 		return fmt.Errorf("cluster: %w", err)

@@ -32,6 +32,13 @@ const (
 // StatePageBytes bounds the encoded objects of one page.
 const StatePageBytes = 256 << 10
 
+// MaxMessageBytes bounds one message on the remote port (a batch of
+// envelopes protoactor sends one replica at once), which is decoded before
+// it is checked: the largest legitimate one holds the pages of every zone
+// a replica loads at once from one holder, twice over for the framing and
+// for one object that alone exceeds a page.
+const MaxMessageBytes = 2 * zones.FetchParallel * StatePageBytes
+
 // exportTimeout bounds the wait for the zone manager's page.
 const exportTimeout = 5 * time.Second
 

@@ -95,8 +95,8 @@ const peerTag = uint64(1) << 63
 // fetchTimeout bounds the loading of one zone from one replica.
 const fetchTimeout = 10 * time.Second
 
-// fetchParallel is how many zones are asked of other replicas at once.
-const fetchParallel = 4
+// FetchParallel is how many zones are asked of other replicas at once.
+const FetchParallel = 4
 
 // maxHolders is how many replicas a gained zone is asked of, in turn.
 const maxHolders = 3
@@ -273,7 +273,7 @@ func (m *Manager) fetchGained(ctx actor.Context) {
 	fetch, root, self := m.cfg.FetchZone, ctx.ActorSystem().Root, ctx.Self()
 	go func() {
 		var g errgroup.Group
-		g.SetLimit(fetchParallel)
+		g.SetLimit(FetchParallel)
 		for _, j := range jobs {
 			g.Go(func() error {
 				st := &peerState{key: j.key}

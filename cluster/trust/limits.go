@@ -38,8 +38,8 @@ type Limits struct {
 	// connection: protoactor opens one, for the connection's life.
 	StreamsPerConnection uint32
 	// MessageBytes bounds one message of the stream (a batch of
-	// envelopes), decoded before it is checked: a batch of handoff pages
-	// (StatePageBytes each) must fit.
+	// envelopes), decoded before it is checked: the largest batch of
+	// handoff pages must fit (dispatch.MaxMessageBytes).
 	MessageBytes int
 	// Idle closes a connection that has had no stream for this long, and
 	// pings one that has been silent for this long.
