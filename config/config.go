@@ -215,7 +215,9 @@ type ClusterConfig struct {
 	// replica of a cluster the others join).
 	Enabled bool `json:"enabled"`
 	// NodeName is this replica's stable name; default: the hostname (a
-	// StatefulSet pod name).
+	// StatefulSet pod name). With joinService it must be the name or the
+	// hostname of the pod behind its endpoint: another name at a replica's
+	// address is refused, as a phantom member would be.
 	NodeName string `json:"nodeName"`
 	// Bind is the memberlist gossip address (UDP and TCP).
 	Bind string `json:"bind"`
