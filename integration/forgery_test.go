@@ -31,6 +31,7 @@ import (
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
+	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -328,22 +329,7 @@ func mustGuard(t *testing.T, cfg trust.GuardConfig) *trust.Guard {
 // reason in /debug/ring.
 func waitRejectedFrom(t *testing.T, rs []*replicaProcess, ip, reason string) {
 	t.Helper()
-	testutil.Eventually(t, 20*time.Second, func() error {
-		var seen []string
-		for _, r := range rs {
-			ring, err := r.ring(t)
-			if err != nil {
-				return err
-			}
-			for _, rej := range ring.Rejected {
-				if rej.Addr == ip && rej.Reason == reason {
-					return nil
-				}
-				seen = append(seen, rej.Addr+" "+rej.Reason)
-			}
-		}
-		return fmt.Errorf("no %s rejection of %s yet (rejections: %v)", reason, ip, seen)
-	})
+	waitRejectedWith(t, rs, ip, reason, func(httpapi.Ring) {})
 }
 
 // dialFromNode opens a gRPC connection to a remote port from the node's

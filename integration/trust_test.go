@@ -26,6 +26,7 @@ import (
 
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/trust"
+	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -250,8 +251,22 @@ cluster:
 }
 
 // waitRejected waits until one of rs lists a rejection of ip for reason
-// in /debug/ring.
+// in /debug/ring, and fails if any of them lists a member that is not an
+// honest replica.
 func waitRejected(t *testing.T, rs []*replicaProcess, ip, reason string) {
+	t.Helper()
+	waitRejectedWith(t, rs, ip, reason, func(ring httpapi.Ring) {
+		for _, m := range ring.Members {
+			if !strings.HasPrefix(m.Name, "honest-") {
+				t.Fatalf("%s lists %s as a member", ring.Self, m.Name)
+			}
+		}
+	})
+}
+
+// waitRejectedWith waits until one of rs lists a rejection of ip for
+// reason in /debug/ring, passing each ring it reads to check.
+func waitRejectedWith(t *testing.T, rs []*replicaProcess, ip, reason string, check func(httpapi.Ring)) {
 	t.Helper()
 	testutil.Eventually(t, 20*time.Second, func() error {
 		var seen []string
@@ -260,11 +275,7 @@ func waitRejected(t *testing.T, rs []*replicaProcess, ip, reason string) {
 			if err != nil {
 				return err
 			}
-			for _, m := range ring.Members {
-				if !strings.HasPrefix(m.Name, "honest-") {
-					t.Fatalf("%s lists %s as a member", ring.Self, m.Name)
-				}
-			}
+			check(ring)
 			for _, rej := range ring.Rejected {
 				if rej.Addr == ip && rej.Reason == reason {
 					return nil
