@@ -70,28 +70,35 @@ func (f *ringFeed) start() {
 	}()
 }
 
-// poll asks the replicas in turn until one answers.
+// poll asks the replicas in turn until one answers: the one that
+// answered last and the others of the ring, then the seeds (all replicas
+// may have been replaced since).
 func (f *ringFeed) poll() {
 	f.mu.Lock()
 	known, targets := f.version, f.targetsLocked()
 	f.mu.Unlock()
-	if len(targets) == 0 || !slices.Contains(targets, f.lastAnswered()) {
-		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-		seeds, err := f.seeds(ctx)
-		cancel()
-		if err != nil {
-			f.log.Warn("listing the replicas to read the ring from", "err", err)
-		}
-		for _, s := range seeds {
-			if !slices.Contains(targets, s) {
-				targets = append(targets, s)
-			}
-		}
+	if f.ask(targets, known) {
+		return
 	}
-	for _, addr := range targets {
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	seeds, err := f.seeds(ctx)
+	cancel()
+	if err != nil {
+		f.log.Warn("listing the replicas to read the ring from", "err", err)
+	}
+	seeds = slices.DeleteFunc(seeds, func(s string) bool { return slices.Contains(targets, s) })
+	if !f.ask(seeds, known) && len(targets)+len(seeds) > 0 {
+		f.log.Debug("no replica told the ring", "asked", len(targets)+len(seeds))
+	}
+}
+
+// ask asks addrs in turn for the ring until one answers, and reports
+// whether one did.
+func (f *ringFeed) ask(addrs []string, known uint64) bool {
+	for _, addr := range addrs {
 		select {
 		case <-f.stop:
-			return
+			return true
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
@@ -102,8 +109,9 @@ func (f *ringFeed) poll() {
 			continue
 		}
 		f.update(addr, version, members)
-		return
+		return true
 	}
+	return false
 }
 
 // targetsLocked are the replicas to ask: the last that answered, then
@@ -125,12 +133,6 @@ func (f *ringFeed) targetsLocked() []string {
 		out = append(out, f.last)
 	}
 	return append(append(out, owners...), others...)
-}
-
-func (f *ringFeed) lastAnswered() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.last
 }
 
 // update takes what the replica at addr answered.
