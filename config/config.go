@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,10 @@ type HTTPConfig struct {
 	// (heap, CPU, goroutines). Off by default: profiles reveal internals
 	// and a CPU profile costs CPU while it runs.
 	Pprof bool `json:"pprof"`
+	// MetricsListen are more host:port addresses serving /metrics alone,
+	// where a Corefile's `prometheus ADDR` put CoreDNS's metrics (9153),
+	// so existing scrape configurations and Services keep working.
+	MetricsListen []string `json:"metricsListen"`
 }
 
 // KubernetesConfig is the Kubernetes records and the API source.
@@ -445,6 +450,16 @@ func (c *Config) validate() error {
 	}
 	if c.HTTP.Lameduck < 0 {
 		bad("http.lameduck", "must not be negative")
+	}
+	for i, a := range c.HTTP.MetricsListen {
+		key := fmt.Sprintf("http.metricsListen[%d]", i)
+		if err := checkHostPort(a); err != nil {
+			bad(key, "%v", err)
+		}
+		// Port 0 (any free port, in tests) binds anew each time.
+		if !strings.HasSuffix(a, ":0") && (a == c.HTTP.Listen || slices.Contains(c.HTTP.MetricsListen[:i], a)) {
+			bad(key, "%s is listed twice (http.listen serves /metrics already)", a)
+		}
 	}
 	c.validateKubernetes(bad)
 	if c.Istio.TTL < 0 || c.Istio.TTL > 3600 {

@@ -100,6 +100,14 @@ func (s *Server) profiles(h http.Handler) http.Handler {
 	})
 }
 
+// NewMetrics returns a server of /metrics alone: a second address for
+// scrapes, such as CoreDNS's :9153.
+func NewMetrics(reg *prometheus.Registry) *Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true}))
+	return &Server{srv: &http.Server{Handler: mux}}
+}
+
 // Serve serves on l until Close; it returns http.ErrServerClosed then.
 func (s *Server) Serve(l net.Listener) error { return s.srv.Serve(l) }
 

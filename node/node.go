@@ -63,6 +63,7 @@ type Node struct {
 	listeners map[string]*listenerEntry // by listenerSpec.key
 	httpL     net.Listener
 	http      *httpapi.Server
+	metricsOnly  *metricsListeners // http.metricsListen
 	started   bool
 	stopped   bool
 	// leaving is set once Stop has begun: the replica has left (or is
@@ -142,6 +143,12 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 		}
 		n.httpL = l
 	}
+	metricsOnly, err := bindMetrics(nil, cfg.HTTP.MetricsListen)
+	if err != nil {
+		n.closeSockets()
+		return nil, err
+	}
+	n.metricsOnly = metricsOnly
 	n.reg, n.metrics = metrics.New(Version)
 	n.registerStateMetrics()
 	return n, nil
@@ -225,6 +232,7 @@ func (n *Node) Start() error {
 	if n.httpL != nil {
 		n.startHTTP(n.httpL)
 	}
+	n.metricsOnly.start(n)
 	if n.cfgPath != "" {
 		// Read now, so an edit made right after Start is seen as a change.
 		loaded, _ := os.ReadFile(n.cfgPath)
@@ -408,6 +416,7 @@ func (n *Node) Stop(lameduck time.Duration) {
 		n.http.Close() // closes its listener too
 		n.httpL = nil
 	}
+	n.metricsOnly.close()
 	n.closeSockets()
 	if c := n.core.Load(); c != nil {
 		c.stop()
@@ -464,4 +473,5 @@ func (n *Node) closeSockets() {
 	if n.httpL != nil {
 		n.httpL.Close()
 	}
+	n.metricsOnly.close()
 }

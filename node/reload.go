@@ -60,6 +60,18 @@ func (n *Node) Reload(cfg *config.Config) error {
 			return fmt.Errorf("http.listen: %w", err)
 		}
 	}
+	var metricsOnly *metricsListeners
+	changedMetrics := !n.metricsOnly.same(cfg.HTTP.MetricsListen)
+	if changedMetrics {
+		if metricsOnly, err = bindMetrics(n.metricsOnly, cfg.HTTP.MetricsListen); err != nil {
+			if httpL != nil {
+				httpL.Close()
+			}
+			changes.abandon()
+			next.stop()
+			return err
+		}
+	}
 
 	old := n.core.Swap(next)
 	if n.cluster != nil && next.manager != nil {
@@ -75,6 +87,11 @@ func (n *Node) Reload(cfg *config.Config) error {
 	n.applyListeners(changes, next)
 	if cfg.HTTP.Listen != n.HTTPAddrConfigured() {
 		n.swapHTTP(httpL)
+	}
+	if changedMetrics {
+		n.metricsOnly.closeExcept(metricsOnly)
+		n.metricsOnly = metricsOnly
+		n.metricsOnly.start(n)
 	}
 	old.stop()
 	n.log.Info("configuration reloaded", "dns", n.dnsAddrs(), "http", n.httpAddr())
