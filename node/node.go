@@ -57,15 +57,15 @@ type Node struct {
 	metrics *metrics.All
 	system  *actor.ActorSystem
 
-	mu        sync.Mutex // serialises Start, Reload and Stop
-	cfg       *config.Config
-	core      atomic.Pointer[core]
-	listeners map[string]*listenerEntry // by listenerSpec.key
-	httpL     net.Listener
-	http      *httpapi.Server
-	metricsOnly  *metricsListeners // http.metricsListen
-	started   bool
-	stopped   bool
+	mu          sync.Mutex // serialises Start, Reload and Stop
+	cfg         *config.Config
+	core        atomic.Pointer[core]
+	listeners   map[string]*listenerEntry // by listenerSpec.key
+	httpL       net.Listener
+	http        *httpapi.Server
+	metricsOnly *metricsListeners // http.metricsListen
+	started     bool
+	stopped     bool
 	// leaving is set once Stop has begun: the replica has left (or is
 	// leaving) the ring and answers only for its lameduck.
 	leaving atomic.Bool
