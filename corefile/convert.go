@@ -9,10 +9,15 @@ import (
 	"github.com/shardns/shardns/config"
 )
 
-// Finding is what the converter says about a line of the Corefile.
+// Finding is what the converter says about a line of the Corefile or of
+// a file it imports.
 type Finding struct {
-	// Line in the Corefile; 0 for the Corefile as a whole (a plugin
-	// that is missing).
+	// File is the file of the line as the parser names it (the
+	// Corefile's name or an imported file's); "" for the Corefile as a
+	// whole.
+	File string
+	// Line in File; 0 for the Corefile as a whole (a plugin that is
+	// missing).
 	Line int
 	// Unmapped is true when the line has no shardns equivalent and was
 	// left out; false for a note on how it was mapped.
@@ -20,7 +25,8 @@ type Finding struct {
 	Msg      string
 }
 
-// Format renders the finding as FILE:LINE: MSG, notes marked "note:".
+// Format renders the finding as FILE:LINE: MSG, notes marked "note:";
+// file names the Corefile, for findings without a File of their own.
 func (f Finding) Format(file string) string {
 	if f.Unmapped {
 		return f.where(file) + ": " + f.Msg
@@ -28,8 +34,12 @@ func (f Finding) Format(file string) string {
 	return f.where(file) + ": note: " + f.Msg
 }
 
-// where is FILE:LINE, or FILE for the Corefile as a whole.
+// where is FILE:LINE, or FILE for the Corefile as a whole; f.File, when
+// set, takes the place of file.
 func (f Finding) where(file string) string {
+	if f.File != "" {
+		file = f.File
+	}
 	if f.Line > 0 {
 		return fmt.Sprintf("%s:%d", file, f.Line)
 	}
@@ -42,8 +52,9 @@ type Result struct {
 	File string
 	// Config is the shardns configuration; config.Parse accepts its YAML.
 	Config *config.Config
-	// Findings in line order: every plugin or option left out, and notes
-	// on mappings that are not one to one.
+	// Findings in line order, the Corefile's first and then those of each
+	// imported file in Corefile.Sources' order: every plugin or option
+	// left out, and notes on mappings that are not one to one.
 	Findings []Finding
 }
 
@@ -75,11 +86,11 @@ type converter struct {
 	// Plugins whose absence changes a default.
 	saw          map[string]bool
 	errorsLogged bool // errors, or log with class error
-	// fileLines are the lines of files.zones' plugins, in order.
-	fileLines []int
-	// stubLines and stubBlocks are the lines and blocks of the plugins
+	// filePlaces are the lines of files.zones' plugins, in order.
+	filePlaces []place
+	// stubPlaces and stubBlocks are the lines and blocks of the plugins
 	// of forward.stubs, in order.
-	stubLines  []int
+	stubPlaces []place
 	stubBlocks []*ServerBlock
 	// kubeBlock is the block of the kubernetes plugin.
 	kubeBlock *ServerBlock
@@ -88,19 +99,27 @@ type converter struct {
 	blockFiles map[*ServerBlock][]int
 	// deferred checks that need every block read first.
 	deferred []func()
+	// rank orders the files of findings as Corefile.Sources does.
+	rank map[string]int
 }
 
 // Convert maps a parsed Corefile to a shardns configuration.
 func Convert(cf *Corefile) (*Result, error) {
 	c := &converter{cfg: config.Default(), seen: map[Finding]bool{}, claimed: map[string]*Directive{},
-		done: map[*Directive]bool{}, saw: map[string]bool{}, blockFiles: map[*ServerBlock][]int{}}
+		done: map[*Directive]bool{}, saw: map[string]bool{}, blockFiles: map[*ServerBlock][]int{},
+		rank: map[string]int{}}
+	for i, f := range cf.Sources {
+		if _, ok := c.rank[f]; !ok {
+			c.rank[f] = i
+		}
+	}
 	// CoreDNS stops at once unless health has a lameduck.
 	c.cfg.HTTP.Lameduck = 0
 	if len(cf.Blocks) == 0 {
 		return nil, fmt.Errorf("%s: no server blocks", cf.File)
 	}
 	for _, d := range cf.Imports {
-		c.unmapped(d.Line, "import %s: other files are not read; paste their content into the Corefile", strings.Join(d.Args, " "))
+		c.topImport(d)
 	}
 	if err := c.setupServers(cf); err != nil {
 		return nil, err
@@ -118,7 +137,13 @@ func Convert(cf *Corefile) (*Result, error) {
 	}
 	c.dropShadowedStubs()
 	c.finish()
-	sort.SliceStable(c.findings, func(i, j int) bool { return c.findings[i].Line < c.findings[j].Line })
+	sort.SliceStable(c.findings, func(i, j int) bool {
+		a, b := c.findings[i], c.findings[j]
+		if c.rank[a.File] != c.rank[b.File] {
+			return c.rank[a.File] < c.rank[b.File]
+		}
+		return a.Line < b.Line
+	})
 	return &Result{File: cf.File, Config: c.cfg, Findings: c.findings}, nil
 }
 
@@ -130,12 +155,22 @@ func (c *converter) add(f Finding) {
 	}
 }
 
-func (c *converter) unmapped(line int, format string, args ...any) {
-	c.add(Finding{Line: line, Unmapped: true, Msg: fmt.Sprintf(format, args...)})
+func (c *converter) unmapped(at place, format string, args ...any) {
+	c.add(Finding{File: at.file, Line: at.line, Unmapped: true, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *converter) note(line int, format string, args ...any) {
-	c.add(Finding{Line: line, Msg: fmt.Sprintf(format, args...)})
+func (c *converter) note(at place, format string, args ...any) {
+	c.add(Finding{File: at.file, Line: at.line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// topImport reports an import between server blocks that was not read.
+func (c *converter) topImport(d *Directive) {
+	if refs := directiveEnvRefs(d); len(refs) > 0 {
+		c.unmapped(d.place(), "import %s: the path uses the environment variable %s, which CoreDNS reads from its own environment: write the value, or run convert with --expand-env",
+			strings.Join(d.Args, " "), refs[0])
+		return
+	}
+	c.unmapped(d.place(), "import %s: other files are not read; paste their content into the Corefile", strings.Join(d.Args, " "))
 }
 
 // ordered lists the servers with the main one first: its plugins set
@@ -173,11 +208,11 @@ var perServer = map[string]bool{"bind": true, "root": true, "tls": true, "whoami
 
 func (c *converter) directive(s *server, d *Directive) {
 	if refs := directiveEnvRefs(d); len(refs) > 0 {
-		c.unmapped(d.Line, "plugin %q uses the environment variable %s, which CoreDNS reads from its own environment: write the value, or run convert with --expand-env", d.Name, refs[0])
+		c.unmapped(d.place(), "plugin %q uses the environment variable %s, which CoreDNS reads from its own environment: write the value, or run convert with --expand-env", d.Name, refs[0])
 		return
 	}
 	if !printableWords(d) {
-		c.unmapped(d.Line, "plugin %q has a word with a control character or invalid UTF-8", d.Name)
+		c.unmapped(d.place(), "plugin %q has a word with a control character or invalid UTF-8", d.Name)
 		return
 	}
 	if !perServer[d.Name] {
@@ -188,7 +223,7 @@ func (c *converter) directive(s *server, d *Directive) {
 	}
 	h, ok := handlers[d.Name]
 	if !ok {
-		c.unmapped(d.Line, "plugin %q has no shardns equivalent", d.Name)
+		c.unmapped(d.place(), "plugin %q has no shardns equivalent", d.Name)
 		return
 	}
 	c.saw[d.Name] = true
@@ -200,7 +235,7 @@ var handlers = map[string]handler{
 	"bind": func(*converter, *server, *Directive) {}, // read by setupServers
 	"root": func(*converter, *server, *Directive) {}, // read by setupServers
 	"import": func(c *converter, _ *server, d *Directive) {
-		c.unmapped(d.Line, "import %s: other files and unknown snippets are not read; paste their content into the Corefile", strings.Join(d.Args, " "))
+		c.unmapped(d.place(), "import %s: other files and unknown snippets are not read; paste their content into the Corefile", strings.Join(d.Args, " "))
 	},
 	"errors": (*converter).errorsPlugin, "log": (*converter).logPlugin,
 	"health": (*converter).healthPlugin, "ready": (*converter).readyPlugin,
@@ -224,9 +259,17 @@ func (c *converter) claim(key string, d *Directive, what string) bool {
 		return true
 	}
 	if canonical(prev) != canonical(d) {
-		c.unmapped(d.Line, "%s differs from line %d: shardns has one %s for every server block", d.Name, prev.Line, what)
+		c.unmapped(d.place(), "%s differs from %s: shardns has one %s for every server block", d.Name, lineOf(prev, d), what)
 	}
 	return false
+}
+
+// lineOf names the line of d, "line N" when it is in the file of from.
+func lineOf(d, from *Directive) string {
+	if d.File == from.File || d.File == "" {
+		return fmt.Sprintf("line %d", d.Line)
+	}
+	return fmt.Sprintf("%s:%d", d.File, d.Line)
 }
 
 // global notes that a plugin of a block other than the main one applies
@@ -240,7 +283,7 @@ func (c *converter) global(s *server, d *Directive, key string) {
 			return
 		}
 	}
-	c.note(d.Line, "%s in server block %q applies to every server block in shardns (%s)", d.Name, strings.Join(s.block.Keys, " "), key)
+	c.note(d.place(), "%s in server block %q applies to every server block in shardns (%s)", d.Name, strings.Join(s.block.Keys, " "), key)
 }
 
 // canonical is a directive as one string, to compare two directives.
@@ -291,7 +334,7 @@ func directiveEnvRefs(d *Directive) []string {
 func (c *converter) options(d *Directive, f func(o *Directive) bool) {
 	for _, o := range d.Block {
 		if !f(o) {
-			c.unmapped(o.Line, "%s option %q has no shardns equivalent", d.Name, o.Name)
+			c.unmapped(o.place(), "%s option %q has no shardns equivalent", d.Name, o.Name)
 		}
 	}
 }
@@ -302,28 +345,28 @@ func (c *converter) finish() {
 	cfg := c.cfg
 	if !c.errorsLogged {
 		cfg.Log.Errors = false
-		c.note(0, "no errors plugin: log.errors: false")
+		c.note(place{}, "no errors plugin: log.errors: false")
 	}
 	if !c.saw["cache"] {
 		cfg.Cache.Enabled = false
-		c.note(0, "no cache plugin: cache.enabled: false")
+		c.note(place{}, "no cache plugin: cache.enabled: false")
 	}
 	if !c.saw["loadbalance"] {
 		cfg.LoadBalance.Enabled = false
-		c.note(0, "no loadbalance plugin: loadbalance.enabled: false")
+		c.note(place{}, "no loadbalance plugin: loadbalance.enabled: false")
 	}
 	if !c.saw["kubernetes"] {
 		cfg.Kubernetes.Enabled = false
 		cfg.Kubernetes.ReverseZones = []string{}
-		c.note(0, "no kubernetes plugin: kubernetes.enabled: false, kubernetes.reverseZones: []")
+		c.note(place{}, "no kubernetes plugin: kubernetes.enabled: false, kubernetes.reverseZones: []")
 	}
 	c.dropClusterFileZones()
 	if _, ok := c.claimed["forward ."]; !ok {
 		cfg.Forward.Upstreams = []string{}
-		c.note(0, "no forward plugin for the root zone: forward.upstreams: [] (names outside every zone get REFUSED)")
+		c.note(place{}, "no forward plugin for the root zone: forward.upstreams: [] (names outside every zone get REFUSED)")
 	}
 	if cfg.HTTP.Lameduck == 0 {
-		c.note(0, "no health lameduck: http.lameduck: 0s (on SIGTERM the listeners close at once)")
+		c.note(place{}, "no health lameduck: http.lameduck: 0s (on SIGTERM the listeners close at once)")
 	}
 	c.finishHTTP()
 }

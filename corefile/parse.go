@@ -6,13 +6,22 @@
 // ([SCHEME://]ZONE[:PORT]) and a braced list of plugins, each plugin a
 // line of words with an optional braced block of its own, comments from
 // "#", double-quoted words, snippets ((name) { ... } and import name) and
-// environment references ({$NAME}, {%NAME%}). Imports of other files are
-// kept as "import" directives for the converter to report: it converts
-// one file.
+// environment references ({$NAME}, {%NAME%}).
+//
+// "import PATTERN" of other files reads them as CoreDNS does when
+// Options.Files is set: PATTERN is a file or a glob, relative to the
+// directory of the file that holds the import, and the files' words take
+// its place, at the top level (server blocks, snippets) or inside a block
+// (plugin lines). A glob that matches nothing imports nothing; a missing
+// file and a cycle of imports are errors. Every directive keeps the file
+// it was written in, so messages name the imported file's lines, and
+// Corefile.Sources lists every file read. Without Options.Files, imports
+// of files are kept as "import" directives for the converter to report.
 package corefile
 
 import (
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -20,16 +29,25 @@ import (
 type Corefile struct {
 	// File is the name used in messages ("Corefile:12: ...").
 	File string
+	// Sources are the files read: File first, then each imported file
+	// once, in the order first read, by the path its import resolved to
+	// (absolute when Options.Dir is, as SetLocalFiles sets it).
+	Sources []string
 	// Blocks are the server blocks in the order written; snippets are
 	// not among them (their imports are spliced in).
 	Blocks []*ServerBlock
-	// Imports are top-level imports of other files, which are not read.
+	// Imports are the top-level imports left unread: of files when
+	// Options.Files is nil or the path holds an unexpanded environment
+	// reference, of snippets past the bound on imports.
 	Imports []*Directive
 }
 
 // ServerBlock is one server block: its keys and its plugins.
 type ServerBlock struct {
-	Keys       []string
+	Keys []string
+	// File is the file the keys are written in (Corefile.File or an
+	// imported file) and Line their line there.
+	File       string
 	Line       int
 	Directives []*Directive
 }
@@ -38,11 +56,24 @@ type ServerBlock struct {
 type Directive struct {
 	Name string
 	Args []string
+	// File is the file the line is written in (Corefile.File or an
+	// imported file) and Line its line there.
+	File string
 	Line int
 	// HasBlock is true when braces follow the arguments, even empty ones.
 	HasBlock bool
 	Block    []*Directive
 }
+
+// place is a line of the Corefile or of a file it imports, for
+// messages; the zero place is the Corefile as a whole.
+type place struct {
+	file string
+	line int
+}
+
+func (d *Directive) place() place   { return place{d.File, d.Line} }
+func (b *ServerBlock) place() place { return place{b.File, b.Line} }
 
 // Options changes how a Corefile is read.
 type Options struct {
@@ -50,73 +81,96 @@ type Options struct {
 	// written: CoreDNS expands them from its own environment, which the
 	// converter does not have, so it reports them instead.
 	Getenv func(name string) (string, bool)
+	// Files holds the files imports may read, named from its root
+	// without the leading slash: an import of /etc/coredns/custom/*.server
+	// reads etc/coredns/custom/*.server in Files, so os.DirFS("/") is
+	// this machine's files (SetLocalFiles sets Files and Dir so). Nil
+	// reads no file: imports of files stay "import" directives, which the
+	// converter reports.
+	Files fs.FS
+	// Dir is the directory of the Corefile in Files, slash-separated
+	// ("/etc/coredns"): its relative imports are read from there, those
+	// of an imported file from that file's directory. "" is the root.
+	Dir string
 }
 
 // maxSpliced bounds snippet imports, so snippets importing each other
-// cannot grow the input without end.
+// cannot grow the input without end, and imports of files (a glob
+// counts once), so a tree of files importing each other several times
+// cannot either.
 const maxSpliced = 1000
 
-// Parse reads a Corefile. file names it in errors.
+// maxSplicedTokens bounds the words imports add in all: each import of
+// a snippet or file adds all its words again, to be parsed and kept.
+const maxSplicedTokens = 1 << 18
+
+// Parse reads a Corefile. file names it in messages and in Sources.
 func Parse(file string, src []byte, opts Options) (*Corefile, error) {
 	toks, err := lex(file, src)
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{file: file, toks: toks, snippets: map[string][]token{}}
 	if opts.Getenv != nil {
-		if err := p.expandEnv(opts.Getenv); err != nil {
+		if err := expandEnv(toks, opts.Getenv); err != nil {
 			return nil, err
 		}
 	}
+	p := &parser{main: file, opts: opts, stack: []*frame{{toks: toks}}, snippets: map[string][]token{},
+		sources: []string{file}, imported: map[string][]string{}, budget: maxImportBytes}
 	cf := &Corefile{File: file}
 	if err := p.parseFile(cf); err != nil {
 		return nil, err
 	}
+	cf.Sources = p.sources
 	return cf, nil
 }
 
 type parser struct {
-	file     string
-	toks     []token
-	pos      int
-	snippets map[string][]token
-	spliced  int
+	main string // the Corefile's name: its tokens import from Options.Dir
+	opts Options
+	// stack holds the frames being read, the top one first.
+	stack []*frame
+	// prev is the token read last, from a frame numbered prevSplice;
+	// started is false until there is one.
+	prev       token
+	prevSplice int
+	started    bool
+	snippets   map[string][]token
+	// splices numbers the frames pushed.
+	splices int
+	// snippetImports, fileImports and splicedToks count against the
+	// bounds on imports.
+	snippetImports, fileImports, splicedToks int
+	sources                                  []string
+	// imported maps each file to the files it imports, to find cycles.
+	imported map[string][]string
+	// budget is what the imported files may still read, in bytes.
+	budget int
 }
 
-func (p *parser) errf(line int, format string, args ...any) error {
-	return &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (p *parser) eof() bool { return p.pos >= len(p.toks) }
-
-// is reports whether the current token is the unquoted word w.
-func (p *parser) is(w string) bool {
-	return !p.eof() && !p.toks[p.pos].quoted && p.toks[p.pos].text == w
-}
-
-// sameLine reports whether the current token is on the line where the
-// previous one ends.
-func (p *parser) sameLine() bool {
-	if p.eof() || p.pos == 0 {
-		return false
-	}
-	prev, cur := p.toks[p.pos-1], p.toks[p.pos]
-	return prev.splice == cur.splice && prev.end == cur.line
+// errAt is an error at t's file and line; control characters in the
+// words it quotes are escaped, so it stays one line of a terminal.
+func errAt(t token, format string, args ...any) error {
+	return &Error{File: t.file, Line: t.line, Msg: printable(fmt.Sprintf(format, args...))}
 }
 
 func (p *parser) parseFile(cf *Corefile) error {
 	for !p.eof() {
 		if p.is("import") {
-			if d := p.parseImport(); d != nil {
+			d, err := p.parseImport()
+			if err != nil {
+				return err
+			}
+			if d != nil {
 				cf.Imports = append(cf.Imports, d)
 			}
 			continue
 		}
 		if p.is("}") {
-			return p.errf(p.toks[p.pos].line, `unexpected "}": no block is open`)
+			return errAt(p.cur(), `unexpected "}": no block is open`)
 		}
 		if p.is("{") {
-			return p.errf(p.toks[p.pos].line, `"{" without server block keys before it`)
+			return errAt(p.cur(), `"{" without server block keys before it`)
 		}
 		b, err := p.parseBlock()
 		if err != nil {
@@ -132,66 +186,71 @@ func (p *parser) parseFile(cf *Corefile) error {
 // parseBlock reads the keys of a server block and its body; a snippet
 // definition is stored and nil returned.
 func (p *parser) parseBlock() (*ServerBlock, error) {
-	b := &ServerBlock{Line: p.toks[p.pos].line}
+	first := p.cur()
+	b := &ServerBlock{File: first.file, Line: first.line}
 	more := true // the first key, or a key after a trailing comma
 	for !p.eof() && !p.is("{") && (more || p.sameLine()) {
-		t := p.toks[p.pos]
+		t := p.cur()
 		if p.is("}") {
-			return nil, p.errf(t.line, `unexpected "}" after server block keys`)
+			return nil, errAt(t, `unexpected "}" after server block keys`)
 		}
 		k, comma := strings.CutSuffix(t.text, ",")
 		if !t.quoted && strings.HasSuffix(k, "{") && k != "{" {
-			return nil, p.errf(t.line, `%q: put a space before "{"`, t.text)
+			return nil, errAt(t, `%q: put a space before "{"`, t.text)
 		}
 		if k != "" {
 			b.Keys = append(b.Keys, k)
 		}
 		more = comma
-		p.pos++
+		p.next()
 	}
 	if !p.is("{") {
 		// Without braces the rest of the file is the one server block,
 		// as CoreDNS allows for a single server.
 		if len(b.Keys) == 0 {
-			return nil, p.errf(b.Line, "server block without keys")
+			return nil, errAt(first, "server block without keys")
 		}
-		ds, err := p.parseDirectives(0)
+		ds, err := p.parseDirectives(nil)
 		b.Directives = ds
 		return b, err
 	}
-	open := p.toks[p.pos].line
-	p.pos++
+	open := p.cur()
+	p.next()
 	if len(b.Keys) == 1 && strings.HasPrefix(b.Keys[0], "(") && strings.HasSuffix(b.Keys[0], ")") {
-		return nil, p.defineSnippet(strings.TrimSuffix(b.Keys[0][1:], ")"), b.Line, open)
+		return nil, p.defineSnippet(strings.TrimSuffix(b.Keys[0][1:], ")"), first, open)
 	}
-	ds, err := p.parseDirectives(open)
+	ds, err := p.parseDirectives(&open)
 	b.Directives = ds
 	return b, err
 }
 
-// parseDirectives reads directives up to the "}" that closes a block
-// opened on line open, or up to the end of the file when open is 0.
-func (p *parser) parseDirectives(open int) ([]*Directive, error) {
+// parseDirectives reads directives up to the "}" that closes the block
+// opened by open, or up to the end of the file when open is nil.
+func (p *parser) parseDirectives(open *token) ([]*Directive, error) {
 	var out []*Directive
 	for {
 		if p.eof() {
-			if open > 0 {
-				return out, p.errf(open, `"{" opened here is not closed`)
+			if open != nil {
+				return out, errAt(*open, `"{" opened here is not closed`)
 			}
 			return out, nil
 		}
-		t := p.toks[p.pos]
+		t := p.cur()
 		switch {
 		case p.is("}"):
-			if open == 0 {
-				return out, p.errf(t.line, `unexpected "}": no block is open`)
+			if open == nil {
+				return out, errAt(t, `unexpected "}": no block is open`)
 			}
-			p.pos++
+			p.next()
 			return out, nil
 		case p.is("{"):
-			return out, p.errf(t.line, `"{" must end the line of the plugin or option it opens`)
+			return out, errAt(t, `"{" must end the line of the plugin or option it opens`)
 		case p.is("import"):
-			if d := p.parseImport(); d != nil {
+			d, err := p.parseImport()
+			if err != nil {
+				return out, err
+			}
+			if d != nil {
 				out = append(out, d)
 			}
 			continue
@@ -207,141 +266,84 @@ func (p *parser) parseDirectives(open int) ([]*Directive, error) {
 // parseDirective reads a name, the words after it on its line and, when
 // the line ends in "{", its block.
 func (p *parser) parseDirective() (*Directive, error) {
-	t := p.toks[p.pos]
-	d := &Directive{Name: t.text, Line: t.line}
-	p.pos++
+	t := p.cur()
+	d := &Directive{Name: t.text, File: t.file, Line: t.line}
+	p.next()
 	for p.sameLine() {
 		if p.is("}") {
 			break // closes the enclosing block: `health { lameduck 5s }`
 		}
 		if p.is("{") {
-			open := p.toks[p.pos].line
-			p.pos++
+			open := p.cur()
+			p.next()
 			d.HasBlock = true
-			block, err := p.parseDirectives(open)
+			block, err := p.parseDirectives(&open)
 			d.Block = block
 			return d, err
 		}
-		d.Args = append(d.Args, p.toks[p.pos].text)
-		p.pos++
+		d.Args = append(d.Args, p.cur().text)
+		p.next()
 	}
 	return d, nil
 }
 
-// parseImport handles "import NAME": a known snippet is spliced in place
-// and nil returned; anything else is returned as a directive.
-func (p *parser) parseImport() *Directive {
-	start := p.pos
-	d := &Directive{Name: "import", Line: p.toks[p.pos].line}
-	p.pos++
+// parseImport handles "import PATTERN": a known snippet, or the files
+// PATTERN names when Options.Files is set, are spliced in its place and
+// nil returned; any other import is returned as a directive.
+func (p *parser) parseImport() (*Directive, error) {
+	at := p.cur()
+	d := &Directive{Name: "import", File: at.file, Line: at.line}
+	p.next()
 	for p.sameLine() && !p.is("{") && !p.is("}") {
-		d.Args = append(d.Args, p.toks[p.pos].text)
-		p.pos++
+		d.Args = append(d.Args, p.cur().text)
+		p.next()
 	}
-	if len(d.Args) != 1 || p.snippets[d.Args[0]] == nil || p.spliced >= maxSpliced {
-		return d
+	switch {
+	case len(d.Args) == 1 && p.snippets[d.Args[0]] != nil:
+		if p.snippetImports >= maxSpliced {
+			return d, nil // left for the converter to report
+		}
+		p.snippetImports++
+		return nil, p.push(at, p.snippets[d.Args[0]])
+	case p.opts.Files == nil || len(EnvRefs(strings.Join(d.Args, " "))) > 0:
+		// Not read: {$NAME} in a path is from CoreDNS's environment.
+		return d, nil
 	}
-	p.spliced++
-	body := make([]token, len(p.snippets[d.Args[0]]))
-	for i, t := range p.snippets[d.Args[0]] {
-		t.splice = p.spliced
-		body[i] = t
+	files, err := p.importFiles(at, d.Args)
+	if err != nil {
+		return nil, err
 	}
-	rest := append(body, p.toks[p.pos:]...)
-	p.toks = append(p.toks[:start:start], rest...)
-	p.pos = start
-	return nil
+	// The first file on top, to be read first.
+	for i := len(files) - 1; i >= 0; i-- {
+		if err := p.push(at, files[i]); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
-// defineSnippet stores the tokens up to the "}" that matches the one
-// opened on line open.
-func (p *parser) defineSnippet(name string, line, open int) error {
+// defineSnippet stores the tokens up to the "}" that matches open; first
+// is the snippet's name.
+func (p *parser) defineSnippet(name string, first, open token) error {
 	if _, ok := p.snippets[name]; ok {
-		return p.errf(line, "snippet %q is defined twice", name)
+		return errAt(first, "snippet %q is defined twice", name)
 	}
 	depth := 1
-	start := p.pos
-	for ; !p.eof(); p.pos++ {
+	body := []token{} // defined, even when empty
+	for !p.eof() {
 		switch {
 		case p.is("{"):
 			depth++
 		case p.is("}"):
 			depth--
 		}
+		t := p.cur()
+		p.next()
 		if depth == 0 {
-			body := p.toks[start:p.pos]
-			if len(body) == 0 {
-				body = []token{} // defined, even when empty
-			}
 			p.snippets[name] = body
-			p.pos++
 			return nil
 		}
+		body = append(body, t)
 	}
-	return p.errf(open, `"{" opened here is not closed`)
-}
-
-// expandEnv replaces {$NAME} and {%NAME%} in every token.
-func (p *parser) expandEnv(getenv func(string) (string, bool)) error {
-	for i := range p.toks {
-		t := &p.toks[i]
-		out, err := expand(t.text, getenv)
-		if err != nil {
-			return p.errf(t.line, "%v", err)
-		}
-		if out != t.text {
-			// An expanded value is a plain word, never a brace or keyword.
-			t.text, t.quoted = out, true
-		}
-	}
-	return nil
-}
-
-func expand(s string, getenv func(string) (string, bool)) (string, error) {
-	var err error
-	out := envRefs(s, func(name string) string {
-		v, ok := getenv(name)
-		if !ok && err == nil {
-			err = fmt.Errorf("environment variable %s is not set", name)
-		}
-		return v
-	})
-	return out, err
-}
-
-// envRefs calls f for each {$NAME} or {%NAME%} in s and puts its result
-// in place of the reference.
-func envRefs(s string, f func(name string) string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "{")
-		if i < 0 || i+1 >= len(s) || (s[i+1] != '$' && s[i+1] != '%') {
-			if i < 0 {
-				b.WriteString(s)
-				return b.String()
-			}
-			b.WriteString(s[:i+1])
-			s = s[i+1:]
-			continue
-		}
-		closing := "}"
-		if s[i+1] == '%' {
-			closing = "%}"
-		}
-		j := strings.Index(s[i+2:], closing)
-		if j <= 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		b.WriteString(f(s[i+2 : i+2+j]))
-		s = s[i+2+j+len(closing):]
-	}
-}
-
-// EnvRefs lists the environment references ({$NAME}, {%NAME%}) in s.
-func EnvRefs(s string) []string {
-	var names []string
-	envRefs(s, func(name string) string { names = append(names, name); return "" })
-	return names
+	return errAt(open, `"{" opened here is not closed`)
 }

@@ -8,18 +8,25 @@ import (
 )
 
 // render writes a parsed Corefile back in one line per block, to compare
-// structures in tables.
+// structures in tables. Lines are @LINE in the Corefile, @FILE:LINE in
+// an imported file.
 func render(cf *Corefile) string {
+	at := func(file string, line int) string {
+		if file != cf.File {
+			return "@" + file + ":" + strconv.Itoa(line)
+		}
+		return "@" + strconv.Itoa(line)
+	}
 	var parts []string
 	for _, b := range cf.Blocks {
 		var ds []string
 		for _, d := range b.Directives {
-			ds = append(ds, canonical(d)+"@"+strconv.Itoa(d.Line))
+			ds = append(ds, canonical(d)+at(d.File, d.Line))
 		}
-		parts = append(parts, strings.Join(b.Keys, ",")+"@"+strconv.Itoa(b.Line)+" {"+strings.Join(ds, "; ")+"}")
+		parts = append(parts, strings.Join(b.Keys, ",")+at(b.File, b.Line)+" {"+strings.Join(ds, "; ")+"}")
 	}
 	for _, d := range cf.Imports {
-		parts = append(parts, canonical(d)+"@"+strconv.Itoa(d.Line))
+		parts = append(parts, canonical(d)+at(d.File, d.Line))
 	}
 	return strings.Join(parts, " | ")
 }

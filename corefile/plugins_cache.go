@@ -40,14 +40,14 @@ func (c *converter) cachePlugin(s *server, d *Directive) {
 	}
 	for _, a := range args {
 		if z, err := NormalizeZone(a); err != nil || (z != "." && !slices.Contains(s.blockZones, z)) {
-			c.unmapped(d.Line, "cache zone %s: shardns caches every forwarded answer", a)
+			c.unmapped(d.place(), "cache zone %s: shardns caches every forwarded answer", a)
 		}
 	}
 	spec := cacheSpec{successCap: -1, denialCap: -1, minSuccess: -1, minDenial: -1}
 	c.options(d, func(o *Directive) bool { return c.cacheOption(ca, &spec, o) })
 	switch {
 	case spec.minSuccess >= 0 && spec.minDenial >= 0 && spec.minSuccess != spec.minDenial:
-		c.unmapped(d.Line, "cache minimum TTLs %d and %d: shardns has one cache.minTTL", spec.minSuccess, spec.minDenial)
+		c.unmapped(d.place(), "cache minimum TTLs %d and %d: shardns has one cache.minTTL", spec.minSuccess, spec.minDenial)
 	case spec.minSuccess >= 0:
 		ca.MinTTL = spec.minSuccess
 	case spec.minDenial >= 0:
@@ -58,7 +58,7 @@ func (c *converter) cachePlugin(s *server, d *Directive) {
 		if spec.successCap < 0 || spec.denialCap < 0 {
 			ca.Size += coreDNSCacheCapacity
 		}
-		c.note(d.Line, "cache capacities: cache.size %d holds answers and denials together", ca.Size)
+		c.note(d.place(), "cache capacities: cache.size %d holds answers and denials together", ca.Size)
 	}
 }
 
@@ -67,7 +67,7 @@ func (c *converter) cacheOption(ca *config.CacheConfig, spec *cacheSpec, o *Dire
 	case "success", "denial":
 		n := intArgs(o.Args)
 		if n == nil || len(n) > 3 || n[0] <= 0 {
-			c.unmapped(o.Line, "%s %s: CAPACITY [TTL [MINTTL]] in numbers", o.Name, strings.Join(o.Args, " "))
+			c.unmapped(o.place(), "%s %s: CAPACITY [TTL [MINTTL]] in numbers", o.Name, strings.Join(o.Args, " "))
 			return true
 		}
 		capacity, ttl, minTTL := &spec.successCap, &ca.MaxTTL, &spec.minSuccess
@@ -91,11 +91,11 @@ func (c *converter) cacheOption(ca *config.CacheConfig, spec *cacheSpec, o *Dire
 			}
 		}
 		if len(o.Args) < 2 || o.Args[1] != "verify" {
-			c.note(o.Line, "serve_stale: shardns asks the upstream first and serves a stale answer only when none answers (CoreDNS's verify mode)")
+			c.note(o.place(), "serve_stale: shardns asks the upstream first and serves a stale answer only when none answers (CoreDNS's verify mode)")
 		}
 	case "servfail":
 		if dur, ok := c.duration(o, 0); ok && dur > 0 {
-			c.unmapped(o.Line, "servfail %s: shardns does not cache SERVFAIL", o.Args[0])
+			c.unmapped(o.place(), "servfail %s: shardns does not cache SERVFAIL", o.Args[0])
 		}
 	case "disable":
 		c.deferred = append(c.deferred, func() { c.cacheDisable(o) })
@@ -109,7 +109,7 @@ func (c *converter) cacheOption(ca *config.CacheConfig, spec *cacheSpec, o *Dire
 func (c *converter) prefetch(ca *config.CacheConfig, o *Directive) {
 	n := intArgs(o.Args[:min(1, len(o.Args))])
 	if n == nil || n[0] <= 0 {
-		c.unmapped(o.Line, "prefetch %s: needs a number of hits", strings.Join(o.Args, " "))
+		c.unmapped(o.place(), "prefetch %s: needs a number of hits", strings.Join(o.Args, " "))
 		return
 	}
 	ca.PrefetchHits = n[0]
@@ -117,14 +117,14 @@ func (c *converter) prefetch(ca *config.CacheConfig, o *Directive) {
 		if p, ok := strings.CutSuffix(a, "%"); ok {
 			v, err := strconv.Atoi(p)
 			if err != nil || v < 0 || v > 100 {
-				c.unmapped(o.Line, "prefetch %s: a percentage from 0 to 100", a)
+				c.unmapped(o.place(), "prefetch %s: a percentage from 0 to 100", a)
 				continue
 			}
 			ca.PrefetchPercent = v
 			continue
 		}
 		if dur, err := time.ParseDuration(a); err != nil || dur != time.Minute {
-			c.unmapped(o.Line, "prefetch %s: shardns counts an answer's hits over its whole life, not per period", a)
+			c.unmapped(o.place(), "prefetch %s: shardns counts an answer's hits over its whole life, not per period", a)
 		}
 	}
 }
@@ -142,10 +142,10 @@ func (c *converter) cacheDisable(o *Directive) {
 		}
 	}
 	if !ok {
-		c.unmapped(o.Line, "disable %s: shardns caches every forwarded answer", strings.Join(o.Args, " "))
+		c.unmapped(o.place(), "disable %s: shardns caches every forwarded answer", strings.Join(o.Args, " "))
 		return
 	}
-	c.note(o.Line, "disable %s: shardns answers cluster names from its zones, not from the response cache (answers asked of another replica are kept at most their TTL)",
+	c.note(o.place(), "disable %s: shardns answers cluster names from its zones, not from the response cache (answers asked of another replica are kept at most their TTL)",
 		strings.Join(o.Args, " "))
 }
 

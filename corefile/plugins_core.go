@@ -13,7 +13,7 @@ func (c *converter) errorsPlugin(s *server, d *Directive) {
 	c.cfg.Log.Errors = true
 	c.global(s, d, "log.errors")
 	if len(d.Args) > 0 {
-		c.unmapped(d.Line, "errors %s: shardns logs errors to stderr", strings.Join(d.Args, " "))
+		c.unmapped(d.place(), "errors %s: shardns logs errors to stderr", strings.Join(d.Args, " "))
 	}
 	c.options(d, func(*Directive) bool { return false })
 }
@@ -28,9 +28,9 @@ func (c *converter) logPlugin(s *server, d *Directive) {
 	for _, a := range d.Args {
 		switch {
 		case strings.HasPrefix(a, "{"):
-			c.unmapped(d.Line, "log format %s: shardns writes its own fields (log.format text or json)", a)
+			c.unmapped(d.place(), "log format %s: shardns writes its own fields (log.format text or json)", a)
 		case a != ".":
-			c.unmapped(d.Line, "log %s: shardns logs every name or none", a)
+			c.unmapped(d.place(), "log %s: shardns logs every name or none", a)
 		}
 	}
 	classes := map[string]bool{}
@@ -50,9 +50,9 @@ func (c *converter) logPlugin(s *server, d *Directive) {
 	case len(classes) == 1 && classes["error"]:
 		c.errorsLogged = true
 		c.cfg.Log.Errors = true
-		c.note(d.Line, "log class error: log.errors logs failed queries")
+		c.note(d.place(), "log class error: log.errors logs failed queries")
 	default:
-		c.unmapped(d.Line, "log class %s: shardns logs every query (log.queries) or failures (log.errors)", strings.Join(sortedKeys(classes), " "))
+		c.unmapped(d.place(), "log class %s: shardns logs every query (log.queries) or failures (log.errors)", strings.Join(sortedKeys(classes), " "))
 	}
 }
 
@@ -75,14 +75,14 @@ func (c *converter) healthPlugin(s *server, d *Directive) {
 func (c *converter) readyPlugin(s *server, d *Directive) {
 	if c.claim("ready", d, "readiness endpoint") {
 		c.httpAddr(d, ":8181")
-		c.note(d.Line, "ready: /ready turns 200 once every source has listed (and, sharded, the replica owns its zones)")
+		c.note(d.place(), "ready: /ready turns 200 once every source has listed (and, sharded, the replica owns its zones)")
 	}
 }
 
 func (c *converter) prometheusPlugin(s *server, d *Directive) {
 	if c.claim("prometheus", d, "metrics endpoint") {
 		c.httpAddr(d, "localhost:9153")
-		c.note(d.Line, "prometheus: metric names are CoreDNS's with shardns_ for coredns_ (shardns_dns_requests_total, ...)")
+		c.note(d.place(), "prometheus: metric names are CoreDNS's with shardns_ for coredns_ (shardns_dns_requests_total, ...)")
 	}
 }
 
@@ -91,7 +91,7 @@ func (c *converter) loadbalancePlugin(s *server, d *Directive) {
 		return
 	}
 	if len(d.Args) > 0 && d.Args[0] != "round_robin" {
-		c.unmapped(d.Line, "loadbalance %s: shardns shuffles A and AAAA records (round_robin) only", strings.Join(d.Args, " "))
+		c.unmapped(d.place(), "loadbalance %s: shardns shuffles A and AAAA records (round_robin) only", strings.Join(d.Args, " "))
 		return
 	}
 	c.cfg.LoadBalance.Enabled = true
@@ -99,15 +99,15 @@ func (c *converter) loadbalancePlugin(s *server, d *Directive) {
 }
 
 func (c *converter) loopPlugin(s *server, d *Directive) {
-	c.note(d.Line, "loop: built in; an upstream that is shardns itself (a dns.listen address) is refused at start and on reload")
+	c.note(d.place(), "loop: built in; an upstream that is shardns itself (a dns.listen address) is refused at start and on reload")
 }
 
 func (c *converter) reloadPlugin(s *server, d *Directive) {
-	c.note(d.Line, "reload: built in; --config is checked every 2s and on SIGHUP")
+	c.note(d.place(), "reload: built in; --config is checked every 2s and on SIGHUP")
 }
 
 func (c *converter) anyPlugin(s *server, d *Directive) {
-	c.note(d.Line, "any: built in; ANY gets RFC 8482's minimal answer")
+	c.note(d.place(), "any: built in; ANY gets RFC 8482's minimal answer")
 }
 
 func (c *converter) chaosPlugin(s *server, d *Directive) {
@@ -119,7 +119,7 @@ func (c *converter) chaosPlugin(s *server, d *Directive) {
 		c.cfg.Chaos.Version = d.Args[0]
 	}
 	if len(d.Args) > 1 {
-		c.unmapped(d.Line, "chaos authors %s: shardns does not answer authors.bind", strings.Join(d.Args[1:], " "))
+		c.unmapped(d.place(), "chaos authors %s: shardns does not answer authors.bind", strings.Join(d.Args[1:], " "))
 	}
 }
 
@@ -130,7 +130,7 @@ func (c *converter) autopathPlugin(s *server, d *Directive) {
 		return
 	}
 	if len(d.Args) == 0 || d.Args[len(d.Args)-1] != "@kubernetes" {
-		c.unmapped(d.Line, "autopath %s: shardns takes the search path from the client pod's namespace (autopath @kubernetes) only", strings.Join(d.Args, " "))
+		c.unmapped(d.place(), "autopath %s: shardns takes the search path from the client pod's namespace (autopath @kubernetes) only", strings.Join(d.Args, " "))
 		return
 	}
 	c.deferred = append(c.deferred, func() {
@@ -138,11 +138,11 @@ func (c *converter) autopathPlugin(s *server, d *Directive) {
 		for _, z := range d.Args[:len(d.Args)-1] {
 			nz, err := NormalizeZone(z)
 			if err != nil || (nz != "." && !slices.Contains(k.Zones, nz)) {
-				c.unmapped(d.Line, "autopath zone %s: shardns shortens the search path in the kubernetes zones", z)
+				c.unmapped(d.place(), "autopath zone %s: shardns shortens the search path in the kubernetes zones", z)
 			}
 		}
 		if !k.Enabled || k.Pods != "verified" {
-			c.unmapped(d.Line, "autopath needs the kubernetes plugin with pods verified, to know each client's namespace")
+			c.unmapped(d.place(), "autopath needs the kubernetes plugin with pods verified, to know each client's namespace")
 			return
 		}
 		c.cfg.Autopath.Enabled = true
@@ -152,12 +152,12 @@ func (c *converter) autopathPlugin(s *server, d *Directive) {
 // duration reads o's argument i as a Go duration.
 func (c *converter) duration(o *Directive, i int) (time.Duration, bool) {
 	if len(o.Args) <= i {
-		c.unmapped(o.Line, "%s needs a duration", o.Name)
+		c.unmapped(o.place(), "%s needs a duration", o.Name)
 		return 0, false
 	}
 	d, err := time.ParseDuration(o.Args[i])
 	if err != nil || d < 0 {
-		c.unmapped(o.Line, "%s %s: not a duration", o.Name, o.Args[i])
+		c.unmapped(o.place(), "%s %s: not a duration", o.Name, o.Args[i])
 		return 0, false
 	}
 	return d, true

@@ -30,7 +30,7 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 			if len(o.Args) == 1 && slices.Contains([]string{"random", "round_robin", "sequential"}, o.Args[0]) {
 				spec.policy = o.Args[0]
 			} else {
-				c.unmapped(o.Line, "policy %s: must be random, round_robin or sequential", strings.Join(o.Args, " "))
+				c.unmapped(o.place(), "policy %s: must be random, round_robin or sequential", strings.Join(o.Args, " "))
 			}
 		case "max_fails":
 			spec.maxFails = c.positive(o, "0 never marks an upstream down; shardns needs at least 1")
@@ -38,13 +38,13 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 			spec.maxConc = c.positive(o, "shardns needs a bound of at least 1")
 		case "health_check":
 			if dur, ok := c.duration(o, 0); ok && dur == 0 {
-				c.unmapped(o.Line, "health_check 0: shardns always probes an upstream it marked down")
+				c.unmapped(o.place(), "health_check 0: shardns always probes an upstream it marked down")
 			} else if ok {
 				hc := config.Duration(dur)
 				spec.health = &hc
 			}
 			if len(o.Args) > 1 {
-				c.unmapped(o.Line, "health_check %s: shardns probes with its own question", strings.Join(o.Args[1:], " "))
+				c.unmapped(o.place(), "health_check %s: shardns probes with its own question", strings.Join(o.Args[1:], " "))
 			}
 		case "except":
 			c.exceptZones(o)
@@ -63,20 +63,20 @@ func (c *converter) proxyPlugin(s *server, d *Directive) {
 	if !ok {
 		return
 	}
-	c.note(d.Line, "proxy (removed in CoreDNS 1.4) is converted as forward")
+	c.note(d.place(), "proxy (removed in CoreDNS 1.4) is converted as forward")
 	c.options(d, func(o *Directive) bool {
 		switch o.Name {
 		case "policy":
 			p := map[string]string{"random": "random", "round_robin": "round_robin", "first": "sequential"}[strings.Join(o.Args, " ")]
 			if p == "" {
-				c.unmapped(o.Line, "policy %s: shardns has random, round_robin and first (sequential)", strings.Join(o.Args, " "))
+				c.unmapped(o.place(), "policy %s: shardns has random, round_robin and first (sequential)", strings.Join(o.Args, " "))
 			}
 			spec.policy = p
 		case "max_fails":
 			spec.maxFails = c.positive(o, "0 never marks an upstream down; shardns needs at least 1")
 		case "protocol":
 			if strings.Join(o.Args, " ") != "dns" {
-				c.unmapped(o.Line, "protocol %s: shardns forwards plain DNS", strings.Join(o.Args, " "))
+				c.unmapped(o.place(), "protocol %s: shardns forwards plain DNS", strings.Join(o.Args, " "))
 			}
 		case "except":
 			c.exceptZones(o)
@@ -92,12 +92,12 @@ func (c *converter) proxyPlugin(s *server, d *Directive) {
 // block's zones when FROM is the root) and the upstreams.
 func (c *converter) forwardTarget(s *server, d *Directive) (*forwardSpec, bool) {
 	if len(d.Args) < 2 {
-		c.unmapped(d.Line, "%s needs a zone and at least one upstream", d.Name)
+		c.unmapped(d.place(), "%s needs a zone and at least one upstream", d.Name)
 		return nil, false
 	}
 	from, err := NormalizeZone(d.Args[0])
 	if err != nil {
-		c.unmapped(d.Line, "%s %s: %v", d.Name, d.Args[0], err)
+		c.unmapped(d.place(), "%s %s: %v", d.Name, d.Args[0], err)
 		return nil, false
 	}
 	spec := &forwardSpec{zones: []string{from}}
@@ -110,7 +110,7 @@ func (c *converter) forwardTarget(s *server, d *Directive) (*forwardSpec, bool) 
 	for _, to := range d.Args[1:] {
 		u, ok := upstream(to)
 		if !ok {
-			c.unmapped(d.Line, "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path", d.Name, to)
+			c.unmapped(d.place(), "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path", d.Name, to)
 			return nil, false
 		}
 		spec.upstreams = append(spec.upstreams, u)
@@ -155,7 +155,7 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 		if spec.maxConc != nil {
 			f.MaxConcurrent = *spec.maxConc
 		} else {
-			c.note(d.Line, "%s without max_concurrent: forward.maxConcurrent stays %d (CoreDNS has no bound)", d.Name, f.MaxConcurrent)
+			c.note(d.place(), "%s without max_concurrent: forward.maxConcurrent stays %d (CoreDNS has no bound)", d.Name, f.MaxConcurrent)
 		}
 		return
 	}
@@ -164,14 +164,14 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 	}
 	for _, z := range spec.zones {
 		if !config.ValidDomain(z) {
-			c.unmapped(d.Line, "%s zone %s: not a host-style domain name", d.Name, z)
+			c.unmapped(d.place(), "%s zone %s: not a host-style domain name", d.Name, z)
 			return
 		}
 	}
 	for _, st := range f.Stubs {
 		for _, z := range spec.zones {
 			if slices.Contains(st.Zones, z) {
-				c.unmapped(d.Line, "%s %s: a stub domain for %s is already converted", d.Name, z, z)
+				c.unmapped(d.place(), "%s %s: a stub domain for %s is already converted", d.Name, z, z)
 				return
 			}
 		}
@@ -180,14 +180,14 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 	// differs from the root forwarder's has no key.
 	same := func(name string, set bool, equal bool) {
 		if set && !equal {
-			c.unmapped(d.Line, "%s for stub domain %s: one %s for every upstream (forward.*)", name, strings.Join(spec.zones, " "), name)
+			c.unmapped(d.place(), "%s for stub domain %s: one %s for every upstream (forward.*)", name, strings.Join(spec.zones, " "), name)
 		}
 	}
 	same("max_fails", spec.maxFails != nil, spec.maxFails != nil && *spec.maxFails == f.MaxFails)
 	same("max_concurrent", spec.maxConc != nil, spec.maxConc != nil && *spec.maxConc == f.MaxConcurrent)
 	same("health_check", spec.health != nil, spec.health != nil && *spec.health == f.HealthCheck)
 	f.Stubs = append(f.Stubs, config.StubConfig{Zones: spec.zones, Upstreams: spec.upstreams, Policy: spec.policy})
-	c.stubLines = append(c.stubLines, d.Line)
+	c.stubPlaces = append(c.stubPlaces, d.place())
 	c.stubBlocks = append(c.stubBlocks, s.block)
 }
 
@@ -202,7 +202,7 @@ func (c *converter) dropShadowedStubs() {
 	}
 	own := k.AllZones()
 	var kept []config.StubConfig
-	var lines []int
+	var places []place
 	var blocks []*ServerBlock
 	for i, st := range c.cfg.Forward.Stubs {
 		shadowed := ""
@@ -220,16 +220,16 @@ func (c *converter) dropShadowedStubs() {
 		}
 		switch {
 		case shadowed != "" && c.stubBlocks[i] == c.kubeBlock:
-			c.note(c.stubLines[i], "forward for %s is left out: the kubernetes plugin answers every name there (it comes before forward in CoreDNS too) and no fallthrough reaches it", shadowed)
+			c.note(c.stubPlaces[i], "forward for %s is left out: the kubernetes plugin answers every name there (it comes before forward in CoreDNS too) and no fallthrough reaches it", shadowed)
 		case shadowed != "":
-			c.unmapped(c.stubLines[i], "forward for %s: CoreDNS sends these names to this server block, but shardns answers every name of a kubernetes zone from the cluster (add the zone to kubernetes fallthrough to forward its NXDOMAINs)", shadowed)
+			c.unmapped(c.stubPlaces[i], "forward for %s: CoreDNS sends these names to this server block, but shardns answers every name of a kubernetes zone from the cluster (add the zone to kubernetes fallthrough to forward its NXDOMAINs)", shadowed)
 		default:
 			kept = append(kept, st)
-			lines = append(lines, c.stubLines[i])
+			places = append(places, c.stubPlaces[i])
 			blocks = append(blocks, c.stubBlocks[i])
 		}
 	}
-	c.cfg.Forward.Stubs, c.stubLines, c.stubBlocks = kept, lines, blocks
+	c.cfg.Forward.Stubs, c.stubPlaces, c.stubBlocks = kept, places, blocks
 }
 
 // exceptZones accepts except when every zone it names is another server
@@ -244,7 +244,7 @@ func (c *converter) exceptZones(o *Directive) {
 			}
 		}
 		if !found {
-			c.unmapped(o.Line, "except %s: shardns forwards every name outside its zones", a)
+			c.unmapped(o.place(), "except %s: shardns forwards every name outside its zones", a)
 		}
 	}
 }
@@ -254,10 +254,10 @@ func (c *converter) positive(o *Directive, zero string) *int {
 	n, err := strconv.Atoi(strings.Join(o.Args, " "))
 	switch {
 	case err != nil || n < 0:
-		c.unmapped(o.Line, "%s %s: not a number", o.Name, strings.Join(o.Args, " "))
+		c.unmapped(o.place(), "%s %s: not a number", o.Name, strings.Join(o.Args, " "))
 		return nil
 	case n == 0:
-		c.unmapped(o.Line, "%s 0: %s", o.Name, zero)
+		c.unmapped(o.place(), "%s 0: %s", o.Name, zero)
 		return nil
 	}
 	return &n

@@ -38,17 +38,17 @@ func (c *converter) clusterZones(s *server, d *Directive) (fwd, rev []string) {
 	for _, a := range args {
 		zones, err := keyZones(a)
 		if err != nil {
-			c.unmapped(d.Line, "kubernetes zone %s: %v", a, err)
+			c.unmapped(d.place(), "kubernetes zone %s: %v", a, err)
 			continue
 		}
 		for _, z := range zones {
 			switch {
 			case z == ".":
-				c.unmapped(d.Line, "kubernetes zone \".\": shardns serves cluster names under a cluster domain; kubernetes.zones keeps %s", strings.Join(c.cfg.Kubernetes.Zones, ", "))
+				c.unmapped(d.place(), "kubernetes zone \".\": shardns serves cluster names under a cluster domain; kubernetes.zones keeps %s", strings.Join(c.cfg.Kubernetes.Zones, ", "))
 			case isReverse(z):
 				rev = appendNew(rev, z)
 			case !config.ValidDomain(z):
-				c.unmapped(d.Line, "kubernetes zone %s: not a host-style domain name", z)
+				c.unmapped(d.place(), "kubernetes zone %s: not a host-style domain name", z)
 			default:
 				fwd = appendNew(fwd, z)
 			}
@@ -63,14 +63,14 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		if len(o.Args) == 1 && (o.Args[0] == "disabled" || o.Args[0] == "insecure" || o.Args[0] == "verified") {
 			k.Pods = o.Args[0]
 		} else {
-			c.unmapped(o.Line, "pods %s: must be disabled, insecure or verified", strings.Join(o.Args, " "))
+			c.unmapped(o.place(), "pods %s: must be disabled, insecure or verified", strings.Join(o.Args, " "))
 		}
 	case "endpoint_pod_names":
 		k.EndpointPodNames = true
 	case "ttl":
 		n, err := strconv.Atoi(strings.Join(o.Args, " "))
 		if err != nil || n < 0 || n > 3600 {
-			c.unmapped(o.Line, "ttl %s: must be 0 to 3600 seconds", strings.Join(o.Args, " "))
+			c.unmapped(o.place(), "ttl %s: must be 0 to 3600 seconds", strings.Join(o.Args, " "))
 			break
 		}
 		k.TTL = &n
@@ -94,7 +94,7 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 			return false
 		}
 		if len(o.Args) > 2 {
-			c.unmapped(o.Line, "kubeconfig %s: takes a file and at most one context", strings.Join(o.Args, " "))
+			c.unmapped(o.place(), "kubeconfig %s: takes a file and at most one context", strings.Join(o.Args, " "))
 			break
 		}
 		k.Kubeconfig = o.Args[0]
@@ -106,11 +106,11 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 			k.StartupTimeout = config.Duration(dur)
 		}
 	case "endpoint", "tls":
-		c.unmapped(o.Line, "%s: shardns connects with a kubeconfig (kubernetes.kubeconfig) or the pod's service account", o.Name)
+		c.unmapped(o.place(), "%s: shardns connects with a kubeconfig (kubernetes.kubeconfig) or the pod's service account", o.Name)
 	case "upstream":
-		c.note(o.Line, "upstream: obsolete in CoreDNS; shardns leaves ExternalName targets outside the cluster to the client's resolver")
+		c.note(o.place(), "upstream: obsolete in CoreDNS; shardns leaves ExternalName targets outside the cluster to the client's resolver")
 	case "resyncperiod":
-		c.note(o.Line, "resyncperiod: shardns's watches do not resync")
+		c.note(o.place(), "resyncperiod: shardns's watches do not resync")
 	default:
 		return false
 	}
@@ -130,7 +130,7 @@ func (c *converter) fallthroughZones(o *Directive, all []string) []string {
 		case err == nil && z == ".":
 			return all
 		case err != nil || !config.ValidDomain(z):
-			c.unmapped(o.Line, "fallthrough %s: not a domain name", a)
+			c.unmapped(o.place(), "fallthrough %s: not a domain name", a)
 		default:
 			out = appendNew(out, z)
 		}

@@ -22,11 +22,11 @@ func (c *converter) rewritePlugin(s *server, d *Directive) {
 		args = args[1:]
 	}
 	if d.HasBlock {
-		c.unmapped(d.Line, "rewrite with a block (the edns0 and old forms) has no shardns equivalent")
+		c.unmapped(d.place(), "rewrite with a block (the edns0 and old forms) has no shardns equivalent")
 		return
 	}
 	if len(args) == 0 {
-		c.unmapped(d.Line, "rewrite needs a rule")
+		c.unmapped(d.place(), "rewrite needs a rule")
 		return
 	}
 	r.Field = args[0]
@@ -39,7 +39,7 @@ func (c *converter) rewritePlugin(s *server, d *Directive) {
 	case "ttl":
 		ok = c.rewriteTTL(d, &r, args[1:])
 	default:
-		c.unmapped(d.Line, "rewrite %s: shardns rewrites names, query types and TTLs only", r.Field)
+		c.unmapped(d.place(), "rewrite %s: shardns rewrites names, query types and TTLs only", r.Field)
 	}
 	if !ok {
 		return
@@ -55,7 +55,7 @@ func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []stri
 		r.Match, args = args[0], args[1:]
 	}
 	if len(args) < 2 {
-		c.unmapped(d.Line, "rewrite name needs a name to match and its replacement")
+		c.unmapped(d.place(), "rewrite name needs a name to match and its replacement")
 		return false
 	}
 	r.From, r.To = args[0], args[1]
@@ -63,7 +63,7 @@ func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []stri
 		return false
 	}
 	if r.To == "" {
-		c.unmapped(d.Line, "rewrite name: the replacement is empty")
+		c.unmapped(d.place(), "rewrite name: the replacement is empty")
 		return false
 	}
 	for rest := args[2:]; len(rest) > 0; {
@@ -71,13 +71,13 @@ func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []stri
 		case len(rest) >= 2 && rest[0] == "answer" && rest[1] == "auto":
 			rest = rest[2:]
 		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "name":
-			c.note(d.Line, "rewrite answer name %s %s: shardns gives answers back the name asked", rest[2], rest[3])
+			c.note(d.place(), "rewrite answer name %s %s: shardns gives answers back the name asked", rest[2], rest[3])
 			rest = rest[4:]
 		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "value":
-			c.unmapped(d.Line, "rewrite answer value %s %s: shardns does not rewrite record data", rest[2], rest[3])
+			c.unmapped(d.place(), "rewrite answer value %s %s: shardns does not rewrite record data", rest[2], rest[3])
 			rest = rest[4:]
 		default:
-			c.unmapped(d.Line, "rewrite %s: shardns has no such rewrite option", strings.Join(rest, " "))
+			c.unmapped(d.place(), "rewrite %s: shardns has no such rewrite option", strings.Join(rest, " "))
 			return false
 		}
 	}
@@ -87,12 +87,12 @@ func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []stri
 // rewriteType reads FROM TO query types.
 func (c *converter) rewriteType(d *Directive, r *config.RewriteRule, args []string) bool {
 	if len(args) != 2 {
-		c.unmapped(d.Line, "rewrite type needs two query types")
+		c.unmapped(d.place(), "rewrite type needs two query types")
 		return false
 	}
 	for _, t := range args {
 		if _, ok := dns.StringToType[strings.ToUpper(t)]; !ok {
-			c.unmapped(d.Line, "rewrite type %s: not a query type", t)
+			c.unmapped(d.place(), "rewrite type %s: not a query type", t)
 			return false
 		}
 	}
@@ -108,7 +108,7 @@ func (c *converter) rewriteTTL(d *Directive, r *config.RewriteRule, args []strin
 		r.Match, args = args[0], args[1:]
 	}
 	if len(args) != 2 {
-		c.unmapped(d.Line, "rewrite ttl needs a name to match and a TTL")
+		c.unmapped(d.place(), "rewrite ttl needs a name to match and a TTL")
 		return false
 	}
 	r.From = args[0]
@@ -126,7 +126,7 @@ func (c *converter) rewriteTTL(d *Directive, r *config.RewriteRule, args []strin
 		ttl = lo + "-" + hi
 	}
 	if _, _, err := config.ParseTTLRange(ttl); err != nil {
-		c.unmapped(d.Line, "rewrite ttl %s: %v", args[1], err)
+		c.unmapped(d.place(), "rewrite ttl %s: %v", args[1], err)
 		return false
 	}
 	r.TTL = ttl
@@ -137,12 +137,12 @@ func (c *converter) rewriteTTL(d *Directive, r *config.RewriteRule, args []strin
 // regular expression Go compiles.
 func (c *converter) rewriteFrom(d *Directive, r *config.RewriteRule) bool {
 	if r.From == "" {
-		c.unmapped(d.Line, "rewrite %s: the name to match is empty", r.Field)
+		c.unmapped(d.place(), "rewrite %s: the name to match is empty", r.Field)
 		return false
 	}
 	if r.Match == "regex" {
 		if _, err := regexp.Compile(r.From); err != nil {
-			c.unmapped(d.Line, "rewrite %s regex %s: %v", r.Field, r.From, err)
+			c.unmapped(d.place(), "rewrite %s regex %s: %v", r.Field, r.From, err)
 			return false
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // zone; the zones default to the block's, as in CoreDNS.
 func (c *converter) filePlugin(s *server, d *Directive) {
 	if len(d.Args) == 0 {
-		c.unmapped(d.Line, "file needs a zone file")
+		c.unmapped(d.place(), "file needs a zone file")
 		return
 	}
 	zones := s.blockZones
@@ -23,7 +23,7 @@ func (c *converter) filePlugin(s *server, d *Directive) {
 		for _, a := range d.Args[1:] {
 			zs, err := keyZones(a)
 			if err != nil {
-				c.unmapped(d.Line, "file zone %s: %v", a, err)
+				c.unmapped(d.place(), "file zone %s: %v", a, err)
 				continue
 			}
 			zones = append(zones, zs...)
@@ -36,12 +36,12 @@ func (c *converter) filePlugin(s *server, d *Directive) {
 			c.filesInterval(o)
 		case "transfer":
 			if len(o.Args) < 2 || o.Args[0] != "to" {
-				c.unmapped(o.Line, "transfer %s: shardns transfers its zones out (transfer to), never in", strings.Join(o.Args, " "))
+				c.unmapped(o.place(), "transfer %s: shardns transfers its zones out (transfer to), never in", strings.Join(o.Args, " "))
 				break
 			}
 			transferTo = c.transferAddrs(o, transferTo, o.Args[1:])
 		case "upstream":
-			c.note(o.Line, "upstream: obsolete in CoreDNS; CNAME targets outside the zone are left to the client's resolver")
+			c.note(o.place(), "upstream: obsolete in CoreDNS; CNAME targets outside the zone are left to the client's resolver")
 		default:
 			return false
 		}
@@ -51,19 +51,19 @@ func (c *converter) filePlugin(s *server, d *Directive) {
 		fz := config.FileZoneConfig{File: s.path(d.Args[0]), TransferTo: transferTo}
 		switch {
 		case z == ".":
-			c.note(d.Line, "file %s in the root zone: files.zones takes its origin from the file's $ORIGIN or SOA", d.Args[0])
+			c.note(d.place(), "file %s in the root zone: files.zones takes its origin from the file's $ORIGIN or SOA", d.Args[0])
 		case !config.ValidDomain(z):
-			c.unmapped(d.Line, "file zone %s: not a host-style domain name", z)
+			c.unmapped(d.place(), "file zone %s: not a host-style domain name", z)
 			continue
 		default:
 			fz.Origin = z
 		}
 		if i := c.fileZone(z); i >= 0 {
-			c.unmapped(d.Line, "file zone %s: already served from %s", z, c.cfg.Files.Zones[i].File)
+			c.unmapped(d.place(), "file zone %s: already served from %s", z, c.cfg.Files.Zones[i].File)
 			continue
 		}
 		c.cfg.Files.Zones = append(c.cfg.Files.Zones, fz)
-		c.fileLines = append(c.fileLines, d.Line)
+		c.filePlaces = append(c.filePlaces, d.place())
 		c.blockFiles[s.block] = append(c.blockFiles[s.block], len(c.cfg.Files.Zones)-1)
 	}
 }
@@ -84,7 +84,7 @@ func (c *converter) dropClusterFileZones() {
 			}
 		}
 		if clash != "" {
-			c.unmapped(c.fileLines[i], "file zone %s shares names with the kubernetes zone %s: shardns answers those from the cluster's records only", fz.Origin, clash)
+			c.unmapped(c.filePlaces[i], "file zone %s shares names with the kubernetes zone %s: shardns answers those from the cluster's records only", fz.Origin, clash)
 			continue
 		}
 		kept = append(kept, fz)
@@ -110,7 +110,7 @@ func (c *converter) filesInterval(o *Directive) {
 		return
 	}
 	if dur == 0 {
-		c.unmapped(o.Line, "reload 0: shardns re-reads changed zone files (files.interval)")
+		c.unmapped(o.place(), "reload 0: shardns re-reads changed zone files (files.interval)")
 		return
 	}
 	if c.claim("files.interval", o, "zone file check interval") {
@@ -144,7 +144,7 @@ func (c *converter) transferPlugin(s *server, d *Directive) {
 		}
 	}
 	if !matched {
-		c.unmapped(d.Line, "transfer: shardns transfers the zones of file plugins only")
+		c.unmapped(d.place(), "transfer: shardns transfers the zones of file plugins only")
 	}
 }
 
@@ -161,7 +161,7 @@ func (c *converter) transferAddrs(o *Directive, list, addrs []string) []string {
 			} else if ip, err := netip.ParseAddr(a); err == nil {
 				a = ip.String()
 			} else {
-				c.unmapped(o.Line, "transfer to %s: not an IP address, a CIDR or *", a)
+				c.unmapped(o.place(), "transfer to %s: not an IP address, a CIDR or *", a)
 				continue
 			}
 		}
@@ -199,7 +199,7 @@ func (c *converter) hostsOption(h *config.HostsConfig, o *Directive) bool {
 	case "ttl":
 		n, err := strconv.Atoi(strings.Join(o.Args, " "))
 		if err != nil || n < 0 || n > 604800 {
-			c.unmapped(o.Line, "ttl %s: must be 0 to 604800 seconds", strings.Join(o.Args, " "))
+			c.unmapped(o.place(), "ttl %s: must be 0 to 604800 seconds", strings.Join(o.Args, " "))
 			break
 		}
 		h.TTL = n
@@ -208,7 +208,7 @@ func (c *converter) hostsOption(h *config.HostsConfig, o *Directive) bool {
 	case "reload":
 		dur, ok := c.duration(o, 0)
 		if ok && dur == 0 {
-			c.unmapped(o.Line, "reload 0: shardns re-reads changed hosts files (hosts.interval)")
+			c.unmapped(o.place(), "reload 0: shardns re-reads changed hosts files (hosts.interval)")
 		} else if ok {
 			h.Interval = config.Duration(dur)
 		}
@@ -226,7 +226,7 @@ func (c *converter) hostsOption(h *config.HostsConfig, o *Directive) bool {
 		}
 		line := strings.Join(append([]string{o.Name}, o.Args...), " ")
 		if _, _, err := hosts.ParseLine(line); err != nil {
-			c.unmapped(o.Line, "hosts entry %v", err)
+			c.unmapped(o.place(), "hosts entry %v", err)
 			break
 		}
 		h.Entries = append(h.Entries, line)
@@ -244,7 +244,7 @@ func (c *converter) zoneList(d *Directive, zones []string) []string {
 		case err == nil && z == ".":
 			return nil
 		case err != nil || !config.ValidDomain(z):
-			c.unmapped(d.Line, "%s zone %s: not a host-style domain name", d.Name, a)
+			c.unmapped(d.place(), "%s zone %s: not a host-style domain name", d.Name, a)
 		default:
 			out = appendNew(out, z)
 		}

@@ -42,11 +42,11 @@ func (c *converter) setupServers(cf *Corefile) error {
 		for _, k := range b.Keys {
 			addrs, err := ParseKey(k)
 			if err != nil {
-				return &Error{File: cf.File, Line: b.Line, Msg: err.Error()}
+				return keyError(cf, b, err)
 			}
 			for _, a := range addrs {
 				if a.Zone != "." && !config.ValidDomain(a.Zone) {
-					c.unmapped(b.Line, "server block zone %s: shardns serves host-style domain names (letters, digits, - and _)", a.Zone)
+					c.unmapped(b.place(), "server block zone %s: shardns serves host-style domain names (letters, digits, - and _)", a.Zone)
 					continue
 				}
 				key := [2]string{a.Scheme, a.Port}
@@ -96,7 +96,7 @@ func (c *converter) setupServers(cf *Corefile) error {
 	if c.main != nil {
 		c.cfg.DNS.Listen = c.main.listen
 	} else {
-		c.note(c.servers[0].block.Line, "no plain DNS server block: dns.listen keeps %s", strings.Join(c.cfg.DNS.Listen, ", "))
+		c.note(c.servers[0].block.place(), "no plain DNS server block: dns.listen keeps %s", strings.Join(c.cfg.DNS.Listen, ", "))
 	}
 	for _, s := range c.servers {
 		if s != c.main {
@@ -104,6 +104,15 @@ func (c *converter) setupServers(cf *Corefile) error {
 		}
 	}
 	return nil
+}
+
+// keyError is err in a key of b, at b's line of its file.
+func keyError(cf *Corefile, b *ServerBlock, err error) error {
+	file := b.File
+	if file == "" { // a block built without the parser
+		file = cf.File
+	}
+	return &Error{File: file, Line: b.Line, Msg: err.Error()}
 }
 
 // readBindAndRoot sets the listen addresses (bind) and the folder of
@@ -116,16 +125,16 @@ func (c *converter) readBindAndRoot(s *server) {
 			if len(d.Args) == 1 && printableWords(d) && len(directiveEnvRefs(d)) == 0 {
 				s.root = d.Args[0]
 			} else {
-				c.unmapped(d.Line, "root needs one folder, written out (no environment variable or control character)")
+				c.unmapped(d.place(), "root needs one folder, written out (no environment variable or control character)")
 			}
 		case "bind":
 			if d.HasBlock {
-				c.unmapped(d.Line, "bind options (except) have no shardns equivalent")
+				c.unmapped(d.place(), "bind options (except) have no shardns equivalent")
 			}
 			for _, a := range d.Args {
 				ip, err := netip.ParseAddr(a)
 				if err != nil {
-					c.unmapped(d.Line, "bind %s: shardns listens on IP addresses, not interfaces; write the address", a)
+					c.unmapped(d.place(), "bind %s: shardns listens on IP addresses, not interfaces; write the address", a)
 					continue
 				}
 				hosts = append(hosts, ip.String())
@@ -158,7 +167,7 @@ func (c *converter) addListener(s *server) {
 	transport := map[string]string{"dns": "", "tls": "tls", "https": "https"}
 	t, ok := transport[s.scheme]
 	if !ok {
-		c.unmapped(s.block.Line, "server block %q: %s:// (DNS over %s) has no shardns equivalent; its plugins are not converted",
+		c.unmapped(s.block.place(), "server block %q: %s:// (DNS over %s) has no shardns equivalent; its plugins are not converted",
 			s.name(), s.scheme, map[string]string{"grpc": "gRPC", "quic": "QUIC", "https3": "HTTP/3"}[s.scheme])
 		s.skip = true
 		return
@@ -171,7 +180,7 @@ func (c *converter) addListener(s *server) {
 			len(directiveEnvRefs(d)) == 0
 	}
 	if t != "" && !slices.ContainsFunc(s.block.Directives, hasCert) {
-		c.unmapped(s.block.Line, "server block %q: %s:// needs the tls plugin's certificate; its plugins are not converted", s.name(), s.scheme)
+		c.unmapped(s.block.place(), "server block %q: %s:// needs the tls plugin's certificate; its plugins are not converted", s.name(), s.scheme)
 		s.skip = true
 		return
 	}
@@ -191,7 +200,7 @@ func (c *converter) addListener(s *server) {
 	// transport) would answer some zones twice or two protocols on one
 	// port: shardns has no way to say that.
 	if other := c.sharedAddr(s.listen); other != "" {
-		c.unmapped(s.block.Line, "server block %q: %s is also %s; shardns cannot split one address between listeners this way, so its plugins are not converted",
+		c.unmapped(s.block.place(), "server block %q: %s is also %s; shardns cannot split one address between listeners this way, so its plugins are not converted",
 			s.name(), strings.Join(s.listen, ", "), other)
 		s.skip = true
 		return
@@ -203,28 +212,28 @@ func (c *converter) addListener(s *server) {
 	c.cfg.Servers = append(c.cfg.Servers, sc)
 	s.entry = len(c.cfg.Servers) - 1
 	if sc.Zones != nil && c.main != nil {
-		c.note(s.block.Line, "server block %q: servers[%d] listens on %s for %s only; what shardns serves in these zones (zone files, stub domains, hosts) is answered on dns.listen too",
+		c.note(s.block.place(), "server block %q: servers[%d] listens on %s for %s only; what shardns serves in these zones (zone files, stub domains, hosts) is answered on dns.listen too",
 			s.name(), s.entry, strings.Join(s.listen, ", "), strings.Join(sc.Zones, ", "))
 	}
 }
 
 func (c *converter) tlsPlugin(s *server, d *Directive) {
 	if s.entry < 0 || c.cfg.Servers[s.entry].Transport == "" {
-		c.unmapped(d.Line, "tls in a plain DNS server block has no shardns equivalent (use a tls:// or https:// block)")
+		c.unmapped(d.place(), "tls in a plain DNS server block has no shardns equivalent (use a tls:// or https:// block)")
 		return
 	}
 	if len(d.Args) < 2 {
-		c.unmapped(d.Line, "tls needs a certificate and a key file")
+		c.unmapped(d.place(), "tls needs a certificate and a key file")
 		return
 	}
 	if len(d.Args) > 2 {
-		c.unmapped(d.Line, "tls CA %s: client certificates are not checked by shardns", d.Args[2])
+		c.unmapped(d.place(), "tls CA %s: client certificates are not checked by shardns", d.Args[2])
 	}
 	c.options(d, func(*Directive) bool { return false })
 	sc := &c.cfg.Servers[s.entry]
 	tls := config.TLSConfig{CertFile: d.Args[0], KeyFile: d.Args[1]}
 	if sc.TLS.CertFile != "" && sc.TLS != tls {
-		c.unmapped(d.Line, "tls differs from another server block on %s: one certificate per listener", strings.Join(sc.Listen, ", "))
+		c.unmapped(d.place(), "tls differs from another server block on %s: one certificate per listener", strings.Join(sc.Listen, ", "))
 		return
 	}
 	sc.TLS = tls
@@ -232,12 +241,12 @@ func (c *converter) tlsPlugin(s *server, d *Directive) {
 
 func (c *converter) whoamiPlugin(s *server, d *Directive) {
 	if s.entry < 0 {
-		c.unmapped(d.Line, "whoami on dns.listen has no shardns equivalent; give its server block a port of its own")
+		c.unmapped(d.place(), "whoami on dns.listen has no shardns equivalent; give its server block a port of its own")
 		return
 	}
 	c.cfg.Servers[s.entry].Whoami = true
 	if len(s.block.Directives) > 1 {
-		c.note(d.Line, "whoami: servers[%d] answers every query with the client's address, whatever the other plugins of its block", s.entry)
+		c.note(d.place(), "whoami: servers[%d] answers every query with the client's address, whatever the other plugins of its block", s.entry)
 	}
 }
 
@@ -246,13 +255,13 @@ type httpCandidate struct {
 	plugin  string
 	addr    string // host:port with an IP host
 	written string // as the Corefile has it, for messages
-	line    int
+	at      place
 }
 
 func (c *converter) finishHTTP() {
 	if len(c.http) == 0 {
 		c.cfg.HTTP.Listen = ""
-		c.note(0, "no health, ready or prometheus plugin: http.listen: \"\" (no HTTP endpoint)")
+		c.note(place{}, "no health, ready or prometheus plugin: http.listen: \"\" (no HTTP endpoint)")
 		return
 	}
 	// One HTTP address serves /health, /ready and /metrics: the liveness
@@ -267,7 +276,7 @@ func (c *converter) finishHTTP() {
 	c.cfg.HTTP.Listen = best.addr
 	for _, h := range c.http {
 		if h.addr != best.addr {
-			c.note(h.line, "%s %s: served on http.listen %s with /health, /ready and /metrics (shardns has one HTTP address; move probes and scrapes there)",
+			c.note(h.at, "%s %s: served on http.listen %s with /health, /ready and /metrics (shardns has one HTTP address; move probes and scrapes there)",
 				h.plugin, h.written, best.addr)
 		}
 	}
@@ -281,11 +290,11 @@ func (c *converter) httpAddr(d *Directive, def string) {
 		addr = d.Args[0]
 	}
 	if len(d.Args) > 1 {
-		c.unmapped(d.Line, "%s takes one address", d.Name)
+		c.unmapped(d.place(), "%s takes one address", d.Name)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if _, perr := config.ParsePort(port); err != nil || perr != nil {
-		c.unmapped(d.Line, "%s %s: not a host:port", d.Name, addr)
+		c.unmapped(d.place(), "%s %s: not a host:port", d.Name, addr)
 		return
 	}
 	switch host {
@@ -296,10 +305,10 @@ func (c *converter) httpAddr(d *Directive, def string) {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		c.unmapped(d.Line, "%s %s: the host must be an IP address", d.Name, addr)
+		c.unmapped(d.place(), "%s %s: the host must be an IP address", d.Name, addr)
 		return
 	}
-	c.http = append(c.http, httpCandidate{plugin: d.Name, addr: net.JoinHostPort(ip.String(), port), written: addr, line: d.Line})
+	c.http = append(c.http, httpCandidate{plugin: d.Name, addr: net.JoinHostPort(ip.String(), port), written: addr, at: d.place()})
 }
 
 // sharedAddr names the listener (dns.listen or servers[N]) that already

@@ -9,15 +9,16 @@ import (
 	"github.com/shardns/shardns/corefile"
 )
 
-// convert prints the shardns configuration equivalent to a Corefile.
-// Every plugin or option without an equivalent is listed on stderr with
-// its line; unless --allow-unmapped is given, any such line makes the
-// command fail without printing a configuration, so a script cannot
-// deploy a conversion that silently lost a setting.
+// convert prints the shardns configuration equivalent to a Corefile and
+// the files it imports. Every plugin or option without an equivalent is
+// listed on stderr with its file and line; unless --allow-unmapped is
+// given, any such line makes the command fail without printing a
+// configuration, so a script cannot deploy a conversion that silently
+// lost a setting.
 func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	path := fl.String("corefile", "", "the Corefile to convert; - reads standard input")
+	path := fl.String("corefile", "", "the Corefile to convert; - reads standard input (its imports are read from the working directory)")
 	allow := fl.Bool("allow-unmapped", false, "print the configuration even when some Corefile lines have no shardns equivalent")
 	expandEnv := fl.Bool("expand-env", false, "expand {$NAME} and {%NAME%} from this shell's environment (CoreDNS expands them from its own)")
 	if err := fl.Parse(args); err != nil {
@@ -36,6 +37,15 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var opts corefile.Options
 	if *expandEnv {
 		opts.Getenv = os.LookupEnv
+	}
+	// Relative imports are read from the Corefile's directory, or from
+	// the working directory for standard input.
+	local := *path
+	if local == "-" {
+		local = ""
+	}
+	if err := opts.SetLocalFiles(local); err != nil {
+		return err
 	}
 	cf, err := corefile.Parse(name, src, opts)
 	if err != nil {
