@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/shardns/shardns/config"
+)
+
+const kubeDNSConfigMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kube-dns
+  namespace: kube-system
+data:
+  stubDomains: |
+    {"acme.local": ["1.2.3.4"], "corp.example": ["10.0.0.53:5353"]}
+  upstreamNameservers: |
+    ["8.8.8.8", "8.8.4.4"]
+`
+
+func writeKubeDNSFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConvertKubeDNS(t *testing.T) {
+	path := writeKubeDNSFile(t, "kube-dns.yaml", kubeDNSConfigMap)
+	var out, errs bytes.Buffer
+	if err := convertKubeDNS(path, false, nil, &out, &errs); err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	cfg, err := config.Parse(out.Bytes())
+	if err != nil {
+		t.Fatalf("printed configuration does not validate: %v\n%s", err, out.String())
+	}
+	want := []config.StubConfig{
+		{Zones: []string{"acme.local"}, Upstreams: []string{"1.2.3.4"}},
+		{Zones: []string{"corp.example"}, Upstreams: []string{"10.0.0.53:5353"}},
+	}
+	if !reflect.DeepEqual(cfg.Forward.Stubs, want) {
+		t.Errorf("forward.stubs %+v, want %+v", cfg.Forward.Stubs, want)
+	}
+	if got := cfg.Forward.Upstreams; !reflect.DeepEqual(got, []string{"8.8.8.8", "8.8.4.4"}) {
+		t.Errorf("forward.upstreams %q", got)
+	}
+	if !strings.Contains(out.String(), "converted from "+path+" as Corefile") {
+		t.Errorf("header does not name the ConfigMap:\n%s", out.String())
+	}
+	if !strings.Contains(errs.String(), path+" as Corefile:") {
+		t.Errorf("findings do not name the ConfigMap:\n%s", errs.String())
+	}
+}
+
+// A federation has no equivalent: reported, and fatal unless allowed.
+func TestConvertKubeDNSFederationUnmapped(t *testing.T) {
+	in := `{"federations": "{\"myfed\": \"fed.example.com\"}"}`
+	var out, errs bytes.Buffer
+	err := convertKubeDNS("-", false, strings.NewReader(in), &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), "1 kube-dns setting has no shardns equivalent") {
+		t.Fatalf("error %v, want the count of unmapped settings", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a configuration although refusing:\n%s", out.String())
+	}
+	if want := `kube-dns ConfigMap as Corefile:12: plugin "federation" has no shardns equivalent`; !strings.Contains(errs.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errs.String())
+	}
+	out.Reset()
+	if err := convertKubeDNS("-", true, strings.NewReader(in), &out, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Parse(out.Bytes()); err != nil {
+		t.Fatalf("printed configuration does not validate: %v\n%s", err, out.String())
+	}
+}
+
+func TestConvertKubeDNSErrors(t *testing.T) {
+	bad := writeKubeDNSFile(t, "kube-dns.yaml", "stubDomains: '{\"acme.local\": [\"1.2.3.4\"'\n")
+	cases := []struct {
+		name, path, want string
+	}{
+		{name: "malformed key names the file and key", path: bad, want: bad + ": stubDomains: malformed JSON"},
+		{name: "missing file", path: filepath.Join(t.TempDir(), "none.yaml"), want: "no such file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			err := convertKubeDNS(tc.path, true, nil, &out, &errs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("printed:\n%s", out.String())
+			}
+		})
+	}
+}
