@@ -275,8 +275,18 @@ func (c *converter) finishHTTP() {
 	}
 	c.cfg.HTTP.Listen = best.addr
 	for _, h := range c.http {
-		if h.addr != best.addr {
-			c.note(h.at, "%s %s: served on http.listen %s with /health, /ready and /metrics (shardns has one HTTP address; move probes and scrapes there)",
+		switch {
+		case h.addr == best.addr:
+		case h.plugin == "prometheus":
+			// Scrapes of CoreDNS's :9153 (the kube-dns Service's metrics
+			// port, ServiceMonitors) keep working.
+			if !slices.Contains(c.cfg.HTTP.MetricsListen, h.addr) {
+				c.cfg.HTTP.MetricsListen = append(c.cfg.HTTP.MetricsListen, h.addr)
+			}
+			c.note(h.at, "prometheus %s: /metrics on http.metricsListen %s, and on http.listen %s with /health and /ready",
+				h.written, h.addr, best.addr)
+		default:
+			c.note(h.at, "%s %s: served on http.listen %s with /health, /ready and /metrics (shardns has one HTTP address; move probes there)",
 				h.plugin, h.written, best.addr)
 		}
 	}

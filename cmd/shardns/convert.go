@@ -10,15 +10,16 @@ import (
 )
 
 // convert prints the shardns configuration equivalent to a Corefile and
-// the files it imports. Every plugin or option without an equivalent is
-// listed on stderr with its file and line; unless --allow-unmapped is
-// given, any such line makes the command fail without printing a
-// configuration, so a script cannot deploy a conversion that silently
-// lost a setting.
+// the files it imports, or to a kube-dns ConfigMap. Every plugin or
+// option without an equivalent is listed on stderr with its file and
+// line; unless --allow-unmapped is given, any such line makes the
+// command fail without printing a configuration, so a script cannot
+// deploy a conversion that silently lost a setting.
 func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	path := fl.String("corefile", "", "the Corefile to convert; - reads standard input (its imports are read from the working directory)")
+	kubeDNS := fl.String("kube-dns-configmap", "", "a kube-dns ConfigMap (manifest or data) to convert; - reads standard input")
 	allow := fl.Bool("allow-unmapped", false, "print the configuration even when some Corefile lines have no shardns equivalent")
 	expandEnv := fl.Bool("expand-env", false, "expand {$NAME} and {%NAME%} from this shell's environment (CoreDNS expands them from its own)")
 	if err := fl.Parse(args); err != nil {
@@ -27,8 +28,13 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fl.Arg(0))
 	}
-	if *path == "" {
-		return fmt.Errorf("convert needs --corefile FILE (- for standard input)")
+	switch {
+	case *path != "" && *kubeDNS != "":
+		return fmt.Errorf("convert takes --corefile or --kube-dns-configmap, not both")
+	case *kubeDNS != "":
+		return convertKubeDNS(*kubeDNS, *allow, stdin, stdout, stderr)
+	case *path == "":
+		return fmt.Errorf("convert needs --corefile FILE or --kube-dns-configmap FILE (- for standard input)")
 	}
 	name, src, err := readCorefile(*path, stdin)
 	if err != nil {
@@ -47,6 +53,14 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := opts.SetLocalFiles(local); err != nil {
 		return err
 	}
+	return printConversion(name, src, opts, "Corefile", *allow, stdout, stderr)
+}
+
+// printConversion parses and converts the Corefile src, prints its
+// findings to stderr and the configuration to stdout, or fails when a
+// setting of what (a Corefile, a kube-dns ConfigMap) has no equivalent
+// and allowUnmapped is false.
+func printConversion(name string, src []byte, opts corefile.Options, what string, allowUnmapped bool, stdout, stderr io.Writer) error {
 	cf, err := corefile.Parse(name, src, opts)
 	if err != nil {
 		return err
@@ -58,12 +72,12 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, f := range res.Findings {
 		fmt.Fprintln(stderr, f.Format(name))
 	}
-	if n := res.Unmapped(); n > 0 && !*allow {
-		what := "settings have"
+	if n := res.Unmapped(); n > 0 && !allowUnmapped {
+		settings := "settings have"
 		if n == 1 {
-			what = "setting has"
+			settings = "setting has"
 		}
-		return fmt.Errorf("%d Corefile %s no shardns equivalent (listed above); --allow-unmapped prints the configuration without them", n, what)
+		return fmt.Errorf("%d %s %s no shardns equivalent (listed above); --allow-unmapped prints the configuration without them", n, what, settings)
 	}
 	out, err := res.YAML()
 	if err != nil {

@@ -25,36 +25,7 @@ func convertKubeDNS(path string, allowUnmapped bool, stdin io.Reader, stdout, st
 	}
 	// Findings name lines of the translated Corefile, not of the
 	// ConfigMap; the name says so.
-	return convertKubeDNSCorefile(name+" as Corefile", text, allowUnmapped, stdout, stderr)
-}
-
-// convertKubeDNSCorefile does what convert does once it has read a
-// Corefile.
-func convertKubeDNSCorefile(name string, text []byte, allowUnmapped bool, stdout, stderr io.Writer) error {
-	cf, err := corefile.Parse(name, text, corefile.Options{})
-	if err != nil {
-		return err
-	}
-	res, err := corefile.Convert(cf)
-	if err != nil {
-		return err
-	}
-	for _, f := range res.Findings {
-		fmt.Fprintln(stderr, f.Format(name))
-	}
-	if n := res.Unmapped(); n > 0 && !allowUnmapped {
-		what := "settings have"
-		if n == 1 {
-			what = "setting has"
-		}
-		return fmt.Errorf("%d kube-dns %s no shardns equivalent (listed above); --allow-unmapped prints the configuration without them", n, what)
-	}
-	out, err := res.YAML()
-	if err != nil {
-		return err
-	}
-	_, err = stdout.Write(out)
-	return err
+	return printConversion(name+" as Corefile", text, corefile.Options{}, "kube-dns", allowUnmapped, stdout, stderr)
 }
 
 // readKubeDNSConfigMap reads path, or standard input for "-".

@@ -104,3 +104,23 @@ func TestConvertKubeDNSErrors(t *testing.T) {
 		})
 	}
 }
+
+// `shardns convert --kube-dns-configmap FILE` prints what convertKubeDNS
+// prints; with --corefile as well it is refused.
+func TestConvertKubeDNSFlag(t *testing.T) {
+	path := writeKubeDNSFile(t, "kube-dns.yaml", kubeDNSConfigMap)
+	var viaFlag, direct, errs bytes.Buffer
+	if err := convert([]string{"--kube-dns-configmap", path}, nil, &viaFlag, &errs); err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	if err := convertKubeDNS(path, false, nil, &direct, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if viaFlag.String() != direct.String() || !strings.Contains(viaFlag.String(), "acme.local") {
+		t.Fatalf("convert --kube-dns-configmap printed:\n%s\nwant:\n%s", viaFlag.String(), direct.String())
+	}
+	err := convert([]string{"--kube-dns-configmap", path, "--corefile", path}, nil, &viaFlag, &errs)
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("both flags: %v, want a refusal", err)
+	}
+}

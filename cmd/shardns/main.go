@@ -45,7 +45,9 @@ const usage = `usage:
   shardns check --config FILE     validate a configuration, its manifests and zone files
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
-                                  [--allow-unmapped] [--expand-env]; - reads standard input
+                                  and its imports [--allow-unmapped] [--expand-env]; - reads standard input
+  shardns convert --kube-dns-configmap FILE
+                                  the same for a kube-dns ConfigMap (stubDomains, upstreamNameservers)
   shardns credential --secret-key-file FILE
                                   print the node-local credential derived from the replicas' key
                                   (a node-local process's cluster.credentialFile)
