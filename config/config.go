@@ -413,6 +413,10 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// Validate checks a configuration built other than by Parse (from a
+// Corefile and a base file, say) as Parse checks one it read.
+func (c *Config) Validate() error { return c.validate() }
+
 // validate checks every value and names the offending key.
 func (c *Config) validate() error {
 	var errs []error

@@ -95,7 +95,14 @@ func startShardns(t *testing.T, cfg string) *process {
 	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
 	path := filepath.Join(dir, "shardns.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
-	cmd := exec.Command(shardnsBin, "serve", "--config", path)
+	return startServe(t, "--config", path)
+}
+
+// startServe runs `shardns serve` with args, waits for its listening line
+// and stops it at test end.
+func startServe(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(shardnsBin, append([]string{"serve"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -92,6 +92,10 @@ type All struct {
 	Cache      *Cache
 	Cluster    *Cluster
 	Kubernetes *Kubernetes
+	// ReloadFailed counts configuration changes rejected (CoreDNS's
+	// coredns_reload_failed_total): the running configuration kept
+	// serving.
+	ReloadFailed prometheus.Counter
 }
 
 // New registers every metric on a new registry and returns both.
@@ -215,5 +219,8 @@ func New(version string) (*prometheus.Registry, *All) {
 			Name: "sharded_watch", Help: "1 while the watches select only the namespaces this replica owns, 0 while they take every object."}),
 	}
 	reg.MustRegister(k.Events, k.ShardedWatch)
-	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl, Kubernetes: k}
+	reloadFailed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Name: "reload_failed_total",
+		Help: "Counter of configuration changes rejected; the running configuration kept serving."})
+	reg.MustRegister(reloadFailed)
+	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl, Kubernetes: k, ReloadFailed: reloadFailed}
 }

@@ -48,7 +48,7 @@ type Node struct {
 	log     *slog.Logger
 	name    string
 	files   fs.FS  // where manifests are read; nil is the OS file system
-	cfgPath string // watched for changes when set
+	source  configSource // watched for changes when set
 	// nodeLocal: this process owns no zone (mode: nodelocal); the mode
 	// cannot change on reload.
 	nodeLocal bool
@@ -114,7 +114,7 @@ type Option func(*Node)
 func WithFiles(fsys fs.FS) Option { return func(n *Node) { n.files = fsys } }
 
 // WithConfigFile watches path and reloads the node when it changes.
-func WithConfigFile(path string) Option { return func(n *Node) { n.cfgPath = path } }
+func WithConfigFile(path string) Option { return func(n *Node) { n.source = &fileSource{path: path} } }
 
 // New prepares a node: it binds every socket, so a port in use is an
 // error that names the key, and nothing serves until Start.
@@ -233,10 +233,10 @@ func (n *Node) Start() error {
 		n.startHTTP(n.httpL)
 	}
 	n.metricsOnly.start(n)
-	if n.cfgPath != "" {
+	if src := n.source; src != nil {
 		// Read now, so an edit made right after Start is seen as a change.
-		loaded, _ := os.ReadFile(n.cfgPath)
-		n.wg.Go(func() { n.watchConfig(loaded) })
+		loaded, _ := src.read()
+		n.wg.Go(func() { n.watchConfig(src, loaded) })
 	}
 	n.started = true
 	n.log.Info("shardns started", "node", n.name, "version", Version, "dns", n.dnsAddrs(), "http", n.httpAddr())

@@ -111,17 +111,16 @@ func (n *Node) swapHTTP(l net.Listener) {
 	}
 }
 
-// watchConfig reloads the node when its config file changes. An invalid
-// file is logged once and the running configuration keeps serving. A
-// file modified less than a poll ago is taken once the next poll finds
-// it unchanged (SIGHUP takes it at once): written in place, it is empty
-// or cut short for a moment, and an empty file is a valid configuration,
-// the defaults.
-func (n *Node) watchConfig(last []byte) {
+// watchConfig reloads the node when its configuration changes. An
+// invalid change is logged once and the running configuration keeps
+// serving. A change is taken once it has settled (src.settled; SIGHUP
+// takes it at once): a file written in place is empty or cut short for a
+// moment, and an empty file is a valid configuration, the defaults.
+func (n *Node) watchConfig(src configSource, last []byte) {
 	lastErr := ""
+	var rejected []byte // tried again only when asked (SIGHUP)
 	t := time.NewTicker(configPollInterval)
 	defer t.Stop()
-	var settling fsutil.Settling
 	for {
 		asked := false
 		select {
@@ -131,27 +130,86 @@ func (n *Node) watchConfig(last []byte) {
 			asked = true
 		case <-t.C:
 		}
-		data, err := os.ReadFile(n.cfgPath)
-		if err != nil || bytes.Equal(data, last) {
+		data, err := src.read()
+		if err != nil || bytes.Equal(data, last) || !asked && bytes.Equal(data, rejected) || !src.settled(data, asked) {
 			continue
 		}
-		if st, err := os.Stat(n.cfgPath); err != nil || !asked && !settling.Ready(st, configPollInterval) {
-			continue
-		}
-		cfg, err := config.Load(n.cfgPath)
+		cfg, err := src.load()
 		if err == nil {
 			err = n.Reload(cfg)
 		}
 		if err != nil {
+			n.metrics.ReloadFailed.Inc()
 			if err.Error() != lastErr {
 				n.log.Error("configuration change rejected; the running configuration keeps serving", "err", err)
 			}
-			lastErr = err.Error()
+			lastErr, rejected = err.Error(), data
 			continue
 		}
-		last, lastErr = data, ""
+		last, lastErr, rejected = data, "", nil
 	}
 }
+
+// configSource is what a node's configuration is read from.
+type configSource interface {
+	// read returns what the configuration is built from, to tell a
+	// change.
+	read() ([]byte, error)
+	// settled reports whether data, read now and changed, may be taken.
+	settled(data []byte, asked bool) bool
+	// load builds the configuration.
+	load() (*config.Config, error)
+}
+
+// fileSource is a YAML configuration file (--config).
+type fileSource struct {
+	path     string
+	settling fsutil.Settling
+}
+
+func (f *fileSource) read() ([]byte, error) { return os.ReadFile(f.path) }
+
+// settled: a file modified less than a poll ago is taken once the next
+// poll finds it unchanged.
+func (f *fileSource) settled(_ []byte, asked bool) bool {
+	st, err := os.Stat(f.path)
+	return err == nil && (asked || f.settling.Ready(st, configPollInterval))
+}
+
+func (f *fileSource) load() (*config.Config, error) { return config.Load(f.path) }
+
+// ConfigSource is a configuration read from something else than one
+// YAML file, such as a Corefile and the files it imports; the node
+// checks it every two seconds and on SIGHUP (ReloadNow).
+type ConfigSource struct {
+	// Read returns what the configuration is built from (the files'
+	// names and contents), to tell a change.
+	Read func() ([]byte, error)
+	// Load builds the configuration.
+	Load func() (*config.Config, error)
+}
+
+// WithConfigSource watches src and reloads the node when it changes.
+func WithConfigSource(src ConfigSource) Option {
+	return func(n *Node) { n.source = &builtSource{ConfigSource: src} }
+}
+
+// builtSource takes a change once two polls in a row read it the same:
+// its files may be written one after another.
+type builtSource struct {
+	ConfigSource
+	previous []byte
+}
+
+func (b *builtSource) read() ([]byte, error) { return b.Read() }
+
+func (b *builtSource) settled(data []byte, asked bool) bool {
+	same := bytes.Equal(data, b.previous)
+	b.previous = data
+	return asked || same
+}
+
+func (b *builtSource) load() (*config.Config, error) { return b.Load() }
 
 // ReloadNow asks the config watcher to check the file at once (SIGHUP).
 func (n *Node) ReloadNow() {

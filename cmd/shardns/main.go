@@ -1,6 +1,8 @@
 // Command shardns is a sharded cluster DNS server for Kubernetes.
 //
 //	shardns serve [--config FILE]   serve DNS (the embedded demo without --config)
+//	shardns serve --corefile FILE [--config BASE]
+//	                                serve a CoreDNS Corefile as it is, reloaded on change
 //	shardns check --config FILE     validate a configuration, its manifests and zone files
 //	shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
 //	shardns credential --secret-key-file FILE
@@ -42,7 +44,10 @@ func main() {
 
 const usage = `usage:
   shardns serve [--config FILE]   serve DNS (the embedded demo cluster without --config)
+  shardns serve --corefile FILE [--config BASE]
+                                  serve a CoreDNS Corefile as it is, reloaded on change
   shardns check --config FILE     validate a configuration, its manifests and zone files
+                                  (--corefile FILE: a Corefile, as serve would run it)
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
                                   and its imports [--allow-unmapped] [--expand-env]; - reads standard input
@@ -78,42 +83,56 @@ func run(args []string, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
-// loadConfig reads --config, or the embedded demo when it is empty. It
-// returns the path read ("" for the demo).
-func loadConfig(name string, args []string) (*config.Config, fs.FS, string, error) {
+// loaded is the configuration serve and check start from.
+type loaded struct {
+	cfg   *config.Config
+	files fs.FS       // the embedded demo's manifests; nil: the OS's
+	watch node.Option // reloads on change; nil for the demo
+}
+
+// loadConfig reads --corefile (with --config as its base), or --config,
+// or the embedded demo when neither is given.
+func loadConfig(name string, args []string) (*loaded, error) {
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
-	path := fl.String("config", "", "configuration file (YAML); empty serves the embedded demo")
+	path := fl.String("config", "", "configuration file (YAML); with --corefile, what a Corefile cannot say "+
+		"(mode, cluster, memory, log level and format); empty and without --corefile: the embedded demo")
+	core := fl.String("corefile", "", "a CoreDNS Corefile, served as it is (converted in memory, its imports read, reloaded on change)")
 	if err := fl.Parse(args); err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
 	if fl.NArg() > 0 {
-		return nil, nil, "", fmt.Errorf("unexpected argument %q", fl.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q", fl.Arg(0))
 	}
-	if *path == "" {
-		data, err := local.Files.ReadFile(local.ConfigFile)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		cfg, err := config.Parse(data)
-		return cfg, local.Files, "", err
+	switch {
+	case *core != "":
+		src := corefileSource{path: *core, base: *path}
+		cfg, err := src.load()
+		return &loaded{cfg: cfg, watch: src.option()}, err
+	case *path != "":
+		cfg, err := config.Load(*path)
+		return &loaded{cfg: cfg, watch: node.WithConfigFile(*path)}, err
 	}
-	cfg, err := config.Load(*path)
-	return cfg, nil, *path, err
+	data, err := local.Files.ReadFile(local.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Parse(data)
+	return &loaded{cfg: cfg, files: local.Files}, err
 }
 
 func serve(args []string, stderr io.Writer) error {
-	cfg, files, path, err := loadConfig("serve", args)
+	l, err := loadConfig("serve", args)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
-	opts := []node.Option{node.WithFiles(files)}
-	if path == "" {
-		log.Info("no --config given: serving the embedded demo cluster")
+	log := newLogger(l.cfg, stderr)
+	opts := []node.Option{node.WithFiles(l.files)}
+	if l.watch == nil {
+		log.Info("no --config or --corefile given: serving the embedded demo cluster")
 	} else {
-		opts = append(opts, node.WithConfigFile(path))
+		opts = append(opts, l.watch)
 	}
-	n, err := node.New(cfg, log, opts...)
+	n, err := node.New(l.cfg, log, opts...)
 	if err != nil {
 		return err
 	}
@@ -138,10 +157,11 @@ func serve(args []string, stderr io.Writer) error {
 }
 
 func check(args []string) error {
-	cfg, files, _, err := loadConfig("check", args)
+	l, err := loadConfig("check", args)
 	if err != nil {
 		return err
 	}
+	cfg, files := l.cfg, l.files
 	snap, err := manifest.Load(files, cfg.Manifests.Files)
 	if err != nil {
 		return fmt.Errorf("manifests.files: %w", err)

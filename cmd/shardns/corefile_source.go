@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/corefile"
+	"github.com/shardns/shardns/node"
+)
+
+// corefileSource serves a CoreDNS Corefile as it is (serve --corefile):
+// converted in memory at start and whenever it, a file it imports, or
+// the base configuration changes. The Corefile decides what a Corefile
+// can say; the base configuration (--config, optional) decides what it
+// cannot: mode, cluster (sharding and trust), memory, and log.level and
+// log.format.
+type corefileSource struct {
+	path string // the Corefile
+	base string // the base configuration file; "" for none
+}
+
+// load builds the configuration. A Corefile line with no equivalent is
+// an error: at start the process does not serve, on a reload the running
+// configuration keeps serving.
+func (s corefileSource) load() (*config.Config, error) {
+	l, err := corefile.LoadFile(s.path, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := l.Config()
+	if err != nil {
+		return nil, err
+	}
+	if s.base == "" {
+		return cfg, nil
+	}
+	base, err := config.Load(s.base)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Mode, cfg.Cluster, cfg.Memory = base.Mode, base.Cluster, base.Memory
+	cfg.Log.Level, cfg.Log.Format = base.Log.Level, base.Log.Format
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s with %s: %w", s.path, s.base, err)
+	}
+	return cfg, nil
+}
+
+// read is every file the configuration is built from, names and
+// contents: the Corefile is parsed again, so that a file a glob import
+// matches from now on counts too.
+func (s corefileSource) read() ([]byte, error) {
+	l, err := corefile.LoadFile(s.path, os.LookupEnv)
+	if err != nil {
+		// A broken Corefile is a change too: load reports it.
+		src, rerr := os.ReadFile(s.path)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return append([]byte("unparsed\x00"), src...), nil
+	}
+	data, err := l.Contents()
+	if err != nil || s.base == "" {
+		return data, err
+	}
+	base, err := os.ReadFile(s.base)
+	return bytes.Join([][]byte{data, base}, []byte{0}), err
+}
+
+// option is the node's configuration source.
+func (s corefileSource) option() node.Option {
+	return node.WithConfigSource(node.ConfigSource{Read: s.read, Load: s.load})
+}
