@@ -45,10 +45,10 @@ func init() {
 
 // Node is one running shardns process.
 type Node struct {
-	log     *slog.Logger
-	name    string
-	files   fs.FS  // where manifests are read; nil is the OS file system
-	source  configSource // watched for changes when set
+	log    *slog.Logger
+	name   string
+	files  fs.FS        // where manifests are read; nil is the OS file system
+	source configSource // watched for changes when set
 	// nodeLocal: this process owns no zone (mode: nodelocal); the mode
 	// cannot change on reload.
 	nodeLocal bool
