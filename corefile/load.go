@@ -81,3 +81,28 @@ func (l *Loaded) Contents() ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// LoadKubeDNS reads the kube-dns ConfigMap at path (a manifest or its
+// data), translates it to the Corefile of the kube-dns to CoreDNS
+// migration (KubeDNSCorefile) and converts that. Findings name lines of
+// that Corefile; Sources is the ConfigMap's file.
+func LoadKubeDNS(path string, opts KubeDNSOptions) (*Loaded, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text, err := KubeDNSCorefile(data, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	cf, err := Parse(path+" as Corefile", text, Options{})
+	if err != nil {
+		return nil, err
+	}
+	cf.Sources = []string{path}
+	res, err := Convert(cf)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Corefile: cf, Result: res}, nil
+}

@@ -10,22 +10,32 @@ import (
 	"github.com/shardns/shardns/node"
 )
 
-// corefileSource serves a CoreDNS Corefile as it is (serve --corefile):
-// converted in memory at start and whenever it, a file it imports, or
-// the base configuration changes. The Corefile decides what a Corefile
-// can say; the base configuration (--config, optional) decides what it
-// cannot: mode, cluster (sharding and trust), memory, and log.level and
+// corefileSource serves a CoreDNS Corefile as it is (serve --corefile),
+// or a kube-dns ConfigMap (serve --kube-dns-configmap): converted in
+// memory at start and whenever it, a file it imports, or the base
+// configuration changes. The Corefile decides what a Corefile can say;
+// the base configuration (--config, optional) decides what it cannot:
+// mode, cluster (sharding and trust), memory, and log.level and
 // log.format.
 type corefileSource struct {
-	path string // the Corefile
-	base string // the base configuration file; "" for none
+	path    string // the Corefile, or the kube-dns ConfigMap
+	kubeDNS bool   // path is a kube-dns ConfigMap
+	base    string // the base configuration file; "" for none
+}
+
+// convert reads and converts path.
+func (s corefileSource) convert() (*corefile.Loaded, error) {
+	if s.kubeDNS {
+		return corefile.LoadKubeDNS(s.path, corefile.KubeDNSOptions{})
+	}
+	return corefile.LoadFile(s.path, os.LookupEnv)
 }
 
 // load builds the configuration. A Corefile line with no equivalent is
 // an error: at start the process does not serve, on a reload the running
 // configuration keeps serving.
 func (s corefileSource) load() (*config.Config, error) {
-	l, err := corefile.LoadFile(s.path, os.LookupEnv)
+	l, err := s.convert()
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +62,7 @@ func (s corefileSource) load() (*config.Config, error) {
 // contents: the Corefile is parsed again, so that a file a glob import
 // matches from now on counts too.
 func (s corefileSource) read() ([]byte, error) {
-	l, err := corefile.LoadFile(s.path, os.LookupEnv)
+	l, err := s.convert()
 	if err != nil {
 		// A broken Corefile is a change too: load reports it.
 		src, rerr := os.ReadFile(s.path)

@@ -46,6 +46,7 @@ const usage = `usage:
   shardns serve [--config FILE]   serve DNS (the embedded demo cluster without --config)
   shardns serve --corefile FILE [--config BASE]
                                   serve a CoreDNS Corefile as it is, reloaded on change
+                                  (--kube-dns-configmap FILE: a kube-dns ConfigMap)
   shardns check --config FILE     validate a configuration, its manifests and zone files
                                   (--corefile FILE: a Corefile, as serve would run it)
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
@@ -97,6 +98,7 @@ func loadConfig(name string, args []string) (*loaded, error) {
 	path := fl.String("config", "", "configuration file (YAML); with --corefile, what a Corefile cannot say "+
 		"(mode, cluster, memory, log level and format); empty and without --corefile: the embedded demo")
 	core := fl.String("corefile", "", "a CoreDNS Corefile, served as it is (converted in memory, its imports read, reloaded on change)")
+	kubeDNS := fl.String("kube-dns-configmap", "", "a kube-dns ConfigMap (manifest or data), served as the Corefile CoreDNS's migration makes of it")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -104,8 +106,10 @@ func loadConfig(name string, args []string) (*loaded, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fl.Arg(0))
 	}
 	switch {
-	case *core != "":
-		src := corefileSource{path: *core, base: *path}
+	case *core != "" && *kubeDNS != "":
+		return nil, fmt.Errorf("%s takes --corefile or --kube-dns-configmap, not both", name)
+	case *core != "" || *kubeDNS != "":
+		src := corefileSource{path: *core + *kubeDNS, kubeDNS: *kubeDNS != "", base: *path}
 		cfg, err := src.load()
 		return &loaded{cfg: cfg, watch: src.option()}, err
 	case *path != "":
