@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +12,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -91,31 +95,40 @@ func TestCompromisedNodeCannotForge(t *testing.T) {
 		return nil
 	})
 
+	cpu := replicasCPU(t, replicas)
 	quiet := runVerifiedLoad(t, targets, names, 5*time.Second)
-	t.Logf("quiet: %s", quiet)
+	cpu, quietCPU := replicasCPU(t, replicas), replicasCPU(t, replicas)-cpu
+	t.Logf("quiet: %s; the replicas used %.2f CPU-seconds", quiet, quietCPU)
 
 	credentialGuard := mustGuard(t, trust.GuardConfig{Credential: &cred})
 	keyGuard := mustGuard(t, trust.GuardConfig{Keys: keys})
-	ctx, stop := context.WithCancel(context.Background())
-	var attacks sync.WaitGroup
-	var refusedWithCredential, sentWithKey, conns, streams atomic.Int64
+	credFile, keyFile := writeFile(t, "credential", cred.Marshal()), writeKeyFile(t, keys)
+	// Two phases under the same load: connections and streams, then
+	// forged replies, so that each one's cost on the answers shows. The
+	// attackers are processes of their own at the lowest CPU priority: a
+	// compromised node attacks from its own cores, not the replicas'.
+	flooded, counts := underAttack(t, targets, names,
+		attack{Kind: "connections", Target: remotes[forgeReplicaIDs[0]], N: 10000},
+		attack{Kind: "streams", Target: remotes[forgeReplicaIDs[1]], N: 1000, Credential: credFile})
+	floodedCPU := replicasCPU(t, replicas) - cpu
+	cpu += floodedCPU
+	t.Logf("10,000 connections (%d opened) and 1,000 streams (%d opened): %s; p99 / quiet: %.2f; "+
+		"the replicas used %.2f CPU-seconds (quiet: %.2f in half the time)",
+		counts[0], counts[1], flooded, float64(flooded.p99)/float64(max(quiet.p99, 1)), floodedCPU, quietCPU)
+	var floods []attack
 	for _, target := range remotes {
-		attacks.Go(func() { refusedWithCredential.Add(floodForgedReplies(ctx, credentialGuard, target)) })
-		attacks.Go(func() { sentWithKey.Add(floodForgedReplies(ctx, keyGuard, target)) })
+		floods = append(floods, attack{Kind: "replies", Target: target, Credential: credFile},
+			attack{Kind: "replies", Target: target, Keys: keyFile})
 	}
-	attacks.Go(func() { conns.Add(floodConnections(ctx, remotes[forgeReplicaIDs[0]], 10000)) })
-	attacks.Go(func() { streams.Add(floodStreams(ctx, credentialGuard, remotes[forgeReplicaIDs[1]], 1000)) })
-	attacked := runVerifiedLoad(t, targets, names, 10*time.Second)
-	stop()
-	attacks.Wait()
-	t.Logf("under attack: %s", attacked)
-	t.Logf("p99 under attack / quiet: %.2f; %d forged batches refused with the credential, %d sent with the replicas' key, "+
-		"%d connections and %d streams opened", float64(attacked.p99)/float64(max(quiet.p99, 1)), refusedWithCredential.Load(),
-		sentWithKey.Load(), conns.Load(), streams.Load())
+	forged, counts := underAttack(t, targets, names, floods...)
+	t.Logf("forged ZoneReply and ZoneState, %d batches with the credential, %d with the replicas' key: %s; p99 / quiet: %.2f; "+
+		"the replicas used %.2f CPU-seconds", counts[0]+counts[2], counts[1]+counts[3], forged,
+		float64(forged.p99)/float64(max(quiet.p99, 1)), replicasCPU(t, replicas)-cpu)
 	quiet.check(t, "quiet")
-	attacked.check(t, "under attack")
-	if refusedWithCredential.Load() == 0 || sentWithKey.Load() == 0 || conns.Load() < 10000 {
-		t.Fatalf("the attack did not run: %d refused, %d sent, %d connections", refusedWithCredential.Load(), sentWithKey.Load(), conns.Load())
+	flooded.check(t, "under connections and streams")
+	forged.check(t, "under forged replies")
+	if counts[0] == 0 || counts[1] == 0 {
+		t.Fatalf("the forged replies were not sent: %v", counts)
 	}
 	waitRejectedFrom(t, replicas, forgeNodeIP, trust.ReasonRemoteMessage)
 	waitRejectedFrom(t, replicas, forgeNodeIP, trust.ReasonRemoteLimit)
@@ -488,6 +501,128 @@ func floodStreams(ctx context.Context, g *trust.Guard, addr string, n int) int64
 	}
 	wg.Wait()
 	return opened.Load()
+}
+
+// attack is what one attacker process does (TestForgeryAttacker).
+type attack struct {
+	Kind       string // connections, streams or replies
+	Target     string // a replica's remote address
+	N          int    // connections or streams to open
+	Credential string // the node-local credential's file, or
+	Keys       string // the replicas' key file
+}
+
+// underAttack runs an attacker process for each of attacks, at the
+// lowest CPU priority, while it asks targets for 10 s as runVerifiedLoad
+// does; then it stops them and returns, with the load, what each one
+// counted (connections or streams opened, batches sent).
+func underAttack(t *testing.T, targets []string, names map[string]string, attacks ...attack) (verifiedLoad, []int64) {
+	t.Helper()
+	var procs []*exec.Cmd
+	var outs []*bytes.Buffer
+	var stdins []io.Closer
+	for _, a := range attacks {
+		spec, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run", "^TestForgeryAttacker$")
+		cmd.Env = append(os.Environ(), "SHARDNS_FORGERY_ATTACK="+string(spec))
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+		procs, outs, stdins = append(procs, cmd), append(outs, out), append(stdins, stdin)
+	}
+	load := runVerifiedLoad(t, targets, names, 10*time.Second)
+	counts := make([]int64, len(procs))
+	for i, cmd := range procs {
+		stdins[i].Close() // the attacker stops when its standard input closes
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("attacker %+v: %v\n%s", attacks[i], err, outs[i])
+		}
+		if _, err := fmt.Sscanf(attackCount.FindString(outs[i].String()), "attacked %d", &counts[i]); err != nil {
+			t.Fatalf("attacker %+v said no count: %v\n%s", attacks[i], err, outs[i])
+		}
+	}
+	return load, counts
+}
+
+var attackCount = regexp.MustCompile(`attacked \d+`)
+
+// TestForgeryAttacker is the attacker process of underAttack: it runs
+// only with SHARDNS_FORGERY_ATTACK set, attacks until its standard input
+// closes, and prints how much it did.
+func TestForgeryAttacker(t *testing.T) {
+	spec := os.Getenv("SHARDNS_FORGERY_ATTACK")
+	if spec == "" {
+		t.Skip("run by TestCompromisedNodeCannotForge in a process of its own")
+	}
+	var a attack
+	if err := json.Unmarshal([]byte(spec), &a); err != nil {
+		t.Fatal(err)
+	}
+	cfg := trust.GuardConfig{}
+	switch {
+	case a.Credential != "":
+		b, err := os.ReadFile(a.Credential)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cred, err := trust.ParseCredential(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Credential = &cred
+	case a.Keys != "":
+		keys, err := membership.ReadSecretKeys(a.Keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Keys = keys
+	}
+	g := mustGuard(t, cfg)
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { io.Copy(io.Discard, os.Stdin); stop() }()
+	var n int64
+	switch a.Kind {
+	case "connections":
+		n = floodConnections(ctx, a.Target, a.N)
+	case "streams":
+		n = floodStreams(ctx, g, a.Target, a.N)
+	case "replies":
+		n = floodForgedReplies(ctx, g, a.Target)
+	}
+	<-ctx.Done()
+	fmt.Printf("attacked %d\n", n)
+}
+
+// writeFile writes data to a file name in a temporary folder.
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// replicasCPU is the CPU time the processes rs have used so far, in
+// seconds: what an attack costs the replicas, apart from what it costs
+// the attacker, which shares this machine's cores here.
+func replicasCPU(t *testing.T, rs []*replicaProcess) float64 {
+	t.Helper()
+	total := 0.0
+	for _, r := range rs {
+		total += cpuSeconds(t, r.cmd.Process.Pid)
+	}
+	return total
 }
 
 // verifiedLoad is what runVerifiedLoad saw.
