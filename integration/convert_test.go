@@ -371,14 +371,22 @@ func convertCorefile(t *testing.T, text string, wantOK bool) (cfg, findings stri
 // returns addr.
 func startCoreDNSCorefile(t *testing.T, corefile, addr, probe string) string {
 	t.Helper()
+	return startCoreDNSCorefileIn(t, t.TempDir(), corefile, addr, probe)
+}
+
+// startCoreDNSCorefileIn is startCoreDNSCorefile with the Corefile
+// written to dir, where CoreDNS runs: the folder its imports and
+// relative paths are read from.
+func startCoreDNSCorefileIn(t *testing.T, dir, corefile, addr, probe string) string {
+	t.Helper()
 	bin := buildCoreDNS(t)
-	dir := t.TempDir()
 	conf := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
 	cmd := exec.Command(bin, "-conf", conf)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
