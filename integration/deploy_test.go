@@ -238,7 +238,8 @@ func checkStatefulSet(t *testing.T, objs []*unstructured.Unstructured) {
 	cm := find(t, objs, "ConfigMap", "shardns-", nil)
 	cfg := checkConfig(t, cm)
 	for _, v := range pod.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name != cm.GetName() {
+		// The replace-coredns overlay mounts the cluster's own Corefile.
+		if v.ConfigMap != nil && v.ConfigMap.Name != cm.GetName() && v.ConfigMap.Name != "coredns" && v.ConfigMap.Name != "coredns-custom" {
 			t.Errorf("volume %s mounts ConfigMap %q, want the generated %q", v.Name, v.ConfigMap.Name, cm.GetName())
 		}
 	}
@@ -594,7 +595,8 @@ func TestDeployKubeDNSAddress(t *testing.T) {
 
 func TestDeployReplaceCoreDNS(t *testing.T) {
 	objs := render(t, replaceCoreDNS)
-	// The overlay changes the base only in the kube-dns address.
+	// The overlay changes the base in the kube-dns address and in what
+	// the replicas serve (checkServesCorefile).
 	base := render(t, deployDir)
 	if len(objs) != len(base) {
 		t.Errorf("the overlay renders %d objects, the base %d", len(objs), len(base))
@@ -606,6 +608,7 @@ func TestDeployReplaceCoreDNS(t *testing.T) {
 	}
 	checkStatefulSet(t, objs)
 	checkServices(t, objs)
+	checkServesCorefile(t, objs)
 
 	cp := kubeapi.Shared(t)
 	a := newApplier(t, cp)
@@ -660,6 +663,39 @@ func TestDeployReplaceCoreDNS(t *testing.T) {
 	unstructured.SetNestedField(wrong.Object, "10.96.0.11", "spec", "clusterIP")
 	if _, err := a.apply(wrong, true); !apierrors.IsInvalid(err) {
 		t.Errorf("applying kube-dns with another clusterIP: got %v, want it refused as invalid", err)
+	}
+}
+
+// checkServesCorefile: the replace-coredns overlay's replicas serve the
+// cluster's own Corefile, from the coredns ConfigMap where CoreDNS has
+// it, the coredns-custom ConfigMap beside it when there is one, with the
+// base's shardns.yaml for what a Corefile cannot say.
+func checkServesCorefile(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var sts appsv1.StatefulSet
+	find(t, objs, "StatefulSet", "shardns", &sts)
+	c := sts.Spec.Template.Spec.Containers[0]
+	want := []string{"/shardns", "serve", "--corefile", "/etc/coredns/Corefile", "--config", "/etc/shardns/shardns.yaml"}
+	if !slices.Equal(c.Command, want) {
+		t.Errorf("command %q, want %q", c.Command, want)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		switch {
+		case v.ConfigMap == nil:
+		case v.ConfigMap.Name == "coredns" && mounts[v.Name] != "/etc/coredns":
+			t.Errorf("the coredns ConfigMap is mounted at %q, want /etc/coredns", mounts[v.Name])
+		case v.ConfigMap.Name == "coredns-custom" && (mounts[v.Name] != "/etc/coredns/custom" || v.ConfigMap.Optional == nil || !*v.ConfigMap.Optional):
+			t.Errorf("the coredns-custom ConfigMap at %q (optional %v), want /etc/coredns/custom and optional", mounts[v.Name], v.ConfigMap.Optional)
+		}
+	}
+	for _, name := range []string{"coredns", "coredns-custom"} {
+		if !slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil && v.ConfigMap.Name == name }) {
+			t.Errorf("no volume of the %s ConfigMap", name)
+		}
 	}
 }
 

@@ -94,6 +94,21 @@ func (c *nodeCluster) testReplaceCoreDNS(t *testing.T) {
 	names := c.queryFixtures(t, "repl")
 	q := c.startQuerier(t, "repl0", "querier", names)
 	q.waitAnswers(t, 2*len(names), "CoreDNS alone")
+	// Prometheus scrapes kube-dns:9153, as scrape configurations and
+	// ServiceMonitors of a CoreDNS cluster have it.
+	c.runChecks(t, "repl0", "scrape-coredns", []podCheck{
+		{"kube-dns:9153/metrics", scrapeCommand(kubeDNS.Spec.ClusterIP, "coredns_build_info"), []string{"coredns_build_info"}},
+	})
+	// The cluster's coredns-custom, as AKS and k3s clusters have it, and
+	// the import of its overrides in the Corefile, as theirs has it: the
+	// replicas will read both. (CoreDNS's Deployment here, as kubeadm's,
+	// does not mount coredns-custom: its import matches nothing.)
+	fqdn1 := names[1].name + ".svc.cluster.local"
+	alias := "alias." + strings.TrimPrefix(fqdn1, "svc.")
+	c.createCoreDNSCustom(t, map[string]string{
+		"alias.override": fmt.Sprintf("rewrite name exact %s %s answer auto\n", alias, fqdn1),
+	})
+	c.importCoreDNSCustom(t)
 
 	// Step 1: the address the overlay sets is the one kube-dns has.
 	objs := render(t, replaceCoreDNS)
@@ -164,10 +179,14 @@ func (c *nodeCluster) testReplaceCoreDNS(t *testing.T) {
 	q.finish(t)
 	c.checkKubeDNSKept(t, kubeDNS)
 
-	// Pods resolve through kube-dns, now shardns, as in ApplyAndResolve.
-	fqdn := names[1].name + ".svc.cluster.local"
+	// Pods resolve through kube-dns, now shardns, as in ApplyAndResolve;
+	// the replicas serve the cluster's own Corefile and its coredns-custom
+	// override; kube-dns:9153 is scraped as before.
+	fqdn := fqdn1
 	c.runChecks(t, "repl0", "checker", []podCheck{
 		{"getent name.namespace", "getent hosts " + names[1].name, []string{names[1].address + " " + fqdn}},
+		{"the coredns-custom override", "getent hosts " + alias, []string{names[1].address + " " + alias}},
+		{"kube-dns:9153/metrics", scrapeCommand(kubeDNS.Spec.ClusterIP, "shardns_zones_served"), []string{"shardns_zones_served"}},
 		{"getent kubernetes.default", "getent hosts kubernetes.default", []string{"10.96.0.1 kubernetes.default.svc.cluster.local"}},
 		{"name.namespace in full", "nslookup " + fqdn, []string{"Name: " + fqdn, "Address: " + names[1].address}},
 		{"getent unknown name", "getent hosts nosuchname || echo not found", []string{"not found"}},
@@ -184,6 +203,43 @@ func (c *nodeCluster) testReplaceCoreDNS(t *testing.T) {
 		Spec: sts.Spec.Template.Spec}
 	if _, err := c.client().CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("a replica's pod is refused by kube-system's Pod Security: %v", err)
+	}
+}
+
+// scrapeCommand fetches /metrics from port 9153 of ip, as a Prometheus
+// scrape of kube-dns does, and prints metric's name if it is there.
+func scrapeCommand(ip, metric string) string {
+	return fmt.Sprintf("wget -qO- http://%s:9153/metrics | grep -o -m1 '^%s'", ip, metric)
+}
+
+// createCoreDNSCustom creates kube-system's coredns-custom ConfigMap with
+// files, as AKS and k3s users write it.
+func (c *nodeCluster) createCoreDNSCustom(t *testing.T, files map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom", Namespace: "kube-system"}, Data: files}
+	if _, err := c.client().CoreV1().ConfigMaps("kube-system").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// importCoreDNSCustom adds AKS's `import custom/*.override` to the main
+// block of kube-system's coredns ConfigMap.
+func (c *nodeCluster) importCoreDNSCustom(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	cms := c.client().CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := cm.Data["Corefile"]
+	end := strings.LastIndex(core, "}")
+	if end < 0 {
+		t.Fatalf("the coredns ConfigMap's Corefile has no block:\n%s", core)
+	}
+	cm.Data["Corefile"] = core[:end] + "    import custom/*.override\n" + core[end:]
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -342,8 +342,9 @@ func (c *nodeCluster) waitNodeLocal(t *testing.T, old types.UID) *corev1.Pod {
 // gossip, and owns nothing).
 func (c *nodeCluster) waitNodeLocalRing(t *testing.T, metrics, addr string) {
 	t.Helper()
-	replicas := c.replicaPods(t)
 	c.eventually(t, recordsTimeout, func() error {
+		// Listed each time: a replica replaced meanwhile has a new address.
+		replicas := c.replicaPods(t)
 		var ring httpapi.Ring
 		resp, err := nodeHTTP.Get("http://" + metrics + "/debug/ring")
 		if err != nil {
