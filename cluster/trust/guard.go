@@ -212,6 +212,9 @@ type checkedStream struct {
 
 func (s *checkedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
+		if status.Code(err) == codes.ResourceExhausted { // over Limits.MessageBytes
+			s.g.rejections.Record(s.from.String(), "", ReasonRemoteLimit)
+		}
 		return err
 	}
 	msg, ok := m.(*remote.RemoteMessage)

@@ -109,14 +109,17 @@ func TestGuardRoutesByRole(t *testing.T) {
 		RoleReplica:   testRoutes,
 		RoleNodeLocal: {"dispatch": testRoutes["dispatch"]},
 	}
+	rejections := NewRejections(nil, nil, time.Now)
 	server, err := NewGuard(GuardConfig{Keys: keys, Admitted: func(netip.Addr) bool { return true },
-		Routes: routes, Rejections: NewRejections(nil, nil, time.Now)})
+		Routes: routes, Rejections: rejections, Limits: Limits{MessageBytes: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := serveRemoting(t, server)
 	query := batch([]string{"shardns.wire.v1.ZoneQuery"}, []string{"dispatch"}, env(0, 0))
 	reply := batch([]string{"shardns.wire.v1.ZoneReply"}, []string{"dispatch-replies"}, env(0, 0))
+	huge := batch([]string{"shardns.wire.v1.ZoneQuery"}, []string{"dispatch"},
+		&remote.MessageEnvelope{MessageData: make([]byte, 128<<10)})
 	for _, tc := range []struct {
 		name   string
 		as     GuardConfig
@@ -129,6 +132,7 @@ func TestGuardRoutesByRole(t *testing.T) {
 		{"a replica question", GuardConfig{Keys: keys}, query, "127.0.0.1:1", true},
 		{"a replica reply", GuardConfig{Keys: keys}, reply, "127.0.0.1:1", true},
 		{"a replica naming another address as sender", GuardConfig{Keys: keys}, query, "127.0.0.2:1", false},
+		{"a message over the size limit", GuardConfig{Keys: keys}, huge, "127.0.0.1:1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.as.Admitted = func(netip.Addr) bool { return true }
@@ -142,10 +146,17 @@ func TestGuardRoutesByRole(t *testing.T) {
 			if tc.ok && err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "PermissionDenied")) {
-				t.Fatalf("error %v, want PermissionDenied", err)
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "PermissionDenied") && !strings.Contains(err.Error(), "ResourceExhausted")) {
+				t.Fatalf("error %v, want PermissionDenied or ResourceExhausted", err)
 			}
 		})
+	}
+	limited := false
+	for _, r := range rejections.List() {
+		limited = limited || r.Reason == ReasonRemoteLimit
+	}
+	if !limited {
+		t.Errorf("the message over the size limit was not counted as %s: %+v", ReasonRemoteLimit, rejections.List())
 	}
 }
 

@@ -36,7 +36,7 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case *path == "":
 		return fmt.Errorf("convert needs --corefile FILE or --kube-dns-configmap FILE (- for standard input)")
 	}
-	name, src, err := readCorefile(*path, stdin)
+	name, src, err := readInput(*path, "Corefile", stdin)
 	if err != nil {
 		return err
 	}
@@ -87,12 +87,12 @@ func printConversion(name string, src []byte, opts corefile.Options, what string
 	return err
 }
 
-// readCorefile reads path, or standard input for "-", named "Corefile"
-// as the key of CoreDNS's ConfigMap is.
-func readCorefile(path string, stdin io.Reader) (string, []byte, error) {
+// readInput reads path, or standard input for "-", named stdinName
+// there (for a Corefile, "Corefile", the key of CoreDNS's ConfigMap).
+func readInput(path, stdinName string, stdin io.Reader) (string, []byte, error) {
 	if path == "-" {
 		src, err := io.ReadAll(stdin)
-		return "Corefile", src, err
+		return stdinName, src, err
 	}
 	src, err := os.ReadFile(path)
 	return path, src, err

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/shardns/shardns/corefile"
 )
@@ -15,7 +14,7 @@ import (
 // stderr; any setting without an equivalent (a federation) makes it fail
 // without printing a configuration unless allowUnmapped.
 func convertKubeDNS(path string, allowUnmapped bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	name, src, err := readKubeDNSConfigMap(path, stdin)
+	name, src, err := readInput(path, "kube-dns ConfigMap", stdin)
 	if err != nil {
 		return err
 	}
@@ -26,14 +25,4 @@ func convertKubeDNS(path string, allowUnmapped bool, stdin io.Reader, stdout, st
 	// Findings name lines of the translated Corefile, not of the
 	// ConfigMap; the name says so.
 	return printConversion(name+" as Corefile", text, corefile.Options{}, "kube-dns", allowUnmapped, stdout, stderr)
-}
-
-// readKubeDNSConfigMap reads path, or standard input for "-".
-func readKubeDNSConfigMap(path string, stdin io.Reader) (string, []byte, error) {
-	if path == "-" {
-		src, err := io.ReadAll(stdin)
-		return "kube-dns ConfigMap", src, err
-	}
-	src, err := os.ReadFile(path)
-	return path, src, err
 }
