@@ -24,22 +24,11 @@ const CredentialField = "credential"
 func PublishCredential(ctx context.Context, client *Client, secret string, credential []byte,
 	accepts func([]byte) bool, logger *slog.Logger) error {
 	ns, name, _ := strings.Cut(secret, "/")
-	var last error
-	for {
-		err := publishCredentialOnce(ctx, client, ns, name, credential, accepts, logger)
-		if err == nil {
-			return nil
-		}
-		if last == nil || err.Error() != last.Error() {
-			logger.Warn("writing the node-local credential", "secret", secret, "err", err)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster.nodeLocalSecret %s: %w", secret, last)
-		case <-time.After(2 * time.Second):
-		}
-	}
+	_, err := retrySecret(ctx, 2*time.Second, "cluster.nodeLocalSecret "+secret, logger.With("secret", secret),
+		"writing the node-local credential", func() ([]byte, error) {
+			return nil, publishCredentialOnce(ctx, client, ns, name, credential, accepts, logger)
+		})
+	return err
 }
 
 func publishCredentialOnce(ctx context.Context, client *Client, ns, name string, credential []byte,
@@ -72,24 +61,15 @@ func publishCredentialOnce(ctx context.Context, client *Client, ns, name string,
 // ("namespace/name"), waiting until a replica has written it or ctx ends.
 func ReadCredential(ctx context.Context, client *Client, secret string, logger *slog.Logger) ([]byte, error) {
 	ns, name, _ := strings.Cut(secret, "/")
-	var last error
-	for {
-		s := &corev1.Secret{}
-		err := client.core.Get().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s)
-		if err == nil && len(s.Data[CredentialField]) == 0 {
-			err = fmt.Errorf("the Secret has no %q yet (a replica writes it)", CredentialField)
-		}
-		if err == nil {
+	return retrySecret(ctx, time.Second, "cluster.nodeLocalSecret "+secret, logger.With("secret", secret),
+		"reading the node-local credential", func() ([]byte, error) {
+			s := &corev1.Secret{}
+			if err := client.core.Get().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s); err != nil {
+				return nil, err
+			}
+			if len(s.Data[CredentialField]) == 0 {
+				return nil, fmt.Errorf("the Secret has no %q yet (a replica writes it)", CredentialField)
+			}
 			return s.Data[CredentialField], nil
-		}
-		if last == nil || err.Error() != last.Error() {
-			logger.Warn("reading the node-local credential", "secret", secret, "err", err)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("cluster.nodeLocalSecret %s: %w", secret, last)
-		case <-time.After(time.Second):
-		}
-	}
+		})
 }

@@ -29,20 +29,29 @@ const GossipKeyField = "key"
 // to write it. It retries until ctx ends.
 func GossipKey(ctx context.Context, client *Client, secret string, logger *slog.Logger) ([]byte, error) {
 	ns, name, _ := strings.Cut(secret, "/")
+	return retrySecret(ctx, time.Second, "cluster.secret "+secret, logger.With("secret", secret), "reading the gossip key",
+		func() ([]byte, error) { return gossipKeyOnce(ctx, client, ns, name, logger) })
+}
+
+// retrySecret calls once until it succeeds or ctx ends, every interval,
+// logging each new error (a replica retries the same one for a while)
+// with msg, and returns once's result, or its last error named by what.
+func retrySecret(ctx context.Context, interval time.Duration, what string, logger *slog.Logger, msg string,
+	once func() ([]byte, error)) ([]byte, error) {
 	var last error
 	for {
-		key, err := gossipKeyOnce(ctx, client, ns, name, logger)
+		b, err := once()
 		if err == nil {
-			return key, nil
+			return b, nil
 		}
 		if last == nil || err.Error() != last.Error() {
-			logger.Warn("reading the gossip key", "secret", secret, "err", err)
+			logger.Warn(msg, "err", err)
 		}
 		last = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("cluster.secret %s: %w", secret, last)
-		case <-time.After(time.Second):
+			return nil, fmt.Errorf("%s: %w", what, last)
+		case <-time.After(interval):
 		}
 	}
 }
