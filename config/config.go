@@ -54,6 +54,9 @@ type Config struct {
 	Rewrite []RewriteRule `json:"rewrite"`
 	// Chaos answers version.bind and friends.
 	Chaos ChaosConfig `json:"chaos"`
+	// Federation answers names of Kubernetes cluster federations (kube-dns
+	// federations, CoreDNS's federation plugin).
+	Federation FederationConfig `json:"federation"`
 }
 
 // LoadBalanceConfig is the order of addresses in answers.
@@ -483,6 +486,7 @@ func (c *Config) validate() error {
 	c.validateResolver(bad)
 	c.validateCluster(bad)
 	c.validateBeyond(bad)
+	c.validateFederation(bad)
 	c.validateMemory(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -102,6 +102,12 @@ func TestParseRejects(t *testing.T) {
 		{"nodelocal without replicas", "mode: nodelocal\n", "cluster.join"},
 		{"nodelocal with manifests", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nmanifests: {files: [a.yaml]}\n", "manifests.files"},
 		{"nodelocal with istio", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nistio: {enabled: true}\n", "istio.enabled"},
+		{"federation name not a label", "federation: {names: {My_Fed: fed.example.com}}\n", `"My_Fed" is not a DNS label`},
+		{"federation domain", "federation: {names: {prod: \"fed example\"}}\n", "federation.names"},
+		{"federation zone not a cluster domain", "federation: {names: {prod: fed.example.com}, zones: [example.org]}\n", "federation.zones[0]"},
+		{"federation zone without region", "federation: {names: {prod: fed.example.com}, nodeZone: z1}\n", "federation.nodeZone"},
+		{"federation without the API nor a locality", "kubernetes: {enabled: false}\nfederation: {names: {prod: fed.example.com}}\n", "federation.nodeZone"},
+		{"federation upstream without names", "federation: {upstream: true}\n", "federation.names"},
 		{"nodelocal with autopath", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nautopath: {enabled: true}\nkubernetes: {pods: verified}\n", "autopath.enabled"},
 	}
 	for _, c := range cases {

@@ -20,6 +20,9 @@ type KubeDNSOptions struct {
 	// ClusterDomain is the cluster's DNS domain, kubelet's
 	// --cluster-domain; empty means cluster.local.
 	ClusterDomain string
+	// Port is the port the Corefile's server blocks listen on; 0 means
+	// 53. (kube-dns itself listened on 10053 behind dnsmasq.)
+	Port int
 }
 
 // The data keys of the kube-dns ConfigMap, each a JSON document.
@@ -64,6 +67,13 @@ func KubeDNSCorefile(data []byte, opts KubeDNSOptions) ([]byte, error) {
 		return nil, err
 	}
 	k.Domain = domain
+	k.Port = 53
+	if opts.Port != 0 {
+		if opts.Port < 0 || opts.Port > 65535 {
+			return nil, fmt.Errorf("port %d is not a port number", opts.Port)
+		}
+		k.Port = opts.Port
+	}
 	var out bytes.Buffer
 	if err := kubeDNSTemplate.Execute(&out, k); err != nil {
 		return nil, err
@@ -115,6 +125,7 @@ func kubeDNSData(src []byte) (map[string]any, error) {
 // Corefile lists it.
 type kubeDNS struct {
 	Domain      string
+	Port        int
 	Upstreams   []string
 	Stubs       []kubeDNSStub
 	Federations []kubeDNSFederation
@@ -282,7 +293,7 @@ func kubeDNSSortedKeys[V any](m map[string]V) []string {
 // a block per stub domain shaped as the migration writes it.
 var kubeDNSTemplate = template.Must(template.New("Corefile").Funcs(template.FuncMap{
 	"join": func(s []string) string { return strings.Join(s, " ") },
-}).Parse(`.:53 {
+}).Parse(`.:{{.Port}} {
     errors
     health {
         lameduck 5s
@@ -308,7 +319,7 @@ var kubeDNSTemplate = template.Must(template.New("Corefile").Funcs(template.Func
     loadbalance
 }
 {{- range .Stubs}}
-{{.Zone}}:53 {
+{{.Zone}}:{{$.Port}} {
     errors
     cache 30
     loop

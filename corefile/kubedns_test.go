@@ -171,7 +171,7 @@ func checkKubeDNSDefault(t *testing.T, res *Result) {
 }
 
 // The manifest and its bare data give the same Corefile, the golden one,
-// and the federation in it is the one thing the converter leaves out.
+// which converts with nothing left out, its federations included.
 func TestKubeDNSCorefileGolden(t *testing.T) {
 	manifest, err := KubeDNSCorefile([]byte(readKubeDNSFile(t, "testdata/kubedns/configmap.yaml")), KubeDNSOptions{})
 	if err != nil {
@@ -191,14 +191,29 @@ func TestKubeDNSCorefileGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var unmapped []string
-	for _, f := range res.Findings {
-		if f.Unmapped {
-			unmapped = append(unmapped, f.Format("Corefile"))
+	if n := res.Unmapped(); n != 0 {
+		t.Errorf("%d unmapped findings: %v", n, res.Findings)
+	}
+	want := config.FederationConfig{Names: map[string]string{"myfed": "fed.example.com"}}
+	if got := res.Config.Federation; !reflect.DeepEqual(got, want) {
+		t.Errorf("federation %+v, want %+v", got, want)
+	}
+}
+
+// The domain and the port come from options, as kube-dns took them from
+// its flags: every server block listens on the port.
+func TestKubeDNSCorefileDomainAndPort(t *testing.T) {
+	data := []byte(`{"stubDomains": "{\"acme.local\": [\"1.2.3.4\"]}"}`)
+	text, err := KubeDNSCorefile(data, KubeDNSOptions{ClusterDomain: "corp.internal", Port: 10053})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".:10053 {", "kubernetes corp.internal in-addr.arpa ip6.arpa {", "acme.local:10053 {"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("Corefile lacks %q:\n%s", want, text)
 		}
 	}
-	want := []string{`Corefile:12: plugin "federation" has no shardns equivalent`}
-	if !reflect.DeepEqual(unmapped, want) {
-		t.Errorf("unmapped findings %q, want %q", unmapped, want)
+	if _, err := KubeDNSCorefile(data, KubeDNSOptions{Port: 70000}); err == nil || !strings.Contains(err.Error(), "70000") {
+		t.Errorf("port 70000: %v, want an error naming it", err)
 	}
 }

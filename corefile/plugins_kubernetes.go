@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -143,4 +144,64 @@ func (c *converter) fallthroughZones(o *Directive, all []string) []string {
 func isReverse(z string) bool {
 	return z == "in-addr.arpa" || z == "ip6.arpa" ||
 		strings.HasSuffix(z, ".in-addr.arpa") || strings.HasSuffix(z, ".ip6.arpa")
+}
+
+// federationPlugin maps CoreDNS 1.6's federation plugin (which kube-dns
+// ConfigMaps' federations become) to federation.*: its zones (else the
+// block's) must be kubernetes zones, checked once every block is read.
+func (c *converter) federationPlugin(s *server, d *Directive) {
+	if !c.claim("federation", d, "federation list") {
+		return
+	}
+	f := &c.cfg.Federation
+	f.Names = map[string]string{}
+	args := d.Args
+	if len(args) == 0 {
+		args = s.blockZones
+	}
+	for _, o := range d.Block {
+		switch {
+		case o.Name == "upstream":
+			f.Upstream = true
+			if len(o.Args) > 0 {
+				c.note(o.place(), "federation upstream %s: shardns resolves the CNAME targets through its own forwarder", strings.Join(o.Args, " "))
+			}
+		case len(o.Args) == 1:
+			if prev, ok := f.Names[o.Name]; ok && prev != o.Args[0] {
+				c.note(o.place(), "federation %s is named twice: the last domain, %s, is kept, as CoreDNS keeps it", o.Name, o.Args[0])
+			}
+			f.Names[o.Name] = o.Args[0]
+		default:
+			c.unmapped(o.place(), "federation line %q: want NAME DOMAIN or upstream", strings.TrimSpace(o.Name+" "+strings.Join(o.Args, " ")))
+		}
+	}
+	c.deferred = append(c.deferred, func() {
+		k := c.cfg.Kubernetes
+		if !k.Enabled {
+			c.unmapped(d.place(), "federation needs the kubernetes plugin, whose names it extends")
+			return
+		}
+		var zones []string
+		for _, a := range args {
+			nz, err := NormalizeZone(a)
+			switch {
+			case err != nil:
+				c.unmapped(d.place(), "federation zone %s: %v", a, err)
+			case nz == ".":
+				c.note(d.place(), "federation zone \".\": federation names are those of the kubernetes zones (%s), the only names the kubernetes plugin answers", strings.Join(k.Zones, ", "))
+			case isReverse(nz):
+				c.note(d.place(), "federation zone %s: reverse names have no federation label; left out", nz)
+			case !slices.Contains(k.Zones, nz):
+				c.unmapped(d.place(), "federation zone %s: not one of the kubernetes zones (%s)", a, strings.Join(k.Zones, ", "))
+			default:
+				zones = appendNew(zones, nz)
+			}
+		}
+		if len(zones) < len(k.Zones) {
+			f.Zones = zones // else every kubernetes zone, the default
+		}
+		if len(f.Zones) == 0 {
+			f.Zones = nil
+		}
+	})
 }

@@ -275,12 +275,20 @@ type convertQuestion struct {
 func askBoth(t *testing.T, shardns, coredns string, qs []convertQuestion) {
 	t.Helper()
 	for _, q := range qs {
-		for _, server := range []struct{ name, addr string }{{"shardns", shardns}, {"coredns", coredns}} {
-			for _, proto := range []string{"udp", "tcp"} {
-				testutil.Eventually(t, 10*time.Second, func() error {
-					return answerMatches(server.addr, proto, q)
-				})
-			}
+		answersAre(t, shardns, q)
+		answersAre(t, coredns, q)
+	}
+}
+
+// answersAre waits until the server at addr answers each question as it
+// wants, over UDP and TCP.
+func answersAre(t *testing.T, addr string, qs ...convertQuestion) {
+	t.Helper()
+	for _, q := range qs {
+		for _, proto := range []string{"udp", "tcp"} {
+			testutil.Eventually(t, 10*time.Second, func() error {
+				return answerMatches(addr, proto, q)
+			})
 		}
 	}
 }

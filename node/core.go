@@ -53,6 +53,10 @@ type core struct {
 	hosts   *hosts.Hosts
 	chaos   *query.Chaos
 	stubs   []*forward.Forwarder
+	// federation answers federation names; locality keeps its node's
+	// zone and region current (nil when they are configured).
+	federation *query.Federation
+	locality   *localityWatch
 }
 
 // newCore starts the actors of cfg. A manifest that does not parse, or an
@@ -182,7 +186,7 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts}
+		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts, Federation: c.federation}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}

@@ -33,6 +33,9 @@ func (c *core) buildPlane(nodeName string) error {
 		}
 		c.warnHostsShadow(opts)
 	}
+	if err := c.buildFederation(); err != nil {
+		return err
+	}
 	if ch := c.cfg.Chaos; ch.Enabled {
 		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
 		if c.chaos.Version == "" {
@@ -64,6 +67,9 @@ func (c *core) startPlane(built *core, err error) (*core, error) {
 	if c.hosts != nil {
 		c.hosts.Start()
 	}
+	if c.locality != nil {
+		c.locality.start()
+	}
 	return built, nil
 }
 
@@ -71,6 +77,9 @@ func (c *core) startPlane(built *core, err error) (*core, error) {
 func (c *core) stopPlane() {
 	if c.hosts != nil {
 		c.hosts.Stop()
+	}
+	if c.locality != nil {
+		c.locality.stop()
 	}
 }
 

@@ -91,7 +91,7 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byt
 		return h.pack(x, r, out)
 	}
 	ask := x.req
-	if alias != "" {
+	if alias != "" || x.fed != nil && x.fed.chased != "" {
 		ask = x.req.Copy()
 		ask.Question[0].Name = name
 	}
@@ -180,6 +180,9 @@ func (h *Handler) prefetch(u *Upstream, key cache.Key, req *dns.Msg) {
 // asked, as if the search path had been walked by the client; anything
 // else comes behind a CNAME from alias.
 func (h *Handler) packUpstream(x *exchange, r, reply *dns.Msg, alias string, out []byte) []byte {
+	if x.fed != nil && x.fed.chased != "" {
+		return h.packFederatedUpstream(x, r, reply, out)
+	}
 	if alias != "" && reply.Rcode == dns.RcodeNameError {
 		q := x.req.Question[0]
 		name := lower(q.Name)

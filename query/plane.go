@@ -113,6 +113,9 @@ func (h *Handler) planeClaims(name string, qtype uint16) bool {
 	if h.Rewrite != nil && h.Rewrite.Matches(name, qtype) {
 		return true
 	}
+	if h.Federation != nil && h.Federation.claims(name) {
+		return true
+	}
 	if h.Hosts != nil {
 		if _, v := h.Hosts.Snapshot().Lookup(name, qtype); v != hosts.Pass {
 			return true

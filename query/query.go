@@ -55,6 +55,8 @@ type Handler struct {
 	// Hosts answers names from hosts entries before the cluster zones; nil:
 	// no entries.
 	Hosts *hosts.Hosts
+	// Federation answers the names of cluster federations; nil: none.
+	Federation *Federation
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -91,6 +93,7 @@ type exchange struct {
 	start   time.Time
 	rewrite *rewrite.Result // the rules that applied; asked is the question before them
 	asked   dns.Question
+	fed     *federated // the question had a federation label, taken out
 }
 
 // Serve answers req and returns the packed response appended to out[:0].
@@ -159,7 +162,13 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 			return b
 		}
 	}
+	if h.Federation != nil {
+		name = h.federate(x, name)
+	}
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
+	if x.fed != nil && resp.Rcode == dns.RcodeNameError {
+		return h.answerFederated(x, r, out)
+	}
 	if resp.External || (resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) {
 		return h.forward(x, r, name, "", out)
 	}
@@ -175,6 +184,9 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 
 // answerHere answers x from resp, an answer from this replica's own zones.
 func (h *Handler) answerHere(x *exchange, r *dns.Msg, name string, resp zone.Response, out []byte) []byte {
+	if x.fed != nil && resp.Rcode == dns.RcodeNameError {
+		return h.answerFederated(x, r, out)
+	}
 	q := x.req.Question[0]
 	h.setAnswer(x, r, name, q.Name, resp)
 	if q.Qtype == dns.TypeANY && r.Rcode == dns.RcodeSuccess && !resp.Referral {
@@ -219,6 +231,7 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 // pack sizes, truncates and packs r. The record slices of r are shared
 // with snapshots: they are resliced or copied, never written.
 func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
+	x.unfederate(r)
 	x.unrewrite(r)
 	b, err := h.packMsg(x, r, out)
 	if err != nil {

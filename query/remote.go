@@ -281,6 +281,9 @@ func (c *Cluster) count(result string) {
 // asks owners for every reverse zone) may be known upstream. It returns
 // nil when the forwarder will answer late.
 func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
+	if x.fed != nil && m.Rcode == dns.RcodeNameError {
+		return h.answerFederated(x, r, out)
+	}
 	if m.Rcode == dns.RcodeNameError && h.fallsThrough(name) {
 		return h.forward(x, r, name, "", out)
 	}

@@ -21,6 +21,8 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	path := fl.String("corefile", "", "the Corefile to convert; - reads standard input (its imports are read from the working directory)")
 	kubeDNS := fl.String("kube-dns-configmap", "", "a kube-dns ConfigMap (manifest or data) to convert; - reads standard input")
 	allow := fl.Bool("allow-unmapped", false, "print the configuration even when some Corefile lines have no shardns equivalent")
+	var kubeDNSOpts corefile.KubeDNSOptions
+	kubeDNSFlags(fl, &kubeDNSOpts)
 	expandEnv := fl.Bool("expand-env", false, "expand {$NAME} and {%NAME%} from this shell's environment (CoreDNS expands them from its own)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -32,7 +34,7 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case *path != "" && *kubeDNS != "":
 		return fmt.Errorf("convert takes --corefile or --kube-dns-configmap, not both")
 	case *kubeDNS != "":
-		return convertKubeDNS(*kubeDNS, *allow, stdin, stdout, stderr)
+		return convertKubeDNS(*kubeDNS, kubeDNSOpts, *allow, stdin, stdout, stderr)
 	case *path == "":
 		return fmt.Errorf("convert needs --corefile FILE or --kube-dns-configmap FILE (- for standard input)")
 	}

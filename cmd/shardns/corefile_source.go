@@ -15,18 +15,21 @@ import (
 // memory at start and whenever it, a file it imports, or the base
 // configuration changes. The Corefile decides what a Corefile can say;
 // the base configuration (--config, optional) decides what it cannot:
-// mode, cluster (sharding and trust), memory, and log.level and
-// log.format.
+// mode, cluster (sharding and trust), memory, log.level and log.format,
+// the kubeconfig when the Corefile names none, and the node of
+// federation answers.
 type corefileSource struct {
 	path    string // the Corefile, or the kube-dns ConfigMap
 	kubeDNS bool   // path is a kube-dns ConfigMap
-	base    string // the base configuration file; "" for none
+	// kubeDNSOptions are the cluster domain and port of its Corefile.
+	kubeDNSOptions corefile.KubeDNSOptions
+	base           string // the base configuration file; "" for none
 }
 
 // convert reads and converts path.
 func (s corefileSource) convert() (*corefile.Loaded, error) {
 	if s.kubeDNS {
-		return corefile.LoadKubeDNS(s.path, corefile.KubeDNSOptions{})
+		return corefile.LoadKubeDNS(s.path, s.kubeDNSOptions)
 	}
 	return corefile.LoadFile(s.path, os.LookupEnv)
 }
@@ -52,6 +55,15 @@ func (s corefileSource) load() (*config.Config, error) {
 	}
 	cfg.Mode, cfg.Cluster, cfg.Memory = base.Mode, base.Cluster, base.Memory
 	cfg.Log.Level, cfg.Log.Format = base.Log.Level, base.Log.Format
+	// Where this process reaches the API and which node it runs on are
+	// deployment, not DNS: a kube-dns ConfigMap cannot say them, and a
+	// Corefile without a kubeconfig connects in-cluster.
+	if k := base.Kubernetes; cfg.Kubernetes.Kubeconfig == "" {
+		cfg.Kubernetes.Kubeconfig, cfg.Kubernetes.Context = k.Kubeconfig, k.Context
+	}
+	if f := base.Federation; f.NodeName != "" || f.NodeZone != "" {
+		cfg.Federation.NodeName, cfg.Federation.NodeZone, cfg.Federation.NodeRegion = f.NodeName, f.NodeZone, f.NodeRegion
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s with %s: %w", s.path, s.base, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/corefile"
 )
 
 const kubeDNSConfigMap = `apiVersion: v1
@@ -35,7 +36,7 @@ func writeKubeDNSFile(t *testing.T, name, content string) string {
 func TestConvertKubeDNS(t *testing.T) {
 	path := writeKubeDNSFile(t, "kube-dns.yaml", kubeDNSConfigMap)
 	var out, errs bytes.Buffer
-	if err := convertKubeDNS(path, false, nil, &out, &errs); err != nil {
+	if err := convertKubeDNS(path, corefile.KubeDNSOptions{}, false, nil, &out, &errs); err != nil {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
 	cfg, err := config.Parse(out.Bytes())
@@ -60,26 +61,19 @@ func TestConvertKubeDNS(t *testing.T) {
 	}
 }
 
-// A federation has no equivalent: reported, and fatal unless allowed.
-func TestConvertKubeDNSFederationUnmapped(t *testing.T) {
+// A federation becomes federation.names, with nothing left out.
+func TestConvertKubeDNSFederation(t *testing.T) {
 	in := `{"federations": "{\"myfed\": \"fed.example.com\"}"}`
 	var out, errs bytes.Buffer
-	err := convertKubeDNS("-", false, strings.NewReader(in), &out, &errs)
-	if err == nil || !strings.Contains(err.Error(), "1 kube-dns setting has no shardns equivalent") {
-		t.Fatalf("error %v, want the count of unmapped settings", err)
+	if err := convertKubeDNS("-", corefile.KubeDNSOptions{}, false, strings.NewReader(in), &out, &errs); err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
 	}
-	if out.Len() != 0 {
-		t.Errorf("printed a configuration although refusing:\n%s", out.String())
-	}
-	if want := `kube-dns ConfigMap as Corefile:12: plugin "federation" has no shardns equivalent`; !strings.Contains(errs.String(), want) {
-		t.Errorf("stderr lacks %q:\n%s", want, errs.String())
-	}
-	out.Reset()
-	if err := convertKubeDNS("-", true, strings.NewReader(in), &out, &errs); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := config.Parse(out.Bytes()); err != nil {
+	cfg, err := config.Parse(out.Bytes())
+	if err != nil {
 		t.Fatalf("printed configuration does not validate: %v\n%s", err, out.String())
+	}
+	if got := cfg.Federation.Names; !reflect.DeepEqual(got, map[string]string{"myfed": "fed.example.com"}) {
+		t.Errorf("federation.names %v\n%s", got, out.String())
 	}
 }
 
@@ -94,7 +88,7 @@ func TestConvertKubeDNSErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errs bytes.Buffer
-			err := convertKubeDNS(tc.path, true, nil, &out, &errs)
+			err := convertKubeDNS(tc.path, corefile.KubeDNSOptions{}, true, nil, &out, &errs)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -113,7 +107,7 @@ func TestConvertKubeDNSFlag(t *testing.T) {
 	if err := convert([]string{"--kube-dns-configmap", path}, nil, &viaFlag, &errs); err != nil {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
-	if err := convertKubeDNS(path, false, nil, &direct, &errs); err != nil {
+	if err := convertKubeDNS(path, corefile.KubeDNSOptions{}, false, nil, &direct, &errs); err != nil {
 		t.Fatal(err)
 	}
 	if viaFlag.String() != direct.String() || !strings.Contains(viaFlag.String(), "acme.local") {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/corefile"
 	"github.com/shardns/shardns/deploy/local"
 	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/node"
@@ -46,14 +47,16 @@ const usage = `usage:
   shardns serve [--config FILE]   serve DNS (the embedded demo cluster without --config)
   shardns serve --corefile FILE [--config BASE]
                                   serve a CoreDNS Corefile as it is, reloaded on change
-                                  (--kube-dns-configmap FILE: a kube-dns ConfigMap)
+                                  (--kube-dns-configmap FILE [--cluster-domain D] [--dns-port N]:
+                                  a kube-dns ConfigMap)
   shardns check --config FILE     validate a configuration, its manifests and zone files
                                   (--corefile FILE: a Corefile, as serve would run it)
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
                                   and its imports [--allow-unmapped] [--expand-env]; - reads standard input
   shardns convert --kube-dns-configmap FILE
-                                  the same for a kube-dns ConfigMap (stubDomains, upstreamNameservers)
+                                  the same for a kube-dns ConfigMap (stubDomains, upstreamNameservers,
+                                  federations) [--cluster-domain D] [--dns-port N]
   shardns credential --secret-key-file FILE
                                   print the node-local credential derived from the replicas' key
                                   (a node-local process's cluster.credentialFile)
@@ -99,6 +102,8 @@ func loadConfig(name string, args []string) (*loaded, error) {
 		"(mode, cluster, memory, log level and format); empty and without --corefile: the embedded demo")
 	core := fl.String("corefile", "", "a CoreDNS Corefile, served as it is (converted in memory, its imports read, reloaded on change)")
 	kubeDNS := fl.String("kube-dns-configmap", "", "a kube-dns ConfigMap (manifest or data), served as the Corefile CoreDNS's migration makes of it")
+	var kubeDNSOpts corefile.KubeDNSOptions
+	kubeDNSFlags(fl, &kubeDNSOpts)
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,7 +114,7 @@ func loadConfig(name string, args []string) (*loaded, error) {
 	case *core != "" && *kubeDNS != "":
 		return nil, fmt.Errorf("%s takes --corefile or --kube-dns-configmap, not both", name)
 	case *core != "" || *kubeDNS != "":
-		src := corefileSource{path: *core + *kubeDNS, kubeDNS: *kubeDNS != "", base: *path}
+		src := corefileSource{path: *core + *kubeDNS, kubeDNS: *kubeDNS != "", kubeDNSOptions: kubeDNSOpts, base: *path}
 		cfg, err := src.load()
 		return &loaded{cfg: cfg, watch: src.option()}, err
 	case *path != "":

@@ -50,12 +50,29 @@ func TestLoadConfigFromCorefileAndKubeDNS(t *testing.T) {
 		t.Errorf("from the kube-dns ConfigMap: stubs %v upstreams %v", stubs, l.cfg.Forward.Upstreams)
 	}
 
+	if l, err = loadConfig("serve", []string{"--kube-dns-configmap", federated}); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.cfg.Federation.Names; got["myfed"] != "example.com" {
+		t.Errorf("from the kube-dns federations: federation.names %v", got)
+	}
+	// Where the API is and which node this is come from the base, which
+	// a kube-dns ConfigMap cannot say.
+	deployment := write("deployment.yaml", "kubernetes: {kubeconfig: /etc/kube/config}\n"+
+		"federation: {nodeZone: eu-west-1a, nodeRegion: eu-west-1}\n")
+	if l, err = loadConfig("serve", []string{"--kube-dns-configmap", federated, "--config", deployment}); err != nil {
+		t.Fatal(err)
+	}
+	if k, f := l.cfg.Kubernetes, l.cfg.Federation; k.Kubeconfig != "/etc/kube/config" || f.NodeZone != "eu-west-1a" ||
+		f.NodeRegion != "eu-west-1" || f.Names["myfed"] != "example.com" {
+		t.Errorf("kube-dns ConfigMap with a base: kubeconfig %q, federation %+v", k.Kubeconfig, f)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--corefile", unmapped}, "Unmapped:2"},
-		{[]string{"--kube-dns-configmap", federated}, "federation"},
 		{[]string{"--corefile", core, "--kube-dns-configmap", kubeDNS}, "not both"},
 	} {
 		if _, err := loadConfig("serve", tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,0 +1,112 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/shardns/shardns/query"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/zone"
+)
+
+// How often the node's topology labels are read again: they change when
+// a node is relabelled, which is rare; a failed read is retried sooner.
+const (
+	localityRefresh = 10 * time.Minute
+	localityRetry   = 15 * time.Second
+)
+
+// buildFederation sets up the federation answers of the configuration:
+// the node's zone and region as configured, or read from its Node.
+func (c *core) buildFederation() error {
+	f := c.cfg.Federation
+	if !f.Enabled() {
+		return nil
+	}
+	c.federation = &query.Federation{Zones: c.cfg.FederationZones(), Domains: map[string]string{}, Upstream: f.Upstream}
+	for name, domain := range f.Names {
+		c.federation.Domains[name] = zone.Fqdn(domain)
+	}
+	if f.NodeZone != "" {
+		c.federation.SetLocality(query.Locality{Zone: zone.LowerASCII(f.NodeZone), Region: zone.LowerASCII(f.NodeRegion)})
+		return nil
+	}
+	nodeName := f.NodeName
+	if nodeName == "" {
+		nodeName = os.Getenv("NODE_NAME")
+	}
+	if nodeName == "" {
+		return errors.New("federation: the name of this node is unknown: set federation.nodeName or the NODE_NAME " +
+			"environment variable (from spec.nodeName), or federation.nodeZone and nodeRegion")
+	}
+	k := c.cfg.Kubernetes
+	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	if err != nil {
+		return err
+	}
+	c.locality = &localityWatch{read: client.NodeLocality, node: nodeName, set: c.federation.SetLocality,
+		log: c.log.With("component", "federation"), refresh: localityRefresh, retry: localityRetry}
+	return nil
+}
+
+// localityWatch keeps a federation's locality the one of its Node's
+// labels: read at start, then every localityRefresh. Until the first
+// read succeeds, names that need a CNAME get SERVFAIL.
+type localityWatch struct {
+	read func(ctx context.Context, node string) (zone, region string, err error)
+	node string
+	set  func(query.Locality)
+	log  *slog.Logger
+	// refresh and retry are the waits after a read that worked and one
+	// that failed.
+	refresh, retry time.Duration
+
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+func (w *localityWatch) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.done.Go(func() { w.run(ctx) })
+}
+
+func (w *localityWatch) stop() {
+	w.cancel()
+	w.done.Wait()
+}
+
+func (w *localityWatch) run(ctx context.Context) {
+	var last query.Locality
+	var failing string
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		z, r, err := w.read(rctx, w.node)
+		cancel()
+		wait := w.refresh
+		switch {
+		case err != nil:
+			wait = w.retry
+			if err.Error() != failing { // once per cause, not every retry
+				w.log.Warn("federation CNAMEs get SERVFAIL until the node's zone and region are read", "err", err)
+				failing = err.Error()
+			}
+		default:
+			failing = ""
+			if l := (query.Locality{Zone: zone.LowerASCII(z), Region: zone.LowerASCII(r)}); l != last {
+				last = l
+				w.set(l)
+				w.log.Info("federation names point to this node's zone and region", "node", w.node, "zone", l.Zone, "region", l.Region)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
