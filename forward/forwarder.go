@@ -6,8 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
