@@ -137,9 +137,9 @@ func (c *converter) noteUnusedTLS(d *Directive, t *forwardTLS) {
 }
 
 // tlsFileUse records where the files of t were written, to name that
-// line when they cannot be read.
+// line when they cannot be read; the first of blocks that share them.
 func (c *converter) tlsFileUse(t *forwardTLS) {
-	if t.at != nil && t.tlsTargets > 0 {
+	if _, seen := c.tlsPlaces[t.tls]; !seen && t.at != nil && t.tlsTargets > 0 {
 		c.tlsPlaces[t.tls] = *t.at
 	}
 }
