@@ -129,15 +129,21 @@ func wantA(t *testing.T, f *Forwarder, name string) {
 	}
 }
 
+// wantAnswers asks n different names one after another.
+func wantAnswers(t *testing.T, f *Forwarder, n int) {
+	t.Helper()
+	for i := range n {
+		wantA(t, f, fmt.Sprintf("q%d.example.org.", i))
+	}
+}
+
 // Queries one after another share one connection: one handshake for
 // all of them.
 func TestDoTQueriesShareOneConnection(t *testing.T) {
 	s := startDoTServer(t, answerA)
 	var c conns
 	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, &c, nil, "tls://"+s.addr)
-	for i := range 50 {
-		wantA(t, f, fmt.Sprintf("q%d.example.org.", i))
-	}
+	wantAnswers(t, f, 50)
 	if n := s.accepted.Load(); n != 1 {
 		t.Errorf("the upstream accepted %d connections for 50 queries, want 1", n)
 	}
@@ -151,9 +157,7 @@ func TestDoTQueriesShareOneConnection(t *testing.T) {
 func TestDoTResumesSessions(t *testing.T) {
 	s := startDoTServer(t, answerA)
 	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, nil, func(c *Config) { c.Expire = 0 }, "tls://"+s.addr)
-	for i := range 3 {
-		wantA(t, f, fmt.Sprintf("q%d.example.org.", i))
-	}
+	wantAnswers(t, f, 3)
 	if s.accepted.Load() != 3 || s.resumed.Load() != 2 {
 		t.Errorf("%d connections, %d resumed; want 3, the last 2 resumed", s.accepted.Load(), s.resumed.Load())
 	}
@@ -166,11 +170,8 @@ func TestDoTConnectionClosedByUpstreamIsReplaced(t *testing.T) {
 		answerA(w, r)
 		_ = w.Close()
 	})
-	var c conns
-	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, &c, nil, "tls://"+s.addr)
-	for i := range 5 {
-		wantA(t, f, fmt.Sprintf("q%d.example.org.", i))
-	}
+	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, nil, nil, "tls://"+s.addr)
+	wantAnswers(t, f, 5)
 	if n := s.accepted.Load(); n != 5 {
 		t.Errorf("the upstream accepted %d connections, want one per query (5)", n)
 	}
