@@ -48,6 +48,49 @@ type StubConfig struct {
 	Upstreams []string `json:"upstreams"`
 	// Policy as in forward.policy; empty: forward.policy.
 	Policy string `json:"policy"`
+	// TLS is how this stub's tls:// upstreams are trusted, as
+	// forward.tls is for the default ones (not inherited from it: a stub
+	// domain's servers have names of their own, as each forward block of
+	// a Corefile has its own tls and tls_servername).
+	TLS UpstreamTLSConfig `json:"tls"`
+}
+
+// UpstreamTLSConfig is how shardns trusts DNS over TLS upstreams.
+type UpstreamTLSConfig struct {
+	// ServerName is the name the upstream's certificate must hold, also
+	// sent as SNI; empty: the upstream's IP address.
+	ServerName string `json:"serverName"`
+	// CAFile holds the PEM certificates that may sign the upstream's;
+	// empty: the system's roots.
+	CAFile string `json:"caFile"`
+	// CertFile and KeyFile are a client certificate and its key (PEM),
+	// for upstreams that ask for one; both or neither.
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+}
+
+// upstreamTLS lists the TLS settings of the forwarder and of each stub,
+// to be read or rewritten in place.
+func (f *ForwardConfig) upstreamTLS() []*UpstreamTLSConfig {
+	out := []*UpstreamTLSConfig{&f.TLS}
+	for i := range f.Stubs {
+		out = append(out, &f.Stubs[i].TLS)
+	}
+	return out
+}
+
+// checkUpstreamTLS reports a server name that is no host name or IP
+// address, and half a client certificate. Whether the files can be read
+// is checked when the forwarder starts, which reads them.
+func checkUpstreamTLS(bad func(key, format string, args ...any), key string, t UpstreamTLSConfig) {
+	if n := t.ServerName; n != "" {
+		if _, err := netip.ParseAddr(n); err != nil && !ValidDomain(n) {
+			bad(key+".serverName", "%q is neither a host name nor an IP address", n)
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		bad(key, "certFile and keyFile: a client certificate needs both")
+	}
 }
 
 // FileZoneConfig is one authoritative RFC 1035 zone file.
@@ -170,6 +213,7 @@ func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
 		default:
 			bad(key+".policy", "must be random, round_robin or sequential, got %q", s.Policy)
 		}
+		checkUpstreamTLS(bad, key+".tls", s.TLS)
 	}
 	if c.Files.Interval <= 0 {
 		bad("files.interval", "must be positive")

@@ -167,8 +167,9 @@ type ManifestsConfig struct {
 
 // ForwardConfig is the upstream forwarder.
 type ForwardConfig struct {
-	// Upstreams: IP, IP:port, or the path of a resolv.conf whose
-	// nameservers are used. Empty refuses names outside the cluster.
+	// Upstreams: IP, IP:port, tls://IP[:port] (DNS over TLS, port 853),
+	// or the path of a resolv.conf whose nameservers are used. Empty
+	// refuses names outside the cluster.
 	Upstreams []string `json:"upstreams"`
 	// Policy picks the upstream to try first: random, round_robin or
 	// sequential.
@@ -183,6 +184,15 @@ type ForwardConfig struct {
 	HealthCheck Duration `json:"healthCheck"`
 	// MaxFails consecutive failures mark an upstream down.
 	MaxFails int `json:"maxFails"`
+	// TLS is how the tls:// upstreams are trusted (CoreDNS's tls and
+	// tls_servername); plain upstreams ignore it.
+	TLS UpstreamTLSConfig `json:"tls"`
+	// MaxIdleConns bounds the connections kept open per tls:// upstream
+	// between queries; 0: no bound.
+	MaxIdleConns int `json:"maxIdleConns"`
+	// Expire closes a connection to a tls:// upstream once idle this long;
+	// 0 keeps none open.
+	Expire Duration `json:"expire"`
 	// Stubs forward some zones to other upstreams (stub domains), each
 	// with its own health checks and cache.
 	Stubs []StubConfig `json:"stubs"`
@@ -357,7 +367,7 @@ func Default() *Config {
 		Manifests: ManifestsConfig{Interval: Duration(2e9)},
 		Forward: ForwardConfig{Upstreams: []string{"/etc/resolv.conf"}, Policy: "random",
 			Timeout: Duration(2e9), Deadline: Duration(5e9), MaxConcurrent: 1000,
-			HealthCheck: Duration(5e8), MaxFails: 2},
+			HealthCheck: Duration(5e8), MaxFails: 2, Expire: Duration(10e9)},
 		Cache: CacheConfig{Enabled: true, MaxTTL: 30, DenialMaxTTL: 30, MinTTL: 5, Size: 10000,
 			PrefetchPercent: 10},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
@@ -400,6 +410,11 @@ func Load(path string) (*Config, error) {
 	for i := range cfg.Servers {
 		rel(&cfg.Servers[i].TLS.CertFile)
 		rel(&cfg.Servers[i].TLS.KeyFile)
+	}
+	for _, t := range cfg.Forward.upstreamTLS() {
+		rel(&t.CAFile)
+		rel(&t.CertFile)
+		rel(&t.KeyFile)
 	}
 	return cfg, nil
 }
@@ -688,6 +703,13 @@ func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
 	if f.MaxFails <= 0 {
 		bad("forward.maxFails", "must be positive")
 	}
+	if f.MaxIdleConns < 0 {
+		bad("forward.maxIdleConns", "must not be negative")
+	}
+	if f.Expire < 0 {
+		bad("forward.expire", "must not be negative")
+	}
+	checkUpstreamTLS(bad, "forward.tls", f.TLS)
 	ca := &c.Cache
 	for key, v := range map[string]int{"cache.maxTTL": ca.MaxTTL, "cache.denialMaxTTL": ca.DenialMaxTTL,
 		"cache.minTTL": ca.MinTTL, "cache.prefetchHits": ca.PrefetchHits} {

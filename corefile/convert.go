@@ -56,6 +56,10 @@ type Result struct {
 	// imported file in Corefile.Sources' order: every plugin or option
 	// left out, and notes on mappings that are not one to one.
 	Findings []Finding
+	// tlsPlaces are the lines of forward's tls options, by the settings
+	// they converted to: their files are read where the Corefile is
+	// served, and a file that cannot be read names its line.
+	tlsPlaces map[config.UpstreamTLSConfig]place
 }
 
 // Unmapped counts the findings that left something out.
@@ -101,13 +105,15 @@ type converter struct {
 	deferred []func()
 	// rank orders the files of findings as Corefile.Sources does.
 	rank map[string]int
+	// tlsPlaces are the lines of forward's tls options, by what they set.
+	tlsPlaces map[config.UpstreamTLSConfig]place
 }
 
 // Convert maps a parsed Corefile to a shardns configuration.
 func Convert(cf *Corefile) (*Result, error) {
 	c := &converter{cfg: config.Default(), seen: map[Finding]bool{}, claimed: map[string]*Directive{},
 		done: map[*Directive]bool{}, saw: map[string]bool{}, blockFiles: map[*ServerBlock][]int{},
-		rank: map[string]int{}}
+		rank: map[string]int{}, tlsPlaces: map[config.UpstreamTLSConfig]place{}}
 	for i, f := range cf.Sources {
 		if _, ok := c.rank[f]; !ok {
 			c.rank[f] = i
@@ -144,7 +150,7 @@ func Convert(cf *Corefile) (*Result, error) {
 		}
 		return a.Line < b.Line
 	})
-	return &Result{File: cf.File, Config: c.cfg, Findings: c.findings}, nil
+	return &Result{File: cf.File, Config: c.cfg, Findings: c.findings, tlsPlaces: c.tlsPlaces}, nil
 }
 
 func (c *converter) add(f Finding) {

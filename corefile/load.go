@@ -2,11 +2,15 @@ package corefile
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/forward"
 )
 
 // Loaded is a Corefile read from this machine with its imports, and its
@@ -63,7 +67,33 @@ func (l *Loaded) Config() (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s converts to an invalid configuration: %w", file, err)
 	}
+	if err := l.Result.checkTLSFiles(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// checkTLSFiles reads the files of forward's tls options as the
+// forwarder will, so that one that cannot be read is reported at its
+// Corefile line rather than by the configuration key it became. CoreDNS
+// refuses to start on such a file too.
+func (r *Result) checkTLSFiles() error {
+	var bad []Finding
+	for t, at := range r.tlsPlaces {
+		files := forward.TLSFiles{ServerName: t.ServerName, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
+		if _, err := forward.LoadTLS(files, 1); err != nil {
+			bad = append(bad, Finding{File: at.file, Line: at.line, Unmapped: true, Msg: "forward tls: " + err.Error()})
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.SortFunc(bad, func(a, b Finding) int { return cmp.Or(strings.Compare(a.File, b.File), a.Line-b.Line) })
+	lines := make([]string, len(bad))
+	for i, f := range bad {
+		lines[i] = f.Format(r.File)
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // Contents are the names and contents of every file the Corefile was

@@ -17,6 +17,7 @@ type forwardSpec struct {
 	maxFails  *int
 	health    *config.Duration
 	maxConc   *int
+	tls       forwardTLS
 }
 
 func (c *converter) forwardPlugin(s *server, d *Directive) {
@@ -25,6 +26,9 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 		return
 	}
 	c.options(d, func(o *Directive) bool {
+		if c.tlsOption(s, o, &spec.tls) {
+			return true
+		}
 		switch o.Name {
 		case "policy":
 			if len(o.Args) == 1 && slices.Contains([]string{"random", "round_robin", "sequential"}, o.Args[0]) {
@@ -53,6 +57,10 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 		}
 		return true
 	})
+	if !c.resolveNames(d, &spec.tls) {
+		return
+	}
+	c.noteUnusedTLS(d, &spec.tls)
 	c.applyForward(s, d, spec)
 }
 
@@ -108,9 +116,18 @@ func (c *converter) forwardTarget(s *server, d *Directive) (*forwardSpec, bool) 
 		spec.zones = []string{"."}
 	}
 	for _, to := range d.Args[1:] {
+		if u, name, ok := tlsUpstream(to); ok && d.Name == "forward" {
+			spec.upstreams = append(spec.upstreams, u)
+			spec.tls.tlsTargets++
+			if name != "" {
+				spec.tls.namedAt = append(spec.tls.namedAt, name)
+			}
+			continue
+		}
 		u, ok := upstream(to)
 		if !ok {
-			c.unmapped(d.place(), "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path", d.Name, to)
+			c.unmapped(d.place(), "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, "+
+				"and DNS over TLS to tls://IP[:port] (forward only)", d.Name, to)
 			return nil, false
 		}
 		spec.upstreams = append(spec.upstreams, u)
@@ -152,6 +169,14 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 		if spec.health != nil {
 			f.HealthCheck = *spec.health
 		}
+		f.TLS = spec.tls.tls
+		if spec.tls.maxIdle != nil {
+			f.MaxIdleConns = *spec.tls.maxIdle
+		}
+		if spec.tls.expire != nil {
+			f.Expire = *spec.tls.expire
+		}
+		c.tlsFileUse(&spec.tls)
 		if spec.maxConc != nil {
 			f.MaxConcurrent = *spec.maxConc
 		} else {
@@ -186,7 +211,10 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 	same("max_fails", spec.maxFails != nil, spec.maxFails != nil && *spec.maxFails == f.MaxFails)
 	same("max_concurrent", spec.maxConc != nil, spec.maxConc != nil && *spec.maxConc == f.MaxConcurrent)
 	same("health_check", spec.health != nil, spec.health != nil && *spec.health == f.HealthCheck)
-	f.Stubs = append(f.Stubs, config.StubConfig{Zones: spec.zones, Upstreams: spec.upstreams, Policy: spec.policy})
+	same("max_idle_conns", spec.tls.maxIdle != nil, spec.tls.maxIdle != nil && *spec.tls.maxIdle == f.MaxIdleConns)
+	same("expire", spec.tls.expire != nil, spec.tls.expire != nil && *spec.tls.expire == f.Expire)
+	f.Stubs = append(f.Stubs, config.StubConfig{Zones: spec.zones, Upstreams: spec.upstreams, Policy: spec.policy, TLS: spec.tls.tls})
+	c.tlsFileUse(&spec.tls)
 	c.stubPlaces = append(c.stubPlaces, d.place())
 	c.stubBlocks = append(c.stubBlocks, s.block)
 }

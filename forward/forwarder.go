@@ -2,9 +2,11 @@ package forward
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,15 +25,31 @@ var (
 
 // Config configures a Forwarder.
 type Config struct {
-	Upstreams     []string      // host:port of each upstream
+	// Upstreams are host:port of plain DNS upstreams, and tls://host:port
+	// of DNS over TLS ones (ParseUpstreams writes both so).
+	Upstreams     []string
 	Policy        string        // random | round_robin | sequential
 	Timeout       time.Duration // read timeout of one attempt
 	MaxConcurrent int           // queries in flight; more are refused
 	HealthCheck   time.Duration // probe interval of upstreams marked down
 	MaxFails      int           // consecutive failures that mark an upstream down
 	Logger        *slog.Logger
-	// OnResult observes every attempt (upstream, rcode or error), for metrics.
+	// TLS is the client configuration of the tls:// upstreams (LoadTLS);
+	// nil: the system's roots, and each upstream's IP as its name.
+	TLS *tls.Config
+	// MaxIdleConns bounds the open connections kept per tls:// upstream
+	// between queries; 0: no bound.
+	MaxIdleConns int
+	// Expire closes a connection kept open once it has been idle this
+	// long; 0 keeps none.
+	Expire time.Duration
+	// OnResult observes every attempt (upstream, rcode or error), for
+	// metrics. upstream is the address without its tls:// prefix, as
+	// CoreDNS labels it.
 	OnResult func(upstream string, rcode int, err error, took time.Duration)
+	// OnConn observes each connection taken for a query to a tls://
+	// upstream: reused from the pool or newly opened (proto "tcp-tls").
+	OnConn func(upstream, proto string, reused bool)
 }
 
 // Forwarder sends questions upstream. Its health-check goroutine is
@@ -48,25 +66,53 @@ type Forwarder struct {
 }
 
 type upstream struct {
-	addr  string
+	addr  string   // host:port
+	dot   *dotPool // the connections of a DNS over TLS upstream; nil for plain DNS
 	fails atomic.Int32
 	down  atomic.Bool
+}
+
+// name is the upstream as configured, for logs.
+func (u *upstream) name() string {
+	if u.dot != nil {
+		return tlsScheme + u.addr
+	}
+	return u.addr
 }
 
 // New returns a running Forwarder.
 func New(cfg Config) *Forwarder {
 	f := &Forwarder{cfg: cfg, sick: make(chan struct{}, 1), stop: make(chan struct{})}
+	base := cfg.TLS
+	if base == nil {
+		base = &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(len(cfg.Upstreams))}
+	}
 	for _, a := range cfg.Upstreams {
-		f.upstreams = append(f.upstreams, &upstream{addr: a})
+		u := &upstream{addr: a}
+		if addr, ok := strings.CutPrefix(a, tlsScheme); ok {
+			u.addr = addr
+			onConn := func(reused bool) {
+				if cfg.OnConn != nil {
+					cfg.OnConn(addr, "tcp-tls", reused)
+				}
+			}
+			u.dot = newDoTPool(addr, base, cfg.Expire, cfg.MaxIdleConns, onConn)
+		}
+		f.upstreams = append(f.upstreams, u)
 	}
 	f.wg.Go(f.healthLoop)
 	return f
 }
 
-// Close stops the health checks.
+// Close stops the health checks and closes the connections kept open.
 func (f *Forwarder) Close() {
 	close(f.stop)
 	f.wg.Wait()
+	for _, u := range f.upstreams {
+		if u.dot != nil {
+			u.dot.close()
+		}
+	}
 }
 
 // Acquire reserves a slot for one query in flight; the caller must call
@@ -109,7 +155,7 @@ func (f *Forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 			break
 		}
 		start := time.Now()
-		r, err := f.exchangeOne(ctx, u.addr, q)
+		r, err := f.exchangeOne(ctx, u, q)
 		if f.cfg.OnResult != nil {
 			rc := -1
 			if r != nil {
@@ -128,21 +174,24 @@ func (f *Forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 	return nil, ErrNoUpstream
 }
 
-// exchangeOne asks one upstream over UDP, and again over TCP when the
-// answer is truncated.
-func (f *Forwarder) exchangeOne(ctx context.Context, addr string, q *dns.Msg) (*dns.Msg, error) {
+// exchangeOne asks one upstream: over TLS on a connection kept open, or
+// over UDP, and again over TCP when the answer is truncated.
+func (f *Forwarder) exchangeOne(ctx context.Context, u *upstream, q *dns.Msg) (*dns.Msg, error) {
+	if u.dot != nil {
+		return u.dot.exchange(ctx, q, f.cfg.Timeout)
+	}
 	c := &dns.Client{Net: "udp", Timeout: f.cfg.Timeout, UDPSize: dns.MaxMsgSize}
-	r, _, err := c.ExchangeContext(ctx, q, addr)
+	r, _, err := c.ExchangeContext(ctx, q, u.addr)
 	if err == nil && r.Truncated {
 		c.Net = "tcp"
-		r, _, err = c.ExchangeContext(ctx, q, addr)
+		r, _, err = c.ExchangeContext(ctx, q, u.addr)
 	}
 	return r, err
 }
 
 func (f *Forwarder) failed(u *upstream, err error) {
 	if int(u.fails.Add(1)) >= f.cfg.MaxFails && !u.down.Swap(true) {
-		f.cfg.Logger.Warn("upstream marked down", "upstream", u.addr, "err", err)
+		f.cfg.Logger.Warn("upstream marked down", "upstream", u.name(), "err", err)
 		select {
 		case f.sick <- struct{}{}:
 		default:
@@ -192,22 +241,25 @@ func (f *Forwarder) order() []*upstream {
 func (f *Forwarder) healthLoop() {
 	ticker.WhileNeeded(f.stop, f.sick, f.cfg.HealthCheck, func() bool {
 		for _, u := range f.upstreams {
-			if u.down.Load() && f.probe(u.addr) {
+			if u.down.Load() && f.probe(u) {
 				u.fails.Store(0)
 				u.down.Store(false)
-				f.cfg.Logger.Info("upstream healthy again", "upstream", u.addr)
+				f.cfg.Logger.Info("upstream healthy again", "upstream", u.name())
 			}
 		}
 		return f.Healthy() < len(f.upstreams)
 	})
 }
 
-// probe asks ". IN NS": any answer at all means the upstream is up.
-func (f *Forwarder) probe(addr string) bool {
+// probe asks ". IN NS" the way queries are asked (over TLS for a tls://
+// upstream, so a certificate that fails keeps it down): any answer at
+// all means the upstream is up.
+func (f *Forwarder) probe(u *upstream) bool {
 	m := new(dns.Msg)
 	m.SetQuestion(".", dns.TypeNS)
-	c := &dns.Client{Net: "udp", Timeout: f.cfg.Timeout}
-	_, _, err := c.Exchange(m, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
+	defer cancel()
+	_, err := f.exchangeOne(ctx, u, m)
 	return err == nil
 }
 

@@ -2,7 +2,8 @@
 // resolvers: from /etc/resolv.conf or host:port lists, with a selection
 // policy, health checks that take failed upstreams out until they answer
 // again, a bound on queries in flight, a read timeout, and a retry over TCP
-// when an answer is truncated.
+// when an answer is truncated. Upstreams written tls://host:port are asked
+// over DNS over TLS (RFC 7858) on connections kept open between queries.
 package forward
 
 import (
@@ -15,8 +16,12 @@ import (
 	"strings"
 )
 
+// tlsScheme marks a DNS over TLS upstream, as in CoreDNS's forward.
+const tlsScheme = "tls://"
+
 // ParseUpstreams resolves the configured entries to host:port addresses.
-// An entry is either host:port, a bare IP (port 53), or the path of a
+// An entry is either host:port, a bare IP (port 53), tls://IP[:port] (DNS
+// over TLS, port 853; kept as tls://IP:port), or the path of a
 // resolv.conf file whose nameserver lines are used.
 func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]string, error) {
 	if readFile == nil {
@@ -38,6 +43,12 @@ func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]
 				return nil, fmt.Errorf("forward.upstreams: %s has no nameserver line", e)
 			}
 			out = append(out, ns...)
+		case strings.HasPrefix(e, tlsScheme):
+			a, err := hostPortDefault(strings.TrimPrefix(e, tlsScheme), 853)
+			if err != nil {
+				return nil, fmt.Errorf("forward.upstreams: %q: %w", e, err)
+			}
+			out = append(out, tlsScheme+a)
 		default:
 			a, err := hostPort(e)
 			if err != nil {
@@ -50,12 +61,21 @@ func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]
 }
 
 func hostPort(e string) (string, error) {
-	if ip, err := netip.ParseAddr(e); err == nil {
-		return netip.AddrPortFrom(ip, 53).String(), nil
+	a, err := hostPortDefault(e, 53)
+	if err != nil {
+		return "", fmt.Errorf("want an IP address, IP:port, tls://IP[:port] or a resolv.conf path")
+	}
+	return a, nil
+}
+
+// hostPortDefault reads IP or IP:port, port defaulting to port.
+func hostPortDefault(e string, port uint16) (string, error) {
+	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e, "["), "]")); err == nil {
+		return netip.AddrPortFrom(ip, port).String(), nil
 	}
 	ap, err := netip.ParseAddrPort(e)
 	if err != nil {
-		return "", fmt.Errorf("want an IP address, IP:port or a resolv.conf path")
+		return "", fmt.Errorf("want an IP address or IP:port")
 	}
 	return ap.String(), nil
 }
@@ -81,17 +101,20 @@ func resolvConfNameservers(r io.Reader) ([]string, error) {
 // CheckLoop refuses upstreams that are this server itself: forwarding to
 // them would send every unknown name round in a loop until it times out.
 // listen are the server's own plain DNS addresses (dns.listen and the
-// servers of transport dns); an unspecified listen host
-// (0.0.0.0, ::) matches every local address on that port.
+// servers of transport dns), and its DNS over TLS ones written
+// tls://host:port; an unspecified listen host (0.0.0.0, ::) matches every
+// local address on that port.
 func CheckLoop(upstreams, listen []string, localAddrs []netip.Addr) error {
 	for _, u := range upstreams {
-		up, err := netip.ParseAddrPort(u)
+		uTLS := strings.HasPrefix(u, tlsScheme)
+		up, err := netip.ParseAddrPort(strings.TrimPrefix(u, tlsScheme))
 		if err != nil {
 			continue
 		}
 		for _, l := range listen {
-			own, err := netip.ParseAddrPort(l)
-			if err != nil || own.Port() != up.Port() {
+			lTLS := strings.HasPrefix(l, tlsScheme)
+			own, err := netip.ParseAddrPort(strings.TrimPrefix(l, tlsScheme))
+			if err != nil || own.Port() != up.Port() || lTLS != uTLS {
 				continue
 			}
 			if own.Addr() == up.Addr() ||

@@ -387,6 +387,13 @@ func startCoreDNSCorefile(t *testing.T, corefile, addr, probe string) string {
 // relative paths are read from.
 func startCoreDNSCorefileIn(t *testing.T, dir, corefile, addr, probe string) string {
 	t.Helper()
+	return startCoreDNSCorefileRcode(t, dir, corefile, addr, probe, dns.RcodeSuccess)
+}
+
+// startCoreDNSCorefileRcode is startCoreDNSCorefileIn waiting for probe
+// to get rcode: SERVFAIL where every upstream fails on purpose.
+func startCoreDNSCorefileRcode(t *testing.T, dir, corefile, addr, probe string, rcode int) string {
+	t.Helper()
 	bin := buildCoreDNS(t)
 	conf := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
@@ -415,7 +422,7 @@ func startCoreDNSCorefileIn(t *testing.T, dir, corefile, addr, probe string) str
 		default:
 		}
 		r, err := testutil.Exchange(addr, "udp", probe, dns.TypeA)
-		if err == nil && r.Rcode != dns.RcodeSuccess {
+		if err == nil && r.Rcode != rcode {
 			err = fmt.Errorf("%s: %s", probe, dns.RcodeToString[r.Rcode])
 		}
 		return err

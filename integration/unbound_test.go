@@ -19,14 +19,30 @@ import (
 // unbound is a real Unbound resolver serving local data on loopback: the
 // upstream the forwarder talks to.
 type unbound struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	addr    string
+	tlsAddr string // DNS over TLS, when started with startUnboundTLS
+	cmd     *exec.Cmd
+	done    chan struct{}
 }
+
+// unboundTLS is the certificate of an Unbound serving DNS over TLS too.
+type unboundTLS struct{ certFile, keyFile string }
 
 // startUnbound runs Debian's unbound with the local data records (zone
 // file lines) under example.test. and 2.0.192.in-addr.arpa.
 func startUnbound(t *testing.T, data ...string) *unbound {
+	t.Helper()
+	return startUnboundWith(t, nil, data)
+}
+
+// startUnboundTLS is startUnbound serving DNS over TLS (RFC 7858) with
+// the certificate in certFile and keyFile on a port of its own, tlsAddr.
+func startUnboundTLS(t *testing.T, certFile, keyFile string, data ...string) *unbound {
+	t.Helper()
+	return startUnboundWith(t, &unboundTLS{certFile, keyFile}, data)
+}
+
+func startUnboundWith(t *testing.T, tls *unboundTLS, data []string) *unbound {
 	t.Helper()
 	if _, err := exec.LookPath("unbound"); err != nil {
 		t.Fatal("unbound is not installed (scripts/deps.sh installs it)")
@@ -36,7 +52,7 @@ func startUnbound(t *testing.T, data ...string) *unbound {
 	// time Unbound binds it: an Unbound that exits at once is started
 	// again on another port.
 	for attempt := 1; ; attempt++ {
-		u, err := tryUnbound(t, dir, freeUDPPort(t), data)
+		u, err := tryUnbound(t, dir, freeUDPPort(t), tls, data)
 		if err == nil || attempt == 3 {
 			if err != nil {
 				t.Fatal(err)
@@ -49,11 +65,18 @@ func startUnbound(t *testing.T, data ...string) *unbound {
 
 // tryUnbound starts Unbound on port and waits until it answers, or
 // reports that it exited.
-func tryUnbound(t *testing.T, dir string, port int, data []string) (*unbound, error) {
+func tryUnbound(t *testing.T, dir string, port int, tls *unboundTLS, data []string) (*unbound, error) {
 	t.Helper()
 	var local strings.Builder
 	for _, d := range data {
 		fmt.Fprintf(&local, "  local-data: %q\n", d)
+	}
+	tlsAddr := ""
+	if tls != nil {
+		tlsPort := freePort(t)
+		tlsAddr = fmt.Sprintf("127.0.0.1:%d", tlsPort)
+		fmt.Fprintf(&local, "  interface: 127.0.0.1@%d\n  tls-port: %d\n  tls-service-pem: %q\n  tls-service-key: %q\n",
+			tlsPort, tlsPort, tls.certFile, tls.keyFile)
 	}
 	conf := fmt.Sprintf(`server:
   interface: 127.0.0.1@%d
@@ -86,7 +109,7 @@ remote-control:
 	if out, err := exec.Command("unbound-checkconf", path).CombinedOutput(); err != nil {
 		t.Fatalf("unbound-checkconf: %v\n%s", err, out)
 	}
-	u := &unbound{addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: exec.Command("unbound", "-d", "-c", path), done: make(chan struct{})}
+	u := &unbound{addr: fmt.Sprintf("127.0.0.1:%d", port), tlsAddr: tlsAddr, cmd: exec.Command("unbound", "-d", "-c", path), done: make(chan struct{})}
 	u.cmd.Stdout, u.cmd.Stderr = os.Stderr, os.Stderr
 	if err := u.cmd.Start(); err != nil {
 		t.Fatal(err)

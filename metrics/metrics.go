@@ -27,6 +27,9 @@ type Forward struct {
 	Duration         *prometheus.HistogramVec // to, rcode
 	HealthcheckFails *prometheus.CounterVec   // to
 	ConcurrentReject prometheus.Counter
+	// Connections to tls:// upstreams taken for a query, by whether one
+	// kept open was reused (hits) or a new one opened (misses): to, proto.
+	ConnCacheHits, ConnCacheMisses *prometheus.CounterVec
 }
 
 // Cache are the response cache's metrics.
@@ -157,7 +160,12 @@ func New(version string) (*prometheus.Registry, *All) {
 		ConcurrentReject: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
 			Name: "max_concurrent_rejects_total", Help: "Counter of the number of queries rejected because the concurrent queries were at maximum."}),
 	}
-	reg.MustRegister(f.Requests, f.Responses, f.Duration, f.HealthcheckFails, f.ConcurrentReject)
+	f.ConnCacheHits = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
+		Name: "conn_cache_hits_total", Help: "Counter of connection cache hits per upstream and protocol."}, []string{"to", "proto"})
+	f.ConnCacheMisses = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
+		Name: "conn_cache_misses_total", Help: "Counter of connection cache misses per upstream and protocol."}, []string{"to", "proto"})
+	reg.MustRegister(f.Requests, f.Responses, f.Duration, f.HealthcheckFails, f.ConcurrentReject,
+		f.ConnCacheHits, f.ConnCacheMisses)
 	c := &Cache{
 		Entries: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "cache",
 			Name: "entries", Help: "The number of elements in the cache."}, []string{"server", "type"}),

@@ -335,6 +335,25 @@ servers:
 	}
 }
 
+// A TLS file of an upstream that cannot be read stops the start, with
+// the key and the file named.
+func TestForwardTLSFileMissingRefused(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "ca.pem")
+	for _, c := range []struct{ forward, want string }{
+		{fmt.Sprintf(`{upstreams: ["tls://192.0.2.1"], tls: {caFile: %q}}`, missing), "forward.tls.caFile: open " + missing},
+		{fmt.Sprintf(`{upstreams: [], stubs: [{zones: [corp.example], upstreams: ["tls://192.0.2.1"], tls: {caFile: %q}}]}`, missing),
+			"forward.stubs[0].tls.caFile: open " + missing},
+	} {
+		err := startError(t, `dns: {listen: ["127.0.0.1:0"]}
+http: {listen: ""}
+kubernetes: {enabled: false}
+forward: `+c.forward+"\n")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Start = %v, want %q", err, c.want)
+		}
+	}
+}
+
 // startError starts a node from a config that must parse and returns
 // what Start said, stopping the node either way.
 func startError(t *testing.T, cfgText string) error {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/forward"
 	"github.com/shardns/shardns/hosts"
 	"github.com/shardns/shardns/metrics"
@@ -101,22 +103,35 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 	// upstream on one of them is a loop too.
 	listen = slices.Clone(listen)
 	for _, s := range c.cfg.Servers {
-		if s.Transport == "dns" {
+		switch s.Transport {
+		case "dns":
 			listen = append(listen, s.Listen...)
+		case "tls":
+			for _, a := range s.Listen {
+				listen = append(listen, "tls://"+a)
+			}
 		}
 	}
 	addrs, err := forward.ParseUpstreams(f.Upstreams, nil)
 	if err != nil {
 		return nil, err
 	}
+	tlsCfg, err := loadUpstreamTLS(f.TLS, len(addrs))
+	if err != nil {
+		return nil, fmt.Errorf("forward.%w", err)
+	}
 	local := forward.LocalAddrs() // the interfaces, listed once for every check
 	if err := forward.CheckLoop(addrs, listen, local); err != nil {
 		return nil, err
 	}
 	stubAddrs := make([][]string, len(f.Stubs))
+	stubTLS := make([]*tls.Config, len(f.Stubs))
 	for i, s := range f.Stubs {
 		if stubAddrs[i], err = forward.ParseUpstreams(s.Upstreams, nil); err != nil {
 			return nil, fmt.Errorf("forward.stubs[%d]: %w", i, err)
+		}
+		if stubTLS[i], err = loadUpstreamTLS(s.TLS, len(stubAddrs[i])); err != nil {
+			return nil, fmt.Errorf("forward.stubs[%d].%w", i, err)
 		}
 		if err := forward.CheckLoop(stubAddrs[i], listen, local); err != nil {
 			return nil, fmt.Errorf("forward.stubs[%d]: %w", i, err)
@@ -128,7 +143,7 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 	}
 	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fqdns(c.cfg.Kubernetes.Fallthrough)}
 	if len(addrs) > 0 {
-		c.forwarder = c.newForwarder(addrs, f.Policy, m)
+		c.forwarder = c.newForwarder(addrs, f.Policy, tlsCfg, m)
 		u.Forwarder, u.Cache = c.forwarder, c.newCache()
 		c.log.Info("forwarding names outside the cluster", "upstreams", addrs, "policy", f.Policy, "cache", c.cfg.Cache.Enabled)
 	} else {
@@ -139,7 +154,7 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 		if policy == "" {
 			policy = f.Policy
 		}
-		fw := c.newForwarder(stubAddrs[i], policy, m)
+		fw := c.newForwarder(stubAddrs[i], policy, stubTLS[i], m)
 		c.stubs = append(c.stubs, fw)
 		stub := &query.Upstream{Forwarder: fw, Cache: c.newCache(), Deadline: f.Deadline.D(), Now: time.Now}
 		for _, z := range fqdns(s.Zones) {
@@ -150,13 +165,32 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 	return u, nil
 }
 
+// loadUpstreamTLS reads the files of a forwarder's tls:// upstreams; an
+// error starts with the key (tls.caFile: ...) of the file that failed.
+func loadUpstreamTLS(t config.UpstreamTLSConfig, upstreams int) (*tls.Config, error) {
+	cfg, err := forward.LoadTLS(forward.TLSFiles{ServerName: t.ServerName, CAFile: t.CAFile,
+		CertFile: t.CertFile, KeyFile: t.KeyFile}, upstreams)
+	if err != nil {
+		return nil, fmt.Errorf("tls.%w", err)
+	}
+	return cfg, nil
+}
+
 // newForwarder starts a forwarder whose attempts count in the forward
 // metrics under their upstream's address.
-func (c *core) newForwarder(addrs []string, policy string, m *metrics.Forward) *forward.Forwarder {
+func (c *core) newForwarder(addrs []string, policy string, tlsCfg *tls.Config, m *metrics.Forward) *forward.Forwarder {
 	f := c.cfg.Forward
 	fw := forward.New(forward.Config{Upstreams: addrs, Policy: policy, Timeout: f.Timeout.D(),
 		MaxConcurrent: f.MaxConcurrent, HealthCheck: f.HealthCheck.D(), MaxFails: f.MaxFails,
+		TLS: tlsCfg, MaxIdleConns: f.MaxIdleConns, Expire: f.Expire.D(),
 		Logger: c.log.With("component", "forward"),
+		OnConn: func(to, proto string, reused bool) {
+			if reused {
+				m.ConnCacheHits.WithLabelValues(to, proto).Inc()
+			} else {
+				m.ConnCacheMisses.WithLabelValues(to, proto).Inc()
+			}
+		},
 		OnResult: func(to string, rcode int, err error, took time.Duration) {
 			m.Requests.WithLabelValues(to).Inc()
 			if err != nil {
