@@ -80,3 +80,17 @@ func TestLoadConfigFromCorefileAndKubeDNS(t *testing.T) {
 		}
 	}
 }
+
+// A kube-dns ConfigMap whose key is not JSON fails the load naming the
+// file and the key: at start the process does not serve, on a reload the
+// running configuration keeps serving (node.WithConfigSource).
+func TestKubeDNSSourceMalformedKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kube-dns.yaml")
+	if err := os.WriteFile(path, []byte("stubDomains: '{\"acme.local\": [\"1.2.3.4\"'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := corefileSource{path: path, kubeDNS: true}.load()
+	if err == nil || !strings.Contains(err.Error(), path+": stubDomains: malformed JSON") {
+		t.Errorf("load: %v, want an error naming the file and the key", err)
+	}
+}
