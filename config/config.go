@@ -57,6 +57,9 @@ type Config struct {
 	// Federation answers names of Kubernetes cluster federations (kube-dns
 	// federations, CoreDNS's federation plugin).
 	Federation FederationConfig `json:"federation"`
+	// ACL answers, refuses or drops questions by their source address
+	// and type, before anything else answers them.
+	ACL []ACLConfig `json:"acl"`
 }
 
 // LoadBalanceConfig is the order of addresses in answers.
@@ -502,6 +505,7 @@ func (c *Config) validate() error {
 	c.validateCluster(bad)
 	c.validateBeyond(bad)
 	c.validateFederation(bad)
+	c.validateACL(bad)
 	c.validateMemory(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -253,7 +253,7 @@ var handlers = map[string]handler{
 	"proxy": (*converter).proxyPlugin, "cache": (*converter).cachePlugin,
 	"file": (*converter).filePlugin, "transfer": (*converter).transferPlugin,
 	"hosts": (*converter).hostsPlugin, "rewrite": (*converter).rewritePlugin,
-	"federation": (*converter).federationPlugin,
+	"federation": (*converter).federationPlugin, "acl": (*converter).aclPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once

@@ -238,6 +238,32 @@ func TestConvertPlugins(t *testing.T) {
 			},
 		},
 		{
+			name: "acl lists in order, zones from the block",
+			src: ".:53 {\n  acl {\n    allow net 192.168.1.0/24\n    block net 192.168.0.0/16\n  }\n}\n" +
+				"example.org {\n  acl a.example.org {\n    filter type A AAAA net 10.0.0.1 ::1\n    drop\n  }\n  acl {\n    block type MX\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := []config.ACLConfig{
+					{Policies: []config.ACLPolicy{{Action: "allow", Nets: []string{"192.168.1.0/24"}}, {Action: "block", Nets: []string{"192.168.0.0/16"}}}},
+					{Zones: []string{"a.example.org"}, Policies: []config.ACLPolicy{
+						{Action: "filter", Types: []string{"A", "AAAA"}, Nets: []string{"10.0.0.1", "::1"}}, {Action: "drop"}}},
+					{Zones: []string{"example.org"}, Policies: []config.ACLPolicy{{Action: "block", Types: []string{"MX"}}}},
+				}
+				if !reflect.DeepEqual(cfg.ACL, want) {
+					t.Errorf("acl %+v\nwant %+v", cfg.ACL, want)
+				}
+			},
+		},
+		{
+			name: "acl lines CoreDNS refuses",
+			src:  ".:53 {\n  acl {\n    deny net 10.0.0.0/8\n  }\n  acl {\n    block type A net\n  }\n  acl {\n    block net 10.0.0.0/33\n  }\n  acl {\n    block type NOPE\n  }\n}\n",
+			want: []string{
+				`Corefile:3: acl: unexpected "deny"; want allow, block, filter or drop`,
+				`Corefile:6: acl: no value after "net"`,
+				`Corefile:9: acl: "10.0.0.0/33" is not a CIDR`,
+				`Corefile:12: acl: "NOPE" is not a DNS type`,
+			},
+		},
+		{
 			name: "import of an unknown snippet",
 			src:  ".:53 {\n  import nothere\n}\n",
 			want: []string{"Corefile:2: import nothere: other files and unknown snippets are not read; paste their content into the Corefile"},

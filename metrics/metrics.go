@@ -20,6 +20,12 @@ type DNS struct {
 	Autopath                  *prometheus.CounterVec // server: searches answered on the server
 }
 
+// ACL are the access lists' metrics, as CoreDNS's acl plugin's.
+type ACL struct {
+	Blocked, Filtered, Dropped *prometheus.CounterVec // server, zone, view
+	Allowed                    *prometheus.CounterVec // server, view
+}
+
 // Forward are the forwarder's metrics.
 type Forward struct {
 	Requests         *prometheus.CounterVec   // to
@@ -91,6 +97,7 @@ type Kubernetes struct {
 // All is every metric of a node.
 type All struct {
 	DNS        *DNS
+	ACL        *ACL
 	Forward    *Forward
 	Cache      *Cache
 	Cluster    *Cluster
@@ -147,6 +154,18 @@ func New(version string) (*prometheus.Registry, *All) {
 	}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
 	reg.MustRegister(d.Requests, d.Responses, d.Duration, d.Dropped, build)
+	aclCounter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "acl",
+			Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	acl := &ACL{
+		Blocked:  aclCounter("blocked_requests_total", "Counter of DNS requests being blocked.", "server", "zone", "view"),
+		Filtered: aclCounter("filtered_requests_total", "Counter of DNS requests being filtered.", "server", "zone", "view"),
+		Dropped:  aclCounter("dropped_requests_total", "Counter of DNS requests being dropped.", "server", "zone", "view"),
+		Allowed:  aclCounter("allowed_requests_total", "Counter of DNS requests being allowed.", "server", "view"),
+	}
 	f := &Forward{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
 			Name: "requests_total", Help: "Counter of requests made per upstream."}, []string{"to"}),
@@ -230,5 +249,5 @@ func New(version string) (*prometheus.Registry, *All) {
 	reloadFailed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Name: "reload_failed_total",
 		Help: "Counter of configuration changes rejected; the running configuration kept serving."})
 	reg.MustRegister(reloadFailed)
-	return reg, &All{DNS: d, Forward: f, Cache: c, Cluster: cl, Kubernetes: k, ReloadFailed: reloadFailed}
+	return reg, &All{DNS: d, ACL: acl, Forward: f, Cache: c, Cluster: cl, Kubernetes: k, ReloadFailed: reloadFailed}
 }

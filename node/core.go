@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/klog/v2"
 
+	"github.com/shardns/shardns/acl"
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
@@ -57,6 +58,7 @@ type core struct {
 	// zone and region current (nil when they are configured).
 	federation *query.Federation
 	locality   *localityWatch
+	acl        *acl.Lists
 }
 
 // newCore starts the actors of cfg. A manifest that does not parse, or an
@@ -186,7 +188,7 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts, Federation: c.federation}
+		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts, Federation: c.federation, ACL: c.acl}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}

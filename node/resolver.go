@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/acl"
 	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/forward"
@@ -38,6 +39,7 @@ func (c *core) buildPlane(nodeName string) error {
 	if err := c.buildFederation(); err != nil {
 		return err
 	}
+	c.acl = acl.Compile(c.cfg.ACL)
 	if ch := c.cfg.Chaos; ch.Enabled {
 		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
 		if c.chaos.Version == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/acl"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -207,6 +208,11 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 		return nil, false
 	}
 	name := unsafe.String(unsafe.SliceData(lname), len(lname))
+	if h.ACL != nil {
+		if a, _ := h.ACL.Check(name, q.qtype, t.Client.Addr()); a > acl.Allow {
+			return nil, false // refused, filtered or dropped: the full path says so
+		}
+	}
 	if (h.Rewrite != nil || h.Hosts != nil || h.Federation != nil) && h.planeClaims(name, q.qtype) {
 		return nil, false
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/acl"
 	"github.com/shardns/shardns/hosts"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/rewrite"
@@ -57,6 +58,9 @@ type Handler struct {
 	Hosts *hosts.Hosts
 	// Federation answers the names of cluster federations; nil: none.
 	Federation *Federation
+	// ACL refuses, filters or drops questions by source and type before
+	// anything answers them; nil: every question is answered.
+	ACL *acl.Lists
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -93,7 +97,8 @@ type exchange struct {
 	start   time.Time
 	rewrite *rewrite.Result // the rules that applied; asked is the question before them
 	asked   dns.Question
-	fed     *federated // the question had a federation label, taken out
+	fed     *federated     // the question had a federation label, taken out
+	ede     *dns.EDNS0_EDE // an extended error for the response's OPT
 }
 
 // Serve answers req and returns the packed response appended to out[:0].
@@ -108,6 +113,9 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		return nil
 	}
 	if b, ok := h.serveFast(req, t, out); ok {
+		if h.ACL != nil {
+			h.countACL(acl.Allow, "")
+		}
 		return b
 	}
 	x := &exchange{req: new(dns.Msg), reqSize: len(req), t: t, zone: ".", start: time.Now()}
@@ -133,6 +141,11 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	}
 	q := x.req.Question[0]
 	r.SetReply(x.req)
+	if h.ACL != nil {
+		if b, done := h.applyACL(x, r, out); done {
+			return b
+		}
+	}
 	if q.Qclass == dns.ClassCHAOS && h.Chaos != nil {
 		return h.chaos(x, r, out)
 	}
@@ -260,6 +273,9 @@ func (h *Handler) packMsg(x *exchange, r *dns.Msg, out []byte) ([]byte, error) {
 		// Clip first: the record slices belong to a snapshot.
 		reply := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 		reply.SetUDPSize(MaxUDPSize)
+		if x.ede != nil {
+			reply.Option = append(reply.Option, x.ede)
+		}
 		r.Extra = append(slices.Clip(r.Extra), reply)
 	}
 	r.Truncate(size)
