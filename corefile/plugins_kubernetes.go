@@ -45,7 +45,10 @@ func (c *converter) clusterZones(s *server, d *Directive) (fwd, rev []string) {
 		for _, z := range zones {
 			switch {
 			case z == ".":
-				c.unmapped(d.place(), "kubernetes zone \".\": shardns serves cluster names under a cluster domain; kubernetes.zones keeps %s", strings.Join(c.cfg.Kubernetes.Zones, ", "))
+				c.unmapped(d.place(), "kubernetes zone \".\" (the block's zone when the plugin names none): CoreDNS then serves "+
+					"cluster names under the root (web.ns.svc.) and NXDOMAIN for %s names and every other name unless fallthrough; "+
+					"shardns serves cluster names under a cluster domain: name it (kubernetes %s ...), as pods' search paths do",
+					strings.Join(c.cfg.Kubernetes.Zones, ", "), strings.Join(c.cfg.Kubernetes.Zones, " "))
 			case isReverse(z):
 				rev = appendNew(rev, z)
 			case !config.ValidDomain(z):
