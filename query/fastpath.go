@@ -207,7 +207,7 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 		return nil, false
 	}
 	name := unsafe.String(unsafe.SliceData(lname), len(lname))
-	if (h.Rewrite != nil || h.Hosts != nil) && h.planeClaims(name, q.qtype) {
+	if (h.Rewrite != nil || h.Template != nil || h.Hosts != nil) && h.planeClaims(name, q.qtype) {
 		return nil, false
 	}
 	route := h.Config.Domains.Route(name)
