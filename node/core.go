@@ -23,6 +23,7 @@ import (
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
 	"github.com/shardns/shardns/sources/zonefile"
+	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -49,10 +50,11 @@ type core struct {
 
 	// The resolver plane in front of the zones, and the forwarders of the
 	// stub domains.
-	rewrite *rewrite.Rules
-	hosts   *hosts.Hosts
-	chaos   *query.Chaos
-	stubs   []*forward.Forwarder
+	rewrite  *rewrite.Rules
+	template *template.Templates
+	hosts    *hosts.Hosts
+	chaos    *query.Chaos
+	stubs    []*forward.Forwarder
 }
 
 // newCore starts the actors of cfg. A manifest that does not parse, or an
@@ -182,7 +184,7 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts}
+		Chaos: c.chaos, Rewrite: c.rewrite, Template: c.template, Hosts: c.hosts}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}
