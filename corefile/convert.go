@@ -247,6 +247,7 @@ var handlers = map[string]handler{
 	"proxy": (*converter).proxyPlugin, "cache": (*converter).cachePlugin,
 	"file": (*converter).filePlugin, "transfer": (*converter).transferPlugin,
 	"hosts": (*converter).hostsPlugin, "rewrite": (*converter).rewritePlugin,
+	"template": (*converter).templatePlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once
