@@ -1,6 +1,7 @@
 package query
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -184,5 +185,44 @@ func BenchmarkServeTemplated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		out = h.Serve(req, Transport{}, out[:0])
+	}
+}
+
+// A template that makes no record is answered on the fast path, with the
+// bytes the full path packs.
+func TestFastPathBareTemplate(t *testing.T) {
+	cfgs := []template.Config{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
+		{Type: "A", Zones: []string{"invalid"}, Rcode: "NXDOMAIN"}}
+	fast := withTemplates(t, testHandler(t), cfgs...)
+	full := withTemplates(t, testHandler(t), cfgs...)
+	full.QueryLog = slog.New(slog.DiscardHandler) // a query log turns the fast path off
+	for _, c := range []struct {
+		name    string
+		qtype   uint16
+		edns    bool
+		rd, cd  bool
+		comment string
+	}{
+		{"Web.ns.svc.cluster.local.", dns.TypeAAAA, false, true, false, "NODATA, case kept"},
+		{"www.example.org.", dns.TypeAAAA, true, false, true, "with EDNS0 and CD"},
+		{"x.invalid.", dns.TypeA, true, true, false, "NXDOMAIN"},
+	} {
+		m := query(c.name, c.qtype)
+		m.RecursionDesired, m.CheckingDisabled = c.rd, c.cd
+		if c.edns {
+			m.SetEdns0(1232, false)
+		}
+		req := pack(t, m)
+		if !fast.Template.Claims(lower(c.name), dns.ClassINET, c.qtype) {
+			t.Fatalf("%s: not templated", c.comment)
+		}
+		got, want := fast.Serve(req, Transport{}, nil), full.Serve(req, Transport{}, nil)
+		if string(got) != string(want) {
+			t.Errorf("%s: fast path\n%x\nfull path\n%x", c.comment, got, want)
+		}
+	}
+	req := pack(t, query("www.example.org.", dns.TypeAAAA))
+	if n := testing.AllocsPerRun(100, func() { fast.Serve(req, Transport{}, make([]byte, 0, 512)) }); n > 1 {
+		t.Fatalf("a bare templated answer allocates %v times", n)
 	}
 }

@@ -80,8 +80,30 @@ type Response struct {
 // fail it) rather than pass it on, without executing anything: the fast
 // path leaves such names to the full one. It allocates nothing.
 func (ts *Templates) Claims(name string, qclass, qtype uint16) bool {
+	t, _ := ts.decide(name, qclass, qtype)
+	return t != nil
+}
+
+// Bare reports the rcode of a question that a template answers with no
+// record and no extended error, CoreDNS's common `template ANY AAAA {
+// rcode NOERROR }`: such an answer is the question alone, the same for
+// every client, and the fast path can write it. ok is false for any other
+// question. It allocates nothing.
+func (ts *Templates) Bare(name string, qclass, qtype uint16) (rcode int, ok bool) {
+	t, matched := ts.decide(name, qclass, qtype)
+	if t == nil || !matched || len(t.answer)+len(t.authority)+len(t.additional) > 0 || t.ede != nil ||
+		t.rcode == dns.RcodeServerFailure || t.rcode > 0xF {
+		return 0, false
+	}
+	return t.rcode, true
+}
+
+// decide is the template that decides the question, and whether one of
+// its patterns matched (false: it fails the question); nil when the
+// question passes on.
+func (ts *Templates) decide(name string, qclass, qtype uint16) (t *compiled, matched bool) {
 	if !inAny(name, ts.zones) {
-		return false
+		return nil, false
 	}
 	for _, t := range ts.list {
 		if matchZone(name, t.zones) == "" || !t.asks(qclass, qtype) {
@@ -89,14 +111,14 @@ func (ts *Templates) Claims(name string, qclass, qtype uint16) bool {
 		}
 		for _, re := range t.regex {
 			if re.MatchString(name) {
-				return true
+				return t, true
 			}
 		}
 		if !inAny(name, t.fall) {
-			return true
+			return t, false
 		}
 	}
-	return false
+	return nil, false
 }
 
 // Answer runs the templates on q in order, as CoreDNS does: a template

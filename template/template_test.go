@@ -257,3 +257,28 @@ func TestClaimsAllocatesNothing(t *testing.T) {
 		t.Fatalf("Claims allocates %v times", n)
 	}
 }
+
+func TestBare(t *testing.T) {
+	ts, err := Compile(append(append(slices.Clone(invalidTLD), aaaaNODATA...), cname...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+		ok    bool
+	}{
+		{"www.example.org.", dns.TypeAAAA, dns.RcodeSuccess, true},
+		{"www.example.org.", dns.TypeA, 0, false},                 // passes on
+		{"x.invalid.", dns.TypeAAAA, 0, false},                    // a SOA and an extended error
+		{"foogle.com.", dns.TypeA, 0, false},                      // a CNAME
+		{"www.foogle.com.", dns.TypeA, 0, false},                  // SERVFAIL
+		{"www.foogle.com.", dns.TypeAAAA, dns.RcodeSuccess, true}, // the AAAA template comes first
+	} {
+		rcode, ok := ts.Bare(c.name, dns.ClassINET, c.qtype)
+		if rcode != c.rcode || ok != c.ok {
+			t.Errorf("%s %s: %d %v, want %d %v", c.name, dns.TypeToString[c.qtype], rcode, ok, c.rcode, c.ok)
+		}
+	}
+}
