@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/hosts"
+	"github.com/shardns/shardns/template"
 )
 
 // ServerConfig is one extra listener, like a Corefile server block on its
@@ -264,6 +265,13 @@ func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
 			r.Match = "exact" // as CoreDNS, when no match type is given
 		}
 		validateRewrite(bad, fmt.Sprintf("rewrite[%d]", i), *r)
+	}
+	if _, err := template.Compile(c.Template); err != nil {
+		// Each error starts with its key (template[0].match[1]: ...).
+		for _, line := range strings.Split(err.Error(), "\n") {
+			key, msg, _ := strings.Cut(line, ": ")
+			bad(key, "%s", msg)
+		}
 	}
 	if rl := c.DNS.RateLimit; rl.PerSecond < 0 || rl.Burst < 0 {
 		bad("dns.rateLimit", "perSecond and burst must not be negative")

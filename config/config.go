@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/shardns/shardns/template"
 )
 
 // The modes a process runs in.
@@ -52,6 +54,10 @@ type Config struct {
 	Hosts HostsConfig `json:"hosts"`
 	// Rewrite changes queries before they are answered.
 	Rewrite []RewriteRule `json:"rewrite"`
+	// Template answers names from record templates, after the rewrite
+	// rules and before hosts and the cluster zones (CoreDNS's template
+	// plugin).
+	Template []template.Config `json:"template"`
 	// Chaos answers version.bind and friends.
 	Chaos ChaosConfig `json:"chaos"`
 	// Federation answers names of Kubernetes cluster federations (kube-dns

@@ -15,6 +15,15 @@ rewrite:
 - {field: name, from: foo.example.com, to: foo.default.svc.cluster.local}
 - {field: type, from: ANY, to: HINFO}
 chaos: {enabled: true}
+template:
+- {type: AAAA, rcode: NOERROR}
+- class: IN
+  type: A
+  zones: [example]
+  match: ['^ip-(?P<a>[0-9]+)-(?P<b>[0-9]+)[.]example[.]$']
+  answer: ["{{ .Name }} 60 IN A 10.0.{{ .Group.a }}.{{ .Group.b }}"]
+  extendedError: {code: 21, text: blocked}
+  fallthrough: ["."]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +33,9 @@ chaos: {enabled: true}
 	}
 	if cfg.Hosts.TTL != 3600 || cfg.Hosts.Interval.D().Seconds() != 5 {
 		t.Fatalf("hosts defaults: %+v", cfg.Hosts)
+	}
+	if len(cfg.Template) != 2 || cfg.Template[1].ExtendedError.Code != 21 {
+		t.Fatalf("templates: %+v", cfg.Template)
 	}
 }
 
@@ -39,6 +51,12 @@ func TestParseResolverPlaneRejects(t *testing.T) {
 			`hosts.entries[0]: "ok": want an IP address`},
 		{"hosts wildcard", "kubernetes: {enabled: false}\nhosts: {entries: [\"192.0.2.1 *.lan\"]}\n", `"*.lan" is not a host name`},
 		{"rewrite regex", "kubernetes: {enabled: false}\nrewrite: [{field: name, match: regex, from: \"(\", to: x}]\n", "rewrite[0].from"},
+		{"template without a type", "kubernetes: {enabled: false}\ntemplate: [{rcode: NOERROR}]\n", `template[0].type: "" is not a query type`},
+		{"template regex", "kubernetes: {enabled: false}\ntemplate: [{type: A}, {type: A, match: [x, \"(\"]}]\n",
+			"template[1].match[1]: error parsing regexp: missing closing ): `(`"},
+		{"template that does not parse", "kubernetes: {enabled: false}\ntemplate: [{type: A, answer: [\"{{ .Name\"]}]\n",
+			"template[0].answer[0]: template: answer:1: unclosed action"},
+		{"template key unknown", "kubernetes: {enabled: false}\ntemplate: [{type: A, expr: x}]\n", `unknown field "expr"`},
 		{"rewrite ttl", "kubernetes: {enabled: false}\nrewrite: [{field: ttl, from: a, ttl: \"10-5\"}]\n", "rewrite[0].ttl"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

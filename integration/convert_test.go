@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -275,8 +276,7 @@ type convertQuestion struct {
 func askBoth(t *testing.T, shardns, coredns string, qs []convertQuestion) {
 	t.Helper()
 	for _, q := range qs {
-		answersAre(t, shardns, q)
-		answersAre(t, coredns, q)
+		askBothWith(t, shardns, coredns, func(addr, proto string) error { return answerMatches(addr, proto, q) })
 	}
 }
 
@@ -289,6 +289,17 @@ func answersAre(t *testing.T, addr string, qs ...convertQuestion) {
 			testutil.Eventually(t, 10*time.Second, func() error {
 				return answerMatches(addr, proto, q)
 			})
+		}
+	}
+}
+
+// askBothWith runs check on shardns and CoreDNS over UDP and TCP until
+// it passes.
+func askBothWith(t *testing.T, shardns, coredns string, check func(addr, proto string) error) {
+	t.Helper()
+	for _, addr := range []string{shardns, coredns} {
+		for _, proto := range []string{"udp", "tcp"} {
+			testutil.Eventually(t, 10*time.Second, func() error { return check(addr, proto) })
 		}
 	}
 }
@@ -338,13 +349,18 @@ type corefileRun struct {
 func renderCorefile(t *testing.T, tmpl string, vars map[string]string) corefileRun {
 	t.Helper()
 	r := corefileRun{text: tmpl, addrs: map[string]string{}}
-	for {
-		i := strings.Index(r.text, "{{")
+	for from := 0; ; {
+		i := strings.Index(r.text[from:], "{{")
 		if i < 0 {
 			return r
 		}
+		i += from
 		j := strings.Index(r.text[i:], "}}")
 		name := r.text[i+2 : i+j]
+		if !renderName.MatchString(name) {
+			from = i + j // a Go template of the template plugin ({{ .Name }}): left as it is
+			continue
+		}
 		v, ok := vars[name]
 		if !ok {
 			v = fmt.Sprint(freePort(t))
@@ -353,6 +369,9 @@ func renderCorefile(t *testing.T, tmpl string, vars map[string]string) corefileR
 		r.text = strings.ReplaceAll(r.text, "{{"+name+"}}", v)
 	}
 }
+
+// renderName is what renderCorefile fills in: {{dns}}, {{upstream}}.
+var renderName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // convertCorefile runs `shardns convert --corefile` on text and returns
 // the configuration it prints and its findings (stderr). It fails the
@@ -394,6 +413,19 @@ func startCoreDNSCorefileIn(t *testing.T, dir, corefile, addr, probe string) str
 // to get rcode: SERVFAIL where every upstream fails on purpose.
 func startCoreDNSCorefileRcode(t *testing.T, dir, corefile, addr, probe string, rcode int) string {
 	t.Helper()
+	return startCoreDNSCorefileReady(t, dir, corefile, addr, func() error {
+		r, err := testutil.Exchange(addr, "udp", probe, dns.TypeA)
+		if err == nil && r.Rcode != rcode {
+			err = fmt.Errorf("%s: %s", probe, dns.RcodeToString[r.Rcode])
+		}
+		return err
+	})
+}
+
+// startCoreDNSCorefileReady is startCoreDNSCorefileIn with its own check
+// that CoreDNS serves, for a Corefile that answers no probe with NOERROR.
+func startCoreDNSCorefileReady(t *testing.T, dir, corefile, addr string, ready func() error) string {
+	t.Helper()
 	bin := buildCoreDNS(t)
 	conf := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
@@ -421,11 +453,7 @@ func startCoreDNSCorefileRcode(t *testing.T, dir, corefile, addr, probe string, 
 			return fmt.Errorf("coredns exited:\n%s", log.String())
 		default:
 		}
-		r, err := testutil.Exchange(addr, "udp", probe, dns.TypeA)
-		if err == nil && r.Rcode != rcode {
-			err = fmt.Errorf("%s: %s", probe, dns.RcodeToString[r.Rcode])
-		}
-		return err
+		return ready()
 	})
 	return addr
 }

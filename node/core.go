@@ -24,6 +24,7 @@ import (
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
 	"github.com/shardns/shardns/sources/zonefile"
+	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -50,10 +51,11 @@ type core struct {
 
 	// The resolver plane in front of the zones, and the forwarders of the
 	// stub domains.
-	rewrite *rewrite.Rules
-	hosts   *hosts.Hosts
-	chaos   *query.Chaos
-	stubs   []*forward.Forwarder
+	rewrite  *rewrite.Rules
+	template *template.Templates
+	hosts    *hosts.Hosts
+	chaos    *query.Chaos
+	stubs    []*forward.Forwarder
 	// federation answers federation names; locality keeps its node's
 	// zone and region current (nil when they are configured).
 	federation *query.Federation
@@ -188,7 +190,7 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts, Federation: c.federation, ACL: c.acl}
+		Chaos: c.chaos, Rewrite: c.rewrite, Template: c.template, Hosts: c.hosts, Federation: c.federation, ACL: c.acl}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}

@@ -16,15 +16,19 @@ import (
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
 	"github.com/shardns/shardns/rewrite"
+	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
 )
 
-// buildPlane compiles the rewrite rules, reads the hosts entries and
-// files, and sets the chaos answers of the core. Nothing runs until
+// buildPlane compiles the rewrite rules and the templates, reads the
+// hosts entries and files, and sets the chaos answers of the core. Nothing runs until
 // startPlane, so an error later in newCore leaves nothing behind.
 func (c *core) buildPlane(nodeName string) error {
 	var err error
 	if c.rewrite, err = rewrite.Compile(c.cfg.Rewrite); err != nil {
+		return err
+	}
+	if c.template, err = template.Compile(c.cfg.Template); err != nil {
 		return err
 	}
 	if h := c.cfg.Hosts; len(h.Entries) > 0 || len(h.Files) > 0 {

@@ -213,8 +213,15 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 			return nil, false // refused, filtered or dropped: the full path says so
 		}
 	}
-	if (h.Rewrite != nil || h.Hosts != nil || h.Federation != nil) && h.planeClaims(name, q.qtype) {
-		return nil, false
+	if h.Rewrite != nil || h.Template != nil || h.Hosts != nil || h.Federation != nil {
+		if h.Template != nil && (h.Rewrite == nil || !h.Rewrite.Matches(name, q.qtype)) {
+			if rcode, ok := h.Template.Bare(name, dns.ClassINET, q.qtype); ok {
+				return h.serveBare(req, q, t, rcode, out, start), true
+			}
+		}
+		if h.planeClaims(name, q.qtype) {
+			return nil, false
+		}
 	}
 	route := h.Config.Domains.Route(name)
 	var snap *zone.Snapshot
@@ -256,6 +263,25 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 	copy(out[headerSize:q.nameEnd], req[headerSize:q.nameEnd]) // the question as asked
 	h.observeFast(e, t, q.qtype, len(req), len(out), start)
 	return out, true
+}
+
+// serveBare writes the answer of a template that makes no record: the
+// request's header and question with QR, AA and rcode set (RD and CD as
+// asked), and an OPT record when the request had one, as the full path
+// packs it.
+func (h *Handler) serveBare(req []byte, q wireQuestion, t Transport, rcode int, out []byte, start time.Time) []byte {
+	out = append(out[:0], req[:q.nameEnd+4]...)
+	out[2] = 0x80 | 0x04 | req[2]&0x01 // QR, AA, RD
+	out[3] = req[3]&0x10 | byte(rcode) // CD
+	clear(out[6:headerSize])           // no answer, authority or additional yet
+	if q.opt {
+		out[11] = 1
+		// Root name, type OPT, our buffer size, extended rcode, version
+		// and flags 0, no options.
+		out = append(out, 0, 0, byte(dns.TypeOPT), MaxUDPSize>>8, MaxUDPSize&0xFF, 0, 0, 0, 0, 0, 0)
+	}
+	h.observeFast(&packedAnswer{rcode: rcode, zone: "."}, t, q.qtype, len(req), len(out), start)
+	return out
 }
 
 // scratch is per-request working memory of the fast path, pooled so a

@@ -7,8 +7,8 @@ import (
 )
 
 // The resolver plane in front of the cluster zones, in CoreDNS's plugin
-// order: chaos, rewrite, hosts, then the zones (kubernetes) and the
-// forwarder.
+// order: chaos, rewrite, template (templated.go), hosts, then the zones
+// (kubernetes) and the forwarder.
 
 // Chaos answers CHAOS-class TXT questions about the server, as CoreDNS's
 // chaos plugin does.
@@ -106,7 +106,7 @@ func (h *Handler) answerHosts(x *exchange, r *dns.Msg, name string, out []byte) 
 }
 
 // planeClaims reports whether the resolver plane handles the question
-// itself (a rewrite rule or a hosts entry applies), so the fast path,
+// itself (a rewrite rule, a template or a hosts entry applies), so the fast path,
 // whose packed answers come from the zones alone, must leave it to the
 // full path. It allocates nothing.
 func (h *Handler) planeClaims(name string, qtype uint16) bool {
@@ -114,6 +114,9 @@ func (h *Handler) planeClaims(name string, qtype uint16) bool {
 		return true
 	}
 	if h.Federation != nil && h.Federation.claims(name) {
+		return true
+	}
+	if h.Template != nil && h.Template.Claims(name, dns.ClassINET, qtype) {
 		return true
 	}
 	if h.Hosts != nil {

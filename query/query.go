@@ -18,6 +18,7 @@ import (
 	"github.com/shardns/shardns/hosts"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/rewrite"
+	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -61,6 +62,9 @@ type Handler struct {
 	// ACL refuses, filters or drops questions by source and type before
 	// anything answers them; nil: every question is answered.
 	ACL *acl.Lists
+	// Template answers questions from record templates, after Rewrite and
+	// before Hosts; nil: no templates.
+	Template *template.Templates
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -79,6 +83,9 @@ type Transport struct {
 	// question (TCP), sends the leading messages of a zone transfer. Nil
 	// refuses transfers.
 	Stream StreamWriter
+	// chaseDepth counts the lookups of CNAME targets of templated
+	// answers that led to this request; 0 for a client's request.
+	chaseDepth uint8
 }
 
 // LateWriter sends a response produced after Serve returned. It must be
@@ -98,7 +105,7 @@ type exchange struct {
 	rewrite *rewrite.Result // the rules that applied; asked is the question before them
 	asked   dns.Question
 	fed     *federated     // the question had a federation label, taken out
-	ede     *dns.EDNS0_EDE // an extended error for the response's OPT
+	ede     *dns.EDNS0_EDE // an extended error for the OPT record of the answer
 }
 
 // Serve answers req and returns the packed response appended to out[:0].
@@ -149,18 +156,25 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	if q.Qclass == dns.ClassCHAOS && h.Chaos != nil {
 		return h.chaos(x, r, out)
 	}
-	if q.Qclass != dns.ClassINET {
-		r.Rcode = dns.RcodeRefused
-		return h.pack(x, r, out)
-	}
 	name := lower(q.Name)
-	if h.Rewrite != nil {
+	if q.Qclass == dns.ClassINET && h.Rewrite != nil {
 		var ok bool
 		if name, ok = h.rewriteQuestion(x, name); !ok {
 			r.Rcode = dns.RcodeServerFailure
 			return h.pack(x, r, out)
 		}
 		q = x.req.Question[0]
+	}
+	if h.Template != nil {
+		// Templates may answer any class (CoreDNS's .invalid example
+		// answers CH too).
+		if b, done := h.answerTemplate(x, r, name, out); done {
+			return b
+		}
+	}
+	if q.Qclass != dns.ClassINET {
+		r.Rcode = dns.RcodeRefused
+		return h.pack(x, r, out)
 	}
 	if q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return h.transfer(x, r, name, out)

@@ -1,0 +1,190 @@
+package template
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	texttemplate "text/template"
+
+	"github.com/miekg/dns"
+)
+
+// Config is one template, a CoreDNS `template CLASS TYPE [ZONES] {…}`.
+type Config struct {
+	// Class of the questions answered: IN (default), CH, ANY, ...
+	Class string `json:"class"`
+	// Type of the questions answered: A, AAAA, PTR, ... or ANY for all.
+	Type string `json:"type"`
+	// Zones whose names the template answers; empty: every name.
+	Zones []string `json:"zones"`
+	// Match lists regular expressions tried on the lower-case, fully
+	// qualified question name; the first that matches is used. Empty:
+	// every name of the zones.
+	Match []string `json:"match"`
+	// Answer, Additional and Authority are Go templates that each make
+	// one record in zone-file form.
+	Answer     []string `json:"answer"`
+	Additional []string `json:"additional"`
+	Authority  []string `json:"authority"`
+	// Rcode of the answer: NOERROR (default), NXDOMAIN, SERVFAIL, ...
+	Rcode string `json:"rcode"`
+	// ExtendedError adds an RFC 8914 extended error to the answer.
+	ExtendedError *ExtendedError `json:"extendedError"`
+	// Fallthrough zones pass names that no regex matches on to the next
+	// template, then to hosts, the cluster zones and the forwarder;
+	// ["."]: every name. Otherwise such names get SERVFAIL.
+	Fallthrough []string `json:"fallthrough"`
+}
+
+// ExtendedError is an RFC 8914 extended DNS error.
+type ExtendedError struct {
+	// Code is the INFO-CODE, 0–65535 (RFC 8914 defines 0–24).
+	Code int `json:"code"`
+	// Text is the EXTRA-TEXT; may be empty.
+	Text string `json:"text"`
+}
+
+// maxRegexLen bounds a pattern as CoreDNS does: compiling a huge one
+// costs memory out of proportion.
+const maxRegexLen = 10000
+
+// Compile checks and compiles the configured templates, in order; nil
+// when there are none, so the query path pays nothing without them. An
+// error names the key, e.g. template[0].match[1].
+func Compile(cfgs []Config) (*Templates, error) {
+	if len(cfgs) == 0 {
+		return nil, nil
+	}
+	ts := &Templates{}
+	var errs []error
+	for i, c := range cfgs {
+		t, err := compile(c)
+		if err != nil {
+			errs = append(errs, prefixed(fmt.Sprintf("template[%d]", i), err))
+			continue
+		}
+		ts.list = append(ts.list, t)
+		ts.zones = append(ts.zones, t.zones...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return ts, nil
+}
+
+// Check compiles one template alone, for the Corefile converter, whose
+// errors name the template's line instead of its index.
+func Check(c Config) error {
+	_, err := compile(c)
+	return err
+}
+
+// prefixed puts key before the key of each error err joins.
+func prefixed(key string, err error) error {
+	var out []error
+	for _, e := range unjoin(err) {
+		msg := e.Error()
+		if strings.HasPrefix(msg, ".") {
+			out = append(out, errors.New(key+msg))
+		} else {
+			out = append(out, fmt.Errorf("%s: %w", key, e))
+		}
+	}
+	return errors.Join(out...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// compile makes one template; its errors start with the key inside the
+// template (".match[1]: ...").
+func compile(c Config) (*compiled, error) {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("."+key+": "+format, args...))
+	}
+	t := &compiled{class: dns.ClassINET, rcode: dns.RcodeSuccess}
+	if c.Class != "" {
+		var ok bool
+		if t.class, ok = dns.StringToClass[strings.ToUpper(c.Class)]; !ok {
+			bad("class", "%q is not a DNS class", c.Class)
+		}
+	}
+	var ok bool
+	if t.qtype, ok = dns.StringToType[strings.ToUpper(c.Type)]; !ok {
+		bad("type", "%q is not a query type (ANY answers every type)", c.Type)
+	}
+	t.zones = zoneList(c.Zones, bad, "zones")
+	if len(t.zones) == 0 {
+		t.zones = []string{"."}
+	}
+	for i, m := range c.Match {
+		key := fmt.Sprintf("match[%d]", i)
+		if len(m) > maxRegexLen {
+			bad(key, "the pattern is %d characters long, at most %d are allowed", len(m), maxRegexLen)
+			continue
+		}
+		re, err := regexp.Compile(m)
+		if err != nil {
+			bad(key, "%v", err)
+			continue
+		}
+		t.regex = append(t.regex, re)
+	}
+	if len(c.Match) == 0 {
+		t.regex = []*regexp.Regexp{matchAll}
+	}
+	for _, s := range []struct {
+		key  string
+		src  []string
+		dest *[]*texttemplate.Template
+	}{{"answer", c.Answer, &t.answer}, {"additional", c.Additional, &t.additional}, {"authority", c.Authority, &t.authority}} {
+		for i, src := range s.src {
+			tmpl, err := newTemplate(s.key, src)
+			if err != nil {
+				bad(fmt.Sprintf("%s[%d]", s.key, i), "%v", err)
+				continue
+			}
+			*s.dest = append(*s.dest, tmpl)
+		}
+	}
+	if c.Rcode != "" {
+		if t.rcode, ok = dns.StringToRcode[strings.ToUpper(c.Rcode)]; !ok {
+			bad("rcode", "%q is not a response code (NOERROR, NXDOMAIN, SERVFAIL, REFUSED, ...)", c.Rcode)
+		}
+	}
+	if e := c.ExtendedError; e != nil {
+		if e.Code < 0 || e.Code > 65535 {
+			bad("extendedError.code", "must be between 0 and 65535, got %d", e.Code)
+		}
+		t.ede = &dns.EDNS0_EDE{InfoCode: uint16(e.Code), ExtraText: e.Text}
+	}
+	t.fall = zoneList(c.Fallthrough, bad, "fallthrough")
+	return t, errors.Join(errs...)
+}
+
+var matchAll = regexp.MustCompile(".*")
+
+// zoneList makes zones lower-case and fully qualified; "." stays the root.
+func zoneList(zones []string, bad func(key, format string, args ...any), key string) []string {
+	var out []string
+	for i, z := range zones {
+		if _, ok := dns.IsDomainName(z); !ok || z == "" {
+			bad(fmt.Sprintf("%s[%d]", key, i), "%q is not a domain name", z)
+			continue
+		}
+		out = append(out, dns.CanonicalName(z))
+	}
+	return out
+}
+
+// newTemplate parses one record template with CoreDNS's functions.
+func newTemplate(name, text string) (*texttemplate.Template, error) {
+	return texttemplate.New(name).Funcs(texttemplate.FuncMap{"parseInt": strconv.ParseUint}).Parse(text)
+}

@@ -1,0 +1,284 @@
+package template
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// The examples of CoreDNS 1.15's plugin/template/README.md, as
+// configurations, and what each question gets.
+var (
+	allNXDOMAIN = []Config{{Class: "ANY", Type: "ANY", Rcode: "NXDOMAIN"}}
+	invalidTLD  = []Config{{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
+		Authority:     []string{"invalid. 60 {{ .Class }} SOA ns.invalid. hostmaster.invalid. (1 60 60 60 60)"},
+		ExtendedError: &ExtendedError{Code: 21, Text: "Blocked according to RFC2606"}}}
+	searchDomain = []Config{{Class: "IN", Type: "ANY", Zones: []string{"example.com"},
+		Match:       []string{`example\.com\.(dc1\.example\.com\.)$`},
+		Rcode:       "NXDOMAIN",
+		Authority:   []string{"{{ index .Match 1 }} 60 IN SOA ns.{{ index .Match 1 }} hostmaster.{{ index .Match 1 }} (1 60 60 60 60)"},
+		Fallthrough: []string{"."}}}
+	aAndPTR = []Config{
+		{Class: "IN", Type: "A", Zones: []string{"example"},
+			Match:       []string{`(^|[.])ip-(?P<a>[0-9]*)-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]example[.]$`},
+			Answer:      []string{"{{ .Name }} 60 IN A {{ .Group.a }}.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
+			Fallthrough: []string{"."}},
+		{Class: "IN", Type: "PTR", Zones: []string{"in-addr.arpa"},
+			Match:  []string{`^(?P<d>[0-9]*)[.](?P<c>[0-9]*)[.](?P<b>[0-9]*)[.](?P<a>[0-9]*)[.]in-addr[.]arpa[.]$`},
+			Answer: []string{"{{ .Name }} 60 IN PTR ip-{{ .Group.a }}-{{ .Group.b }}-{{ .Group.c }}-{{ .Group.d }}.example."}},
+	}
+	hexIP = []Config{{Class: "IN", Type: "A", Zones: []string{"example"},
+		Match:       []string{`^ip0a(?P<b>[a-f0-9]{2})(?P<c>[a-f0-9]{2})(?P<d>[a-f0-9]{2})[.]example[.]$`},
+		Answer:      []string{"{{ .Name }} 60 IN A 10.{{ parseInt .Group.b 16 8 }}.{{ parseInt .Group.c 16 8 }}.{{ parseInt .Group.d 16 8 }}"},
+		Fallthrough: []string{"."}}}
+	twoPatterns = []Config{{Class: "IN", Type: "A", Zones: []string{"example"},
+		Match: []string{`^ip-(?P<a>10)-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]dc[.]example[.]$`,
+			`^(?P<a>[0-9]*)[.](?P<b>[0-9]*)[.](?P<c>[0-9]*)[.](?P<d>[0-9]*)[.]ext[.]example[.]$`},
+		Answer:      []string{"{{ .Name }} 60 IN A {{ .Group.a}}.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
+		Fallthrough: []string{"."}}}
+	withNS = []Config{
+		{Class: "IN", Type: "A", Zones: []string{"example"},
+			Match:       []string{`^ip-10-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]example[.]$`},
+			Answer:      []string{"{{ .Name }} 60 IN A 10.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
+			Authority:   []string{"example. 60 IN NS ns0.example.", "example. 60 IN NS ns1.example."},
+			Additional:  []string{"ns0.example. 60 IN A 203.0.113.8", "ns1.example. 60 IN A 198.51.100.8"},
+			Fallthrough: []string{"."}},
+		{Class: "IN", Type: "MX", Zones: []string{"example"},
+			Match:       []string{`^ip-10-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]example[.]$`},
+			Answer:      []string{"{{ .Name }} 60 IN MX 10 {{ .Name }}"},
+			Additional:  []string{"{{ .Name }} 60 IN A 10.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
+			Fallthrough: []string{"."}},
+	}
+	cname = []Config{{Class: "IN", Type: "ANY", Zones: []string{"foogle.com"},
+		Match: []string{`^foogle\.com\.$`}, Answer: []string{"foogle.com 60 IN CNAME google.com"}}}
+	aaaaNODATA = []Config{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"}}
+)
+
+func TestAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     []Config
+		qname   string
+		qtype   uint16
+		qclass  uint16 // 0: IN
+		verdict Verdict
+		rcode   int
+		answer  []string
+		ns      []string
+		extra   []string
+	}{
+		{"everything NXDOMAIN", allNXDOMAIN, "www.example.org.", dns.TypeA, 0, Answered, dns.RcodeNameError, nil, nil, nil},
+		{"everything NXDOMAIN, CH", allNXDOMAIN, "version.bind.", dns.TypeTXT, dns.ClassCHAOS, Answered, dns.RcodeNameError, nil, nil, nil},
+		{".invalid", invalidTLD, "foo.invalid.", dns.TypeA, 0, Answered, dns.RcodeNameError, nil,
+			[]string{"invalid.\t60\tIN\tSOA\tns.invalid. hostmaster.invalid. 1 60 60 60 60"}, nil},
+		{".invalid in CH", invalidTLD, "foo.invalid.", dns.TypeTXT, dns.ClassCHAOS, Answered, dns.RcodeNameError, nil,
+			[]string{"invalid.\t60\tCH\tSOA\tns.invalid. hostmaster.invalid. 1 60 60 60 60"}, nil},
+		{"outside .invalid", invalidTLD, "foo.example.", dns.TypeA, 0, Pass, 0, nil, nil, nil},
+		{"search domain completion", searchDomain, "something.example.com.dc1.example.com.", dns.TypeA, 0, Answered, dns.RcodeNameError, nil,
+			[]string{"dc1.example.com.\t60\tIN\tSOA\tns.dc1.example.com. hostmaster.dc1.example.com. 1 60 60 60 60"}, nil},
+		{"search domain, other name falls through", searchDomain, "www.example.com.", dns.TypeA, 0, Pass, 0, nil, nil, nil},
+		{"A from the name", aAndPTR, "ip-10-1-2-3.example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip-10-1-2-3.example.\t60\tIN\tA\t10.1.2.3"}, nil, nil},
+		{"A wildcard below", aAndPTR, "www.ip-10-1-2-3.example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"www.ip-10-1-2-3.example.\t60\tIN\tA\t10.1.2.3"}, nil, nil},
+		{"A, no match falls through", aAndPTR, "www.example.", dns.TypeA, 0, Pass, 0, nil, nil, nil},
+		{"A template, AAAA asked", aAndPTR, "ip-10-1-2-3.example.", dns.TypeAAAA, 0, Pass, 0, nil, nil, nil},
+		{"PTR", aAndPTR, "3.2.1.10.in-addr.arpa.", dns.TypePTR, 0, Answered, dns.RcodeSuccess,
+			[]string{"3.2.1.10.in-addr.arpa.\t60\tIN\tPTR\tip-10-1-2-3.example."}, nil, nil},
+		{"PTR, no match and no fallthrough", aAndPTR, "2.1.10.in-addr.arpa.x.in-addr.arpa.", dns.TypePTR, 0, Failed, 0, nil, nil, nil},
+		{"ANY asks every template", aAndPTR, "ip-10-1-2-3.example.", dns.TypeANY, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip-10-1-2-3.example.\t60\tIN\tA\t10.1.2.3"}, nil, nil},
+		{"parseInt", hexIP, "ip0a7b7c7d.example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip0a7b7c7d.example.\t60\tIN\tA\t10.123.124.125"}, nil, nil},
+		{"first pattern", twoPatterns, "ip-10-0-0-1.dc.example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip-10-0-0-1.dc.example.\t60\tIN\tA\t10.0.0.1"}, nil, nil},
+		{"second pattern", twoPatterns, "192.0.2.7.ext.example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"192.0.2.7.ext.example.\t60\tIN\tA\t192.0.2.7"}, nil, nil},
+		{"authority and additional", withNS, "ip-10-0-0-1.example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip-10-0-0-1.example.\t60\tIN\tA\t10.0.0.1"},
+			[]string{"example.\t60\tIN\tNS\tns0.example.", "example.\t60\tIN\tNS\tns1.example."},
+			[]string{"ns0.example.\t60\tIN\tA\t203.0.113.8", "ns1.example.\t60\tIN\tA\t198.51.100.8"}},
+		{"MX with additional", withNS, "ip-10-0-0-1.example.", dns.TypeMX, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip-10-0-0-1.example.\t60\tIN\tMX\t10 ip-10-0-0-1.example."}, nil,
+			[]string{"ip-10-0-0-1.example.\t60\tIN\tA\t10.0.0.1"}},
+		{"CNAME", cname, "foogle.com.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"foogle.com.\t60\tIN\tCNAME\tgoogle.com."}, nil, nil},
+		{"CNAME zone, other name fails", cname, "www.foogle.com.", dns.TypeA, 0, Failed, 0, nil, nil, nil},
+		{"NODATA for AAAA", aaaaNODATA, "www.example.org.", dns.TypeAAAA, 0, Answered, dns.RcodeSuccess, nil, nil, nil},
+		{"NODATA for AAAA, A passes", aaaaNODATA, "www.example.org.", dns.TypeA, 0, Pass, 0, nil, nil, nil},
+		{"upper case asked", aAndPTR, "IP-10-1-2-3.Example.", dns.TypeA, 0, Answered, dns.RcodeSuccess,
+			[]string{"ip-10-1-2-3.example.\t60\tIN\tA\t10.1.2.3"}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, err := Compile(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := new(dns.Msg)
+			req.SetQuestion(tc.qname, tc.qtype)
+			if tc.qclass != 0 {
+				req.Question[0].Qclass = tc.qclass
+			}
+			name := strings.ToLower(tc.qname)
+			r := ts.Answer(Question{Msg: req, Name: name, Remote: "192.0.2.1"})
+			if r.Verdict != tc.verdict {
+				t.Fatalf("verdict %d, want %d (%v)", r.Verdict, tc.verdict, r.Err)
+			}
+			if claims := ts.Claims(name, req.Question[0].Qclass, tc.qtype); claims != (tc.verdict != Pass) {
+				t.Errorf("Claims = %v for verdict %d", claims, r.Verdict)
+			}
+			if r.Verdict != Answered {
+				return
+			}
+			if r.Rcode != tc.rcode {
+				t.Errorf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode])
+			}
+			for _, s := range []struct {
+				section   string
+				got, want []string
+			}{{"answer", records(r.Answer), tc.answer}, {"authority", records(r.Ns), tc.ns}, {"additional", records(r.Extra), tc.extra}} {
+				if !slices.Equal(s.got, s.want) {
+					t.Errorf("%s %q, want %q", s.section, s.got, s.want)
+				}
+			}
+		})
+	}
+}
+
+func records(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		out = append(out, rr.String())
+	}
+	return out
+}
+
+func TestFields(t *testing.T) {
+	ts, err := Compile([]Config{{Type: "TXT", Zones: []string{"example."},
+		Match: []string{`^(?P<host>[a-z]+)\.example\.$`},
+		Answer: []string{`{{ .Name }} 5 IN TXT "{{ .Zone }}" "{{ .Class }}" "{{ .Type }}" "{{ index .Match 1 }}" ` +
+			`"{{ .Group.host }}" "{{ .Group.a }}" "{{ .Remote }}" "{{ .Question.Name }}" "{{ .Message.Id }}" "{{ .Meta "x" }}"`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := new(dns.Msg)
+	req.SetQuestion("WWW.example.", dns.TypeTXT)
+	req.Id = 4242
+	r := ts.Answer(Question{Msg: req, Name: "www.example.", Remote: "192.0.2.1"})
+	want := `www.example.	5	IN	TXT	"example." "IN" "TXT" "www" "www" "<no value>" "192.0.2.1" "WWW.example." "4242" ""`
+	if r.Verdict != Answered || len(r.Answer) != 1 || r.Answer[0].String() != want {
+		t.Fatalf("got %v %v (%v), want %s", r.Verdict, r.Answer, r.Err, want)
+	}
+}
+
+func TestTemplateFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer string
+		rcode  string
+	}{
+		{"not a record", "{{ .Name }} 60 IN A not-an-address", ""},
+		{"empty", "{{ if false }}x{{ end }}", ""},
+		{"execution fails", "{{ .Name }} 60 IN A 10.0.0.{{ parseInt .Name 10 8 }}", ""},
+		{"unknown field", "{{ .Nope }} 60 IN A 10.0.0.1", ""},
+		{"rcode SERVFAIL", "{{ .Name }} 60 IN A 10.0.0.1", "SERVFAIL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, err := Compile([]Config{{Type: "A", Answer: []string{tc.answer}, Rcode: tc.rcode}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := new(dns.Msg)
+			req.SetQuestion("www.example.", dns.TypeA)
+			if r := ts.Answer(Question{Msg: req, Name: "www.example."}); r.Verdict != Failed {
+				t.Fatalf("verdict %d, want Failed; answer %v", r.Verdict, r.Answer)
+			}
+		})
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Type: "AAAA", Class: "NOPE"}, `template[0].class: "NOPE" is not a DNS class`},
+		{Config{Type: "NOPE"}, `template[0].type: "NOPE" is not a query type`},
+		{Config{Type: "A", Match: []string{"ok", "("}}, "template[0].match[1]: error parsing regexp"},
+		{Config{Type: "A", Match: []string{strings.Repeat("a", maxRegexLen+1)}}, "template[0].match[0]: the pattern is 10001 characters long"},
+		{Config{Type: "A", Answer: []string{"{{ .Name "}}, "template[0].answer[0]: template: answer:1: unclosed action"},
+		{Config{Type: "A", Authority: []string{"{{ nope }}"}}, `template[0].authority[0]: template: authority:1: function "nope" not defined`},
+		{Config{Type: "A", Rcode: "MAYBE"}, `template[0].rcode: "MAYBE" is not a response code`},
+		{Config{Type: "A", Zones: []string{"a..b"}}, `template[0].zones[0]: "a..b" is not a domain name`},
+		{Config{Type: "A", ExtendedError: &ExtendedError{Code: 70000}}, "template[0].extendedError.code: must be between 0 and 65535"},
+	} {
+		_, err := Compile([]Config{tc.cfg})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestChase(t *testing.T) {
+	ts, err := Compile(cname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := new(dns.Msg)
+	req.SetQuestion("foogle.com.", dns.TypeA)
+	r := ts.Answer(Question{Msg: req, Name: "foogle.com."})
+	if !r.Chases(dns.TypeA) || r.Chases(dns.TypeMX) {
+		t.Fatal("a CNAME answer to A must be chased, to MX not")
+	}
+	target, _ := dns.NewRR("google.com. 300 IN A 192.0.2.9")
+	truncated := r.Chase(func(name string) *dns.Msg {
+		if name != "google.com." {
+			t.Errorf("looked up %s", name)
+		}
+		return &dns.Msg{Answer: []dns.RR{target}, MsgHdr: dns.MsgHdr{Truncated: true}}
+	})
+	want := []string{"foogle.com.\t60\tIN\tCNAME\tgoogle.com.", "google.com.\t300\tIN\tA\t192.0.2.9"}
+	if got := records(r.Answer); !slices.Equal(got, want) || !truncated {
+		t.Fatalf("answer %q truncated %v, want %q and true", got, truncated, want)
+	}
+}
+
+func TestClaimsAllocatesNothing(t *testing.T) {
+	ts, err := Compile(append(slices.Clone(aAndPTR), aaaaNODATA...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		ts.Claims("www.default.svc.cluster.local.", dns.ClassINET, dns.TypeA)
+		ts.Claims("ip-10-1-2-3.example.", dns.ClassINET, dns.TypeA)
+	}); n != 0 {
+		t.Fatalf("Claims allocates %v times", n)
+	}
+}
+
+func TestBare(t *testing.T) {
+	ts, err := Compile(append(append(slices.Clone(invalidTLD), aaaaNODATA...), cname...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+		ok    bool
+	}{
+		{"www.example.org.", dns.TypeAAAA, dns.RcodeSuccess, true},
+		{"www.example.org.", dns.TypeA, 0, false},                 // passes on
+		{"x.invalid.", dns.TypeAAAA, 0, false},                    // a SOA and an extended error
+		{"foogle.com.", dns.TypeA, 0, false},                      // a CNAME
+		{"www.foogle.com.", dns.TypeA, 0, false},                  // SERVFAIL
+		{"www.foogle.com.", dns.TypeAAAA, dns.RcodeSuccess, true}, // the AAAA template comes first
+	} {
+		rcode, ok := ts.Bare(c.name, dns.ClassINET, c.qtype)
+		if rcode != c.rcode || ok != c.ok {
+			t.Errorf("%s %s: %d %v, want %d %v", c.name, dns.TypeToString[c.qtype], rcode, ok, c.rcode, c.ok)
+		}
+	}
+}
