@@ -105,7 +105,16 @@ func startShardns(t *testing.T, cfg string) *process {
 // and stops it at test end.
 func startServe(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startServeIn(t, "", args...)
+}
+
+// startServeIn is startServe run in dir ("" for the test's own): the
+// folder relative paths of its configuration are read from, as CoreDNS
+// reads a Corefile's.
+func startServeIn(t *testing.T, dir string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(shardnsBin, append([]string{"serve"}, args...)...)
+	cmd.Dir = dir
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -190,7 +190,10 @@ func (h *Handler) packUpstream(x *exchange, r, reply *dns.Msg, alias string, out
 		return h.pack(x, r, out)
 	}
 	r.Rcode = reply.Rcode
-	r.Authoritative = false
+	// The upstream's AA bit, cached or not, as CoreDNS's forward and
+	// cache pass it on: an answer a stub domain's authoritative server
+	// gave stays authoritative, a recursive resolver's does not become so.
+	r.Authoritative = reply.Authoritative
 	r.RecursionAvailable = reply.RecursionAvailable
 	r.AuthenticatedData = reply.AuthenticatedData
 	r.Answer = reply.Answer

@@ -1,13 +1,16 @@
 package query
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/forward"
 	"github.com/shardns/shardns/hosts"
@@ -207,5 +210,31 @@ func BenchmarkServeWithPlane(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		out = h.Serve(req, Transport{}, out[:0])
+	}
+}
+
+// A forwarded answer has the AA bit its upstream gave, from the cache
+// too: set by an authoritative server, clear from a recursive resolver.
+func TestForwardedAnswerKeepsUpstreamAA(t *testing.T) {
+	h := testHandler(t)
+	c := cache.New(cache.Config{Size: 16, SuccessMaxTTL: 30 * time.Second, DenialMaxTTL: 30 * time.Second})
+	now := time.Now()
+	h.Upstream = &Upstream{Stubs: []Stub{{Zone: ".", Upstream: &Upstream{Cache: c, Now: func() time.Time { return now }}}}}
+	for _, aa := range []bool{true, false} {
+		name := fmt.Sprintf("aa-%t.example.org.", aa)
+		reply := query(name, dns.TypeA)
+		reply.Response, reply.Authoritative = true, aa
+		rr, err := dns.NewRR(name + " 300 IN A 192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply.Answer = []dns.RR{rr}
+		if !c.Put(cache.Key{Name: name, Type: dns.TypeA, Class: dns.ClassINET}, reply, now) {
+			t.Fatalf("%s not cached", name)
+		}
+		r := serve(t, h, pack(t, query(name, dns.TypeA)), Transport{})
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Authoritative != aa {
+			t.Errorf("%s: %s AA %v %v, want NOERROR, AA %v and the record", name, dns.RcodeToString[r.Rcode], r.Authoritative, r.Answer, aa)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/corefile"
 	"github.com/shardns/shardns/node"
@@ -17,7 +19,8 @@ import (
 // the base configuration (--config, optional) decides what it cannot:
 // mode, cluster (sharding and trust), memory, log.level and log.format,
 // the kubeconfig when the Corefile names none, and the node of
-// federation answers.
+// federation answers; for a kube-dns ConfigMap also where to listen and
+// how to reach the API server (kubeDNSFlagsFromBase).
 type corefileSource struct {
 	path    string // the Corefile, or the kube-dns ConfigMap
 	kubeDNS bool   // path is a kube-dns ConfigMap
@@ -64,6 +67,11 @@ func (s corefileSource) load() (*config.Config, error) {
 	if f := base.Federation; f.NodeName != "" || f.NodeZone != "" {
 		cfg.Federation.NodeName, cfg.Federation.NodeZone, cfg.Federation.NodeRegion = f.NodeName, f.NodeZone, f.NodeRegion
 	}
+	if s.kubeDNS {
+		if err := kubeDNSFlagsFromBase(cfg, base, s.base); err != nil {
+			return nil, err
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s with %s: %w", s.path, s.base, err)
 	}
@@ -94,4 +102,43 @@ func (s corefileSource) read() ([]byte, error) {
 // option is the node's configuration source.
 func (s corefileSource) option() node.Option {
 	return node.WithConfigSource(node.ConfigSource{Read: s.read, Load: s.load})
+}
+
+// kubeDNSFlagsFromBase gives cfg the base's dns.listen, http.listen,
+// http.metricsListen, kubernetes.kubeconfig and kubernetes.context where
+// the base file sets them. A kube-dns ConfigMap says neither where to
+// listen nor how to reach the API server: kube-dns took those as flags
+// (--dns-bind-address, --dns-port, --kubecfg-file), and the Corefile of
+// the migration fixes them to port 53 and the pod's service account. A
+// key the base leaves out keeps the migration's value, so a base written
+// for sharding alone changes nothing of it.
+func kubeDNSFlagsFromBase(cfg, base *config.Config, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var set map[string]map[string]any
+	if err := yaml.Unmarshal(data, &set); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	has := func(section, key string) bool {
+		_, ok := set[section][key]
+		return ok
+	}
+	if has("dns", "listen") {
+		cfg.DNS.Listen = base.DNS.Listen
+	}
+	if has("http", "listen") {
+		cfg.HTTP.Listen = base.HTTP.Listen
+	}
+	if has("http", "metricsListen") {
+		cfg.HTTP.MetricsListen = base.HTTP.MetricsListen
+	}
+	if has("kubernetes", "kubeconfig") {
+		cfg.Kubernetes.Kubeconfig = base.Kubernetes.Kubeconfig
+	}
+	if has("kubernetes", "context") {
+		cfg.Kubernetes.Context = base.Kubernetes.Context
+	}
+	return nil
 }

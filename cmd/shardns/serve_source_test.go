@@ -94,3 +94,60 @@ func TestKubeDNSSourceMalformedKey(t *testing.T) {
 		t.Errorf("load: %v, want an error naming the file and the key", err)
 	}
 }
+
+// With a kube-dns ConfigMap, the base decides where to listen and how to
+// reach the API server where it says so, as kube-dns's flags did; what it
+// leaves out stays as the migration's Corefile has it. A Corefile says
+// where to listen itself; a kubeconfig only when its kubernetes block
+// names one, else the base's is used.
+func TestLoadKubeDNSListenAndAPIFromBase(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	kubeDNS := write("kube-dns.yaml", kubeDNSConfigMap)
+	loopback := write("loopback.yaml", `dns: {listen: ["127.0.0.1:5300"]}
+http: {listen: "127.0.0.1:8300", metricsListen: ["127.0.0.1:9300"]}
+kubernetes: {kubeconfig: /etc/kube/config, context: ops}
+`)
+	sharding := write("sharding.yaml", "cluster: {replicationFactor: 3, nodeName: r0}\n")
+	core := write("Corefile", ".:5353 {\n    bind 127.0.0.2\n    kubernetes cluster.local\n}\n")
+
+	l, err := loadConfig("serve", []string{"--kube-dns-configmap", kubeDNS, "--config", loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := l.cfg.Kubernetes
+	if !slices.Equal(l.cfg.DNS.Listen, []string{"127.0.0.1:5300"}) || l.cfg.HTTP.Listen != "127.0.0.1:8300" ||
+		!slices.Equal(l.cfg.HTTP.MetricsListen, []string{"127.0.0.1:9300"}) || k.Kubeconfig != "/etc/kube/config" || k.Context != "ops" {
+		t.Errorf("from the base: dns %v http %q metrics %v kubeconfig %q context %q", l.cfg.DNS.Listen, l.cfg.HTTP.Listen, l.cfg.HTTP.MetricsListen, k.Kubeconfig, k.Context)
+	}
+
+	alone, err := loadConfig("serve", []string{"--kube-dns-configmap", kubeDNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = loadConfig("serve", []string{"--kube-dns-configmap", kubeDNS, "--config", sharding})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.cfg.DNS.Listen, alone.cfg.DNS.Listen) || l.cfg.HTTP.Listen != alone.cfg.HTTP.Listen ||
+		!slices.Equal(l.cfg.HTTP.MetricsListen, alone.cfg.HTTP.MetricsListen) || l.cfg.Kubernetes.Kubeconfig != "" {
+		t.Errorf("a base without them changed the migration's: dns %v http %q metrics %v kubeconfig %q, want %v %q %v and none",
+			l.cfg.DNS.Listen, l.cfg.HTTP.Listen, l.cfg.HTTP.MetricsListen, l.cfg.Kubernetes.Kubeconfig,
+			alone.cfg.DNS.Listen, alone.cfg.HTTP.Listen, alone.cfg.HTTP.MetricsListen)
+	}
+
+	l, err = loadConfig("serve", []string{"--corefile", core, "--config", loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.cfg.DNS.Listen, []string{"127.0.0.2:5353"}) || l.cfg.Kubernetes.Kubeconfig != "/etc/kube/config" {
+		t.Errorf("a Corefile's listen %v and kubeconfig %q, want its own listen and the base's kubeconfig", l.cfg.DNS.Listen, l.cfg.Kubernetes.Kubeconfig)
+	}
+}

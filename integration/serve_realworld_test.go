@@ -1,0 +1,278 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/miekg/dns"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	corefileconv "github.com/shardns/shardns/corefile"
+	"github.com/shardns/shardns/integration/kubeapi"
+)
+
+// realWorldDir holds the default Corefiles the distributions publish
+// (EKS, AKS, k3s, kOps, MicroK8s, kubeadm), each as its project ships it.
+const realWorldDir = "../corefile/testdata/realworld"
+
+// loopbackCorefile turns a published Corefile (or a coredns-custom file)
+// into a template for renderCorefile, changing only what a test on
+// loopback needs; every other line stays as the distribution ships it.
+func loopbackCorefile(text string) string {
+	for _, s := range []struct{ re, with string }{
+		// A server block on port 53 listens on the test's free port,
+		// on loopback only.
+		{`(?m)^(\S+):53 \{$`, "$1:{{dns}} {\n    bind 127.0.0.1"},
+		// health (:8080), ready (:8181) and prometheus (:9153) listen on
+		// every address by default: free loopback ports instead.
+		{`(?m)^([ \t]*)health\b(?: [^\s{]+)?`, "${1}health 127.0.0.1:{{health}}"},
+		{`(?m)^([ \t]*)ready\b(?: [^\s{]+)?`, "${1}ready 127.0.0.1:{{ready}}"},
+		{`(?m)^([ \t]*)prometheus\b(?: [^\s{]+)?`, "${1}prometheus 127.0.0.1:{{metrics}}"},
+		// The API server is the test's, reached by its kubeconfig rather
+		// than a pod's service account.
+		{`(?m)^([ \t]*)kubernetes ([^{\n]*)\{$`, "${1}kubernetes ${2}{\n${1}  kubeconfig {{kubeconfig}}"},
+		// The node's resolvers and public ones are the test's Unbound.
+		{`(?m)^([ \t]*forward \. )(?:/etc/resolv\.conf|8\.8\.8\.8 8\.8\.4\.4)`, "${1}{{upstream}}"},
+		// loop's probe sends a random name upstream, which Unbound would
+		// resolve on the internet: no query may leave the host.
+		{`(?m)^[ \t]*loop\n`, ""},
+	} {
+		text = regexp.MustCompile(s.re).ReplaceAllString(text, s.with)
+	}
+	return text
+}
+
+// The coredns-custom files that AKS and k3s import from custom/, as
+// AKS's documentation writes them: an override rewriting a domain onto
+// a namespace's services (and the answers back), and a stub domain's
+// server block.
+const (
+	realWorldOverride = `rewrite stop name regex (.*)\.corp\.internal {1}.realworld.svc.cluster.local answer name (.*)\.realworld\.svc\.cluster\.local {1}.corp.internal
+`
+	realWorldServer = `corp.test:53 {
+    errors
+    cache 30
+    forward . {{corp}}
+}
+`
+)
+
+// Every published Corefile of corefile/testdata/realworld, served by
+// CoreDNS and by `shardns serve --corefile` as it is (on loopback ports,
+// beside its NodeHosts and custom/ files where it reads them): the same
+// rcode and records for cluster names, forwarded names, and what each
+// Corefile adds.
+func TestServeRealWorldCorefiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(realWorldDir, "*.Corefile"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("%s holds %d Corefiles: %v", realWorldDir, len(files), err)
+	}
+	nodeHosts, err := os.ReadFile(filepath.Join(realWorldDir, "NodeHosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := kubeapi.Shared(t)
+	c := cp.Client
+	// The main upstream has a wrong address for the stub domain's name:
+	// only the stub's upstream gives the right one.
+	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "wiki.corp.test. 300 IN A 6.6.6.6")
+	corp := startUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
+	web := mkRealWorldServices(t, c)
+
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(src)
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".Corefile"), func(t *testing.T) {
+			custom := strings.Contains(text, "import custom/")
+			hosts := strings.Contains(text, "hosts NodeHosts")
+			// start writes the Corefile and the files it reads into a
+			// folder of their own, on ports of their own, and serves it
+			// from there, as CoreDNS reads relative paths from its
+			// working directory.
+			start := func(serve func(dir string, run corefileRun) string) string {
+				dir := t.TempDir()
+				vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "corp": corp.addr}
+				run := renderCorefile(t, loopbackCorefile(text), vars)
+				files := map[string]string{"Corefile": run.text}
+				if custom {
+					if err := os.Mkdir(filepath.Join(dir, "custom"), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					vars["dns"] = strings.TrimPrefix(run.addrs["dns"], "127.0.0.1:")
+					files["custom/names.override"] = realWorldOverride
+					files["custom/corp.server"] = renderCorefile(t, loopbackCorefile(realWorldServer), vars).text
+				}
+				if hosts {
+					files["NodeHosts"] = string(nodeHosts)
+				}
+				for name, data := range files {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return serve(dir, run)
+			}
+			shardns := start(func(dir string, run corefileRun) string {
+				return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
+			})
+			coredns := start(func(dir string, run corefileRun) string {
+				return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
+			})
+
+			qs := realWorldQuestions(t, text, web, custom, hosts)
+			askBoth(t, shardns, coredns, qs)
+			sameSummaries(t, shardns, coredns, qs)
+		})
+	}
+}
+
+// sameSummaries checks that shardns answers each question as CoreDNS
+// does beyond the answer's records askBoth checks: the same
+// authoritative flag and the same kinds of authority records (a
+// negative answer's SOA).
+func sameSummaries(t *testing.T, shardns, coredns string, qs []convertQuestion) {
+	t.Helper()
+	for _, q := range qs {
+		got, err := answerSummary(shardns, q.name, q.qtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := answerSummary(coredns, q.name, q.qtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s %s:\n  shardns: %s\n  coredns: %s", q.name, dns.TypeToString[q.qtype], got, want)
+		}
+	}
+}
+
+// mkRealWorldServices makes the namespace realworld's Services once per
+// API server, for every test that asks realWorldQuestions, and returns
+// the ClusterIP of its Service web.
+func mkRealWorldServices(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	realWorldOnce.Do(func() {
+		mkNamespace(t, c, "realworld", nil)
+		mkService(t, c, clusterIPService("realworld", "web"))
+		mkService(t, c, headlessService("realworld", "db"))
+		mkSlice(t, c, "realworld", "db", "db-v4", discoveryv1.AddressTypeIPv4,
+			ep{ip: "10.244.8.10", hostname: "db-0"}, ep{ip: "10.244.8.11", hostname: "db-1"})
+	})
+	web, err := c.CoreV1().Services("realworld").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return web.Spec.ClusterIP
+}
+
+var realWorldOnce sync.Once
+
+// realWorldQuestions is what a pod asks of the cluster's DNS served by
+// the Corefile text, with the answers its TTLs give: the kubernetes
+// plugin's ttl (5 unless set), cache 30 capping forwarded answers,
+// NodeHosts' ttl 60; the coredns-custom names where it imports them.
+func realWorldQuestions(t *testing.T, text, ip string, custom, hosts bool) []convertQuestion {
+	t.Helper()
+	ttl := "5"
+	if m := regexp.MustCompile(`kubernetes [^{]*\{[^}]*\bttl (\d+)`).FindStringSubmatch(text); m != nil {
+		ttl = m[1]
+	}
+	if !strings.Contains(text, "cache 30") {
+		t.Fatal("the Corefile has no cache 30: the forwarded answers' TTL below is its")
+	}
+	web, db := "web.realworld.svc.cluster.local.", "db.realworld.svc.cluster.local."
+	qs := []convertQuestion{
+		{web, dns.TypeA, dns.RcodeSuccess, []string{web + "\t" + ttl + "\tIN\tA\t" + ip}},
+		{db, dns.TypeA, dns.RcodeSuccess, []string{db + "\t" + ttl + "\tIN\tA\t10.244.8.10", db + "\t" + ttl + "\tIN\tA\t10.244.8.11"}},
+		{"db-1." + db, dns.TypeA, dns.RcodeSuccess, []string{"db-1." + db + "\t" + ttl + "\tIN\tA\t10.244.8.11"}},
+		{"_http._tcp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{"_http._tcp." + web + "\t" + ttl + "\tIN\tSRV\t0 100 80 " + web}},
+		{"nope.realworld.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{reverse(ip), dns.TypePTR, dns.RcodeSuccess, []string{reverse(ip) + "\t" + ttl + "\tIN\tPTR\t" + web}},
+		{"10-244-1-1.realworld.pod.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"10-244-1-1.realworld.pod.cluster.local.\t" + ttl + "\tIN\tA\t10.244.1.1"}},
+		{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t30\tIN\tA\t192.0.2.1"}},
+		{"missing.example.test.", dns.TypeA, dns.RcodeNameError, nil},
+	}
+	if hosts {
+		qs = append(qs, convertQuestion{"node-b.", dns.TypeA, dns.RcodeSuccess, []string{"node-b.\t60\tIN\tA\t192.168.1.11"}})
+	}
+	if custom {
+		qs = append(qs,
+			convertQuestion{"web.corp.internal.", dns.TypeA, dns.RcodeSuccess, []string{"web.corp.internal.\t" + ttl + "\tIN\tA\t" + ip}},
+			convertQuestion{"wiki.corp.test.", dns.TypeA, dns.RcodeSuccess, []string{"wiki.corp.test.\t30\tIN\tA\t192.0.2.80"}})
+	}
+	return qs
+}
+
+// kubeDNSConfigMap is a kube-dns ConfigMap as GKE's documentation writes
+// one: two stub domains, each to its own nameserver, and the upstream
+// nameservers for every other name; the addresses are the test's Unbounds.
+const kubeDNSConfigMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kube-dns
+  namespace: kube-system
+data:
+  stubDomains: |
+    {"acme.test": ["{{acme}}"], "corp.test": ["{{corp}}"]}
+  upstreamNameservers: |
+    ["{{upstream}}"]
+`
+
+// kubeDNSBase is the base configuration that puts `serve
+// --kube-dns-configmap` on loopback ports and the test's API server, as
+// kube-dns's --dns-port and --kubecfg-file flags did.
+const kubeDNSBase = `dns: {listen: ["127.0.0.1:{{dns}}"]}
+http: {listen: "127.0.0.1:{{http}}", metricsListen: ["127.0.0.1:{{metrics}}"]}
+kubernetes: {kubeconfig: {{kubeconfig}}}
+`
+
+// A kube-dns ConfigMap served by `shardns serve --kube-dns-configmap`
+// and, by CoreDNS, as the Corefile its migration makes of it
+// (corefile.KubeDNSCorefile): the same answers for cluster names, names
+// of both stub domains, each from its own Unbound, and upstream names.
+func TestServeKubeDNSConfigMapBesideCoreDNS(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	web := mkRealWorldServices(t, cp.Client)
+	// The upstream has wrong addresses for the stub domains' names: only
+	// their own nameservers give the right ones.
+	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1",
+		"www.acme.test. 300 IN A 6.6.6.6", "wiki.corp.test. 300 IN A 6.6.6.6")
+	acme := startUnbound(t, "www.acme.test. 300 IN A 192.0.2.90")
+	corp := startUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
+	vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "acme": acme.addr, "corp": corp.addr}
+	configMap := renderCorefile(t, kubeDNSConfigMap, vars).text
+
+	dir := t.TempDir()
+	path, basePath := filepath.Join(dir, "kube-dns.yaml"), filepath.Join(dir, "base.yaml")
+	base := renderCorefile(t, kubeDNSBase, vars)
+	for name, data := range map[string]string{path: configMap, basePath: base.text} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shardns := startServe(t, "--kube-dns-configmap", path, "--config", basePath)
+	shardns.waitReady(t)
+
+	text, err := corefileconv.KubeDNSCorefile([]byte(configMap), corefileconv.KubeDNSOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := renderCorefile(t, loopbackCorefile(string(text)), vars)
+	coredns := startCoreDNSCorefile(t, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
+
+	qs := append(realWorldQuestions(t, string(text), web, false, false),
+		convertQuestion{"www.acme.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.acme.test.\t30\tIN\tA\t192.0.2.90"}},
+		convertQuestion{"wiki.corp.test.", dns.TypeA, dns.RcodeSuccess, []string{"wiki.corp.test.\t30\tIN\tA\t192.0.2.80"}})
+	askBoth(t, shardns.addr, coredns, qs)
+	sameSummaries(t, shardns.addr, coredns, qs)
+}
