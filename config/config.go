@@ -57,6 +57,12 @@ type Config struct {
 	// Federation answers names of Kubernetes cluster federations (kube-dns
 	// federations, CoreDNS's federation plugin).
 	Federation FederationConfig `json:"federation"`
+	// BufSize, NSID, Header and DNS64 change requests and responses
+	// (modifiers.go).
+	BufSize BufSizeConfig `json:"bufsize"`
+	NSID    NSIDConfig    `json:"nsid"`
+	Header  HeaderConfig  `json:"header"`
+	DNS64   DNS64Config   `json:"dns64"`
 }
 
 // LoadBalanceConfig is the order of addresses in answers.
@@ -72,6 +78,11 @@ type DNSConfig struct {
 	Listen []string `json:"listen"`
 	// TCPIdleTimeout closes a TCP connection after this long without a query.
 	TCPIdleTimeout Duration `json:"tcpIdleTimeout"`
+	// TCPReadTimeout closes a new TCP (TLS, HTTPS) connection whose first
+	// query has not arrived this long after it opened; 0: TCPIdleTimeout.
+	TCPReadTimeout Duration `json:"tcpReadTimeout"`
+	// TCPWriteTimeout bounds writing one response; 0: TCPIdleTimeout.
+	TCPWriteTimeout Duration `json:"tcpWriteTimeout"`
 	// TCPMaxConnections bounds concurrent TCP connections per listener.
 	TCPMaxConnections int `json:"tcpMaxConnections"`
 	// TCPMaxQueries closes a TCP connection after this many queries, so
@@ -378,6 +389,8 @@ func Default() *Config {
 		Memory:      MemoryConfig{Limit: MemoryLimitAuto},
 		Files:       FilesConfig{Interval: Duration(2e9)},
 		Hosts:       HostsConfig{TTL: 3600, Interval: Duration(5e9)},
+		BufSize:     BufSizeConfig{Size: 1232},
+		DNS64:       DNS64Config{Prefix: DefaultDNS64Prefix},
 	}
 }
 
@@ -503,6 +516,7 @@ func (c *Config) validate() error {
 	c.validateBeyond(bad)
 	c.validateFederation(bad)
 	c.validateMemory(bad)
+	c.validateModifiers(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

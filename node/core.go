@@ -186,7 +186,8 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts, Federation: c.federation}
+		Chaos: c.chaos, Rewrite: c.rewrite, Hosts: c.hosts, Federation: c.federation,
+		Modify: modifiers(c.cfg, server, m)}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}

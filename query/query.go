@@ -57,6 +57,9 @@ type Handler struct {
 	Hosts *hosts.Hosts
 	// Federation answers the names of cluster federations; nil: none.
 	Federation *Federation
+	// Modify changes requests and responses (bufsize, nsid, header,
+	// dns64); nil: nothing.
+	Modify *Modifiers
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -75,6 +78,9 @@ type Transport struct {
 	// question (TCP), sends the leading messages of a zone transfer. Nil
 	// refuses transfers.
 	Stream StreamWriter
+	// internal marks a question shardns asks itself (DNS64's): it is
+	// answered as the client's, and not synthesised again.
+	internal bool
 }
 
 // LateWriter sends a response produced after Serve returned. It must be
@@ -107,6 +113,11 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		}
 		return nil
 	}
+	if h.Modify != nil && h.Modify.DNS64 != nil {
+		if b, ok := h.serveDNS64(req, t, out); ok {
+			return b
+		}
+	}
 	if b, ok := h.serveFast(req, t, out); ok {
 		return b
 	}
@@ -131,6 +142,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		r.SetRcode(x.req, dns.RcodeBadVers)
 		return h.pack(x, r, out)
 	}
+	h.modifyRequest(x)
 	q := x.req.Question[0]
 	r.SetReply(x.req)
 	if q.Qclass == dns.ClassCHAOS && h.Chaos != nil {
@@ -233,6 +245,7 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
 	x.unfederate(r)
 	x.unrewrite(r)
+	h.modifyResponse(r)
 	b, err := h.packMsg(x, r, out)
 	if err != nil {
 		h.logError(x, "packing the response", err)
@@ -258,9 +271,7 @@ func (h *Handler) packMsg(x *exchange, r *dns.Msg, out []byte) ([]byte, error) {
 	if x.opt != nil {
 		// Truncate keeps room for the OPT record and puts it back last.
 		// Clip first: the record slices belong to a snapshot.
-		reply := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		reply.SetUDPSize(MaxUDPSize)
-		r.Extra = append(slices.Clip(r.Extra), reply)
+		r.Extra = append(slices.Clip(r.Extra), h.replyOPT(x))
 	}
 	r.Truncate(size)
 	r.Compress = true
