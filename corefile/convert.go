@@ -254,6 +254,8 @@ var handlers = map[string]handler{
 	"file": (*converter).filePlugin, "transfer": (*converter).transferPlugin,
 	"hosts": (*converter).hostsPlugin, "rewrite": (*converter).rewritePlugin,
 	"federation": (*converter).federationPlugin,
+	"bufsize":    (*converter).bufsizePlugin, "nsid": (*converter).nsidPlugin, "header": (*converter).headerPlugin,
+	"dns64": (*converter).dns64Plugin, "timeouts": (*converter).timeoutsPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once
