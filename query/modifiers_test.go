@@ -233,3 +233,15 @@ func TestEmbed(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkServeWithModifiers is BenchmarkServe with bufsize set: every
+// query takes the full path.
+func BenchmarkServeWithModifiers(b *testing.B) {
+	h := withModifiers(b, &Modifiers{BufSize: 1232})
+	req, _ := ednsQuery("web.ns.svc.cluster.local.", dns.TypeA, 4096, false).Pack()
+	out := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		out = h.Serve(req, Transport{}, out[:0])
+	}
+}
