@@ -66,6 +66,12 @@ type Config struct {
 	// ACL answers, refuses or drops questions by their source address
 	// and type, before anything else answers them.
 	ACL []ACLConfig `json:"acl"`
+	// BufSize, NSID, Header and DNS64 change requests and responses
+	// (modifiers.go).
+	BufSize BufSizeConfig `json:"bufsize"`
+	NSID    NSIDConfig    `json:"nsid"`
+	Header  HeaderConfig  `json:"header"`
+	DNS64   DNS64Config   `json:"dns64"`
 }
 
 // LoadBalanceConfig is the order of addresses in answers.
@@ -81,6 +87,11 @@ type DNSConfig struct {
 	Listen []string `json:"listen"`
 	// TCPIdleTimeout closes a TCP connection after this long without a query.
 	TCPIdleTimeout Duration `json:"tcpIdleTimeout"`
+	// TCPReadTimeout closes a new TCP (TLS, HTTPS) connection whose first
+	// query has not arrived this long after it opened; 0: TCPIdleTimeout.
+	TCPReadTimeout Duration `json:"tcpReadTimeout"`
+	// TCPWriteTimeout bounds writing one response; 0: TCPIdleTimeout.
+	TCPWriteTimeout Duration `json:"tcpWriteTimeout"`
 	// TCPMaxConnections bounds concurrent TCP connections per listener.
 	TCPMaxConnections int `json:"tcpMaxConnections"`
 	// TCPMaxQueries closes a TCP connection after this many queries, so
@@ -387,6 +398,8 @@ func Default() *Config {
 		Memory:      MemoryConfig{Limit: MemoryLimitAuto},
 		Files:       FilesConfig{Interval: Duration(2e9)},
 		Hosts:       HostsConfig{TTL: 3600, Interval: Duration(5e9)},
+		BufSize:     BufSizeConfig{Size: 1232},
+		DNS64:       DNS64Config{Prefix: DefaultDNS64Prefix},
 	}
 }
 
@@ -513,6 +526,7 @@ func (c *Config) validate() error {
 	c.validateFederation(bad)
 	c.validateACL(bad)
 	c.validateMemory(bad)
+	c.validateModifiers(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

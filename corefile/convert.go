@@ -255,6 +255,8 @@ var handlers = map[string]handler{
 	"hosts": (*converter).hostsPlugin, "rewrite": (*converter).rewritePlugin,
 	"federation": (*converter).federationPlugin, "acl": (*converter).aclPlugin,
 	"template": (*converter).templatePlugin,
+	"bufsize":  (*converter).bufsizePlugin, "nsid": (*converter).nsidPlugin, "header": (*converter).headerPlugin,
+	"dns64": (*converter).dns64Plugin, "timeouts": (*converter).timeoutsPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once

@@ -70,14 +70,13 @@ func (l *httpsListener) Receive(ctx actor.Context) {
 func (l *httpsListener) start() {
 	l.conns = newConnSet()
 	l.stopping = make(chan struct{})
-	idle := l.cfg.IdleTimeout
 	l.server = &http.Server{
 		Handler:           l,
 		TLSConfig:         l.cfg.TLS.Clone(),
-		ReadHeaderTimeout: idle,
-		ReadTimeout:       idle,
-		WriteTimeout:      idle + l.lateBound(), // each request sets its own; see ServeHTTP
-		IdleTimeout:       idle,
+		ReadHeaderTimeout: l.cfg.readTimeout(),
+		ReadTimeout:       l.cfg.readTimeout(),
+		WriteTimeout:      l.cfg.writeTimeout() + l.lateBound(), // each request sets its own; see ServeHTTP
+		IdleTimeout:       l.cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		// Failed handshakes and broken clients are not the server's errors.
 		ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug),
@@ -110,7 +109,7 @@ func (l *httpsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// support this; should a transport not, the server's WriteTimeout
 	// stays.
 	bound := l.lateBound()
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(l.cfg.IdleTimeout + bound))
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(l.cfg.writeTimeout() + bound))
 	if r.URL.Path != l.scope().Path() {
 		http.NotFound(w, r)
 		return

@@ -40,6 +40,8 @@ type Config struct {
 	TLS            *tls.Config
 	Panics         prometheus.Counter // counts recovered panics; may be nil
 	IdleTimeout    time.Duration      // TCP: close after this long without a query
+	ReadTimeout    time.Duration      // TCP: close a new connection whose first query is not in by then; 0: IdleTimeout
+	WriteTimeout   time.Duration      // TCP: bound on writing one response; 0: IdleTimeout
 	MaxConnections int                // TCP: concurrent connections; more are closed at once
 	MaxQueries     int                // TCP: queries per connection before it is closed; 0: no bound
 	UDPReaders     int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)

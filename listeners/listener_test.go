@@ -1,10 +1,12 @@
 package listeners
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -256,4 +258,38 @@ func testHandler() *query.Handler {
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
 	}, true)
 	return &query.Handler{Config: zcfg, View: view}
+}
+
+// The first query of a connection must come within the read timeout;
+// after it, the idle timeout applies, as CoreDNS's timeouts read, idle.
+func TestTCPReadTimeoutThenIdle(t *testing.T) {
+	addr := startListenerWith(t, Config{MaxConnections: 4, ReadTimeout: 200 * time.Millisecond, IdleTimeout: 5 * time.Second})
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	start := time.Now()
+	silent.SetReadDeadline(time.Now().Add(4 * time.Second))
+	if _, err := silent.Read(make([]byte, 1)); err != io.EOF || time.Since(start) > 3*time.Second {
+		t.Fatalf("connection without a query: read %v after %v, want EOF at the 200ms read timeout", err, time.Since(start))
+	}
+	talker, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer talker.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+	if err := talker.WriteMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := talker.ReadMsg(); err != nil {
+		t.Fatal(err)
+	}
+	// Well past the read timeout, the connection is still open.
+	talker.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := talker.Conn.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after a query: read %v, want the connection kept open for the idle timeout", err)
+	}
 }

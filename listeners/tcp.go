@@ -78,7 +78,7 @@ func (l *listener) serveTCP() {
 // closes, goes idle past the timeout, or sends something malformed. A
 // client that sends one byte and stalls holds only its own goroutine.
 func (l *listener) serveConn(c net.Conn) {
-	w := &tcpWriter{conn: c, timeout: l.cfg.IdleTimeout}
+	w := &tcpWriter{conn: c, timeout: l.cfg.writeTimeout()}
 	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w, Stream: w}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		t.Client = a.AddrPort()
@@ -86,8 +86,12 @@ func (l *listener) serveConn(c net.Conn) {
 	var lenBuf [2]byte
 	buf := make([]byte, 0, 512)
 	out := make([]byte, 0, 512)
+	// The first query must come within the read timeout, each next one
+	// within the idle timeout, as CoreDNS (miekg/dns) reads.
+	wait := l.cfg.readTimeout()
 	for served := 0; l.cfg.MaxQueries <= 0 || served < l.cfg.MaxQueries; served++ {
-		c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		c.SetReadDeadline(time.Now().Add(wait))
+		wait = l.cfg.IdleTimeout
 		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
 			return
 		}
@@ -111,6 +115,23 @@ func (l *listener) serveConn(c net.Conn) {
 		}
 		out = resp[:0]
 	}
+}
+
+// readTimeout is how long a new connection may take to send its first
+// query.
+func (c *Config) readTimeout() time.Duration {
+	if c.ReadTimeout > 0 {
+		return c.ReadTimeout
+	}
+	return c.IdleTimeout
+}
+
+// writeTimeout bounds writing one response.
+func (c *Config) writeTimeout() time.Duration {
+	if c.WriteTimeout > 0 {
+		return c.WriteTimeout
+	}
+	return c.IdleTimeout
 }
 
 // tcpWriter frames responses onto one connection; answers ready now and

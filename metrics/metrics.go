@@ -18,6 +18,7 @@ type DNS struct {
 	RequestSize, ResponseSize *prometheus.HistogramVec
 	Panics                    prometheus.Counter
 	Autopath                  *prometheus.CounterVec // server: searches answered on the server
+	DNS64Translated           *prometheus.CounterVec // server: AAAA answers synthesised from A records
 }
 
 // ACL are the access lists' metrics, as CoreDNS's acl plugin's.
@@ -147,7 +148,11 @@ func New(version string) (*prometheus.Registry, *All) {
 		Namespace: "shardns", Subsystem: "autopath", Name: "success_total",
 		Help: "Counter of requests that did autopath.",
 	}, []string{"server"})
-	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath)
+	d.DNS64Translated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "shardns", Subsystem: "dns64", Name: "requests_translated_total",
+		Help: "Counter of DNS requests translated by dns64.",
+	}, []string{"server"})
+	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath, d.DNS64Translated)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "shardns", Name: "build_info",
 		Help: "A metric with a constant '1' value labeled by version and goversion.",

@@ -190,7 +190,8 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
 		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Template: c.template, Hosts: c.hosts, Federation: c.federation, ACL: c.acl}
+		Chaos: c.chaos, Rewrite: c.rewrite, Template: c.template, Hosts: c.hosts, Federation: c.federation, ACL: c.acl,
+		Modify: modifiers(c.cfg, server, m)}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}

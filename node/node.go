@@ -250,6 +250,7 @@ func (n *Node) startListener(e *listenerEntry, c *core) {
 	e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
 	cfg := listeners.Config{Handler: &e.handler, Scope: &e.scope,
 		IdleTimeout: n.cfg.DNS.TCPIdleTimeout.D(), MaxConnections: n.cfg.DNS.TCPMaxConnections,
+		ReadTimeout: n.cfg.DNS.TCPReadTimeout.D(), WriteTimeout: n.cfg.DNS.TCPWriteTimeout.D(),
 		MaxQueries: n.cfg.DNS.TCPMaxQueries, RateLimit: e.limiter,
 		RateLimited: n.metrics.DNS.Dropped.WithLabelValues("dns://"+e.sockets.Addr(), "ratelimit"),
 		Logger:      n.log, Panics: n.metrics.DNS.Panics}

@@ -65,6 +65,9 @@ type Handler struct {
 	// Template answers questions from record templates, after Rewrite and
 	// before Hosts; nil: no templates.
 	Template *template.Templates
+	// Modify changes requests and responses (bufsize, nsid, header,
+	// dns64); nil: nothing.
+	Modify *Modifiers
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -86,6 +89,9 @@ type Transport struct {
 	// chaseDepth counts the lookups of CNAME targets of templated
 	// answers that led to this request; 0 for a client's request.
 	chaseDepth uint8
+	// internal marks a question shardns asks itself (DNS64's): it is
+	// answered as the client's, and not synthesised again.
+	internal bool
 }
 
 // LateWriter sends a response produced after Serve returned. It must be
@@ -119,6 +125,11 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		}
 		return nil
 	}
+	if h.Modify != nil && h.Modify.DNS64 != nil {
+		if b, ok := h.serveDNS64(req, t, out); ok {
+			return b
+		}
+	}
 	if b, ok := h.serveFast(req, t, out); ok {
 		if h.ACL != nil {
 			h.countACL(acl.Allow, "")
@@ -146,6 +157,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 		r.SetRcode(x.req, dns.RcodeBadVers)
 		return h.pack(x, r, out)
 	}
+	h.modifyRequest(x)
 	q := x.req.Question[0]
 	r.SetReply(x.req)
 	if h.ACL != nil {
@@ -260,6 +272,7 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
 	x.unfederate(r)
 	x.unrewrite(r)
+	h.modifyResponse(r)
 	b, err := h.packMsg(x, r, out)
 	if err != nil {
 		h.logError(x, "packing the response", err)
@@ -285,12 +298,7 @@ func (h *Handler) packMsg(x *exchange, r *dns.Msg, out []byte) ([]byte, error) {
 	if x.opt != nil {
 		// Truncate keeps room for the OPT record and puts it back last.
 		// Clip first: the record slices belong to a snapshot.
-		reply := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		reply.SetUDPSize(MaxUDPSize)
-		if x.ede != nil {
-			reply.Option = append(reply.Option, x.ede)
-		}
-		r.Extra = append(slices.Clip(r.Extra), reply)
+		r.Extra = append(slices.Clip(r.Extra), h.replyOPT(x))
 	}
 	r.Truncate(size)
 	r.Compress = true
