@@ -254,6 +254,7 @@ var handlers = map[string]handler{
 	"file": (*converter).filePlugin, "transfer": (*converter).transferPlugin,
 	"hosts": (*converter).hostsPlugin, "rewrite": (*converter).rewritePlugin,
 	"federation": (*converter).federationPlugin, "acl": (*converter).aclPlugin,
+	"k8s_external": (*converter).externalPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once
