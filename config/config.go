@@ -155,6 +155,44 @@ type KubernetesConfig struct {
 	// StartupTimeout bounds how long cluster names get SERVFAIL before the
 	// first sync.
 	StartupTimeout Duration `json:"startupTimeout"`
+	// External publishes Services' external and load balancer IPs under
+	// zones of their own, as CoreDNS's k8s_external; nil publishes none.
+	External *ExternalConfig `json:"external"`
+}
+
+// ExternalConfig is CoreDNS's k8s_external: <service>.<namespace>.<zone>
+// answers a Service's spec.externalIPs and load balancer ingress IPs.
+type ExternalConfig struct {
+	// Zones the names are published in; none may overlap a cluster or
+	// reverse zone.
+	Zones []string `json:"zones"`
+	// Apex is the label of the zones' own names (ns1.<apex>.<zone>);
+	// empty: dns.
+	Apex string `json:"apex"`
+	// TTL of the records, 0–3600 seconds; nil: 5.
+	TTL *int `json:"ttl"`
+	// Headless answers headless Services without external IPs from their
+	// ready endpoints, and <endpoint>.<service>.<namespace>.<zone>.
+	Headless bool `json:"headless"`
+	// Fallthrough zones pass a name that does not exist on to the
+	// forwarder (k8s_external's fallthrough; bare, it is Zones).
+	Fallthrough []string `json:"fallthrough"`
+}
+
+// ApexLabel is Apex, or its default.
+func (e *ExternalConfig) ApexLabel() string {
+	if e.Apex == "" {
+		return "dns"
+	}
+	return strings.ToLower(e.Apex)
+}
+
+// TTLSeconds is TTL, or its default.
+func (e *ExternalConfig) TTLSeconds() int {
+	if e.TTL == nil {
+		return 5
+	}
+	return *e.TTL
 }
 
 // Sharded reports kubernetes.shardedWatch, true unless set false.
@@ -579,6 +617,34 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		bad("kubernetes.context", "needs kubernetes.kubeconfig")
 	}
 	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, false)
+	if k.External != nil {
+		c.validateExternal(bad)
+	}
+}
+
+// validateExternal checks kubernetes.external.
+func (c *Config) validateExternal(bad func(key, format string, args ...any)) {
+	k := &c.Kubernetes
+	e := k.External
+	if len(e.Zones) == 0 {
+		bad("kubernetes.external.zones", "needs at least one zone")
+	}
+	checkZones(bad, "kubernetes.external.zones", e.Zones, false)
+	for i, z := range e.Zones {
+		for _, own := range k.AllZones() {
+			if underZone(z, own) || underZone(own, z) {
+				bad(fmt.Sprintf("kubernetes.external.zones[%d]", i), "%q overlaps %q, a zone of kubernetes.zones or "+
+					"kubernetes.reverseZones: its names would be answered as cluster names; choose a zone of its own", z, own)
+			}
+		}
+	}
+	if e.Apex != "" && (strings.Contains(e.Apex, ".") || !ValidDomain(e.Apex)) {
+		bad("kubernetes.external.apex", "must be one DNS label, got %q", e.Apex)
+	}
+	if t := e.TTLSeconds(); t < 0 || t > 3600 {
+		bad("kubernetes.external.ttl", "must be between 0 and 3600, got %d", t)
+	}
+	checkZones(bad, "kubernetes.external.fallthrough", e.Fallthrough, false)
 }
 
 // validateNodeLocal rejects what a node-local process cannot do: it

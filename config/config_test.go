@@ -50,6 +50,17 @@ func TestParseKubeconfigContext(t *testing.T) {
 
 // A node-local process may say pods: verified without watching the API:
 // it routes pod names to the replicas that do.
+func TestParseExternal(t *testing.T) {
+	cfg, err := Parse([]byte("kubernetes: {enabled: false, external: {zones: [example.org], headless: true}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Kubernetes.External
+	if e.ApexLabel() != "dns" || e.TTLSeconds() != 5 || !e.Headless {
+		t.Errorf("apex %q, ttl %d, headless %v: want k8s_external's defaults dns and 5, and headless", e.ApexLabel(), e.TTLSeconds(), e.Headless)
+	}
+}
+
 func TestParseNodeLocal(t *testing.T) {
 	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {replicas: [\"10.0.0.5:8090\"], credentialFile: /etc/shardns/nodelocal.cred}\nkubernetes: {enabled: false, pods: verified}\n"))
 	if err != nil {
@@ -108,6 +119,13 @@ func TestParseRejects(t *testing.T) {
 		{"federation zone without region", "federation: {names: {prod: fed.example.com}, nodeZone: z1}\n", "federation.nodeZone"},
 		{"federation without the API nor a locality", "kubernetes: {enabled: false}\nfederation: {names: {prod: fed.example.com}}\n", "federation.nodeZone"},
 		{"federation upstream without names", "federation: {upstream: true}\n", "federation.names"},
+		{"external without zones", "kubernetes: {enabled: false, external: {ttl: 5}}\n", "kubernetes.external.zones"},
+		{"external zone overlapping the cluster domain", "kubernetes: {enabled: false, external: {zones: [svc.cluster.local]}}\n", "kubernetes.external.zones[0]"},
+		{"external zone not a domain", "kubernetes: {enabled: false, external: {zones: [\"ex ample.org\"]}}\n", "kubernetes.external.zones[0]"},
+		{"external apex of two labels", "kubernetes: {enabled: false, external: {zones: [example.org], apex: a.b}}\n", "kubernetes.external.apex"},
+		{"external ttl", "kubernetes: {enabled: false, external: {zones: [example.org], ttl: 3601}}\n", "kubernetes.external.ttl"},
+		{"external fallthrough", "kubernetes: {enabled: false, external: {zones: [example.org], fallthrough: [\"a b\"]}}\n", "kubernetes.external.fallthrough[0]"},
+		{"unknown external key", "kubernetes: {enabled: false, external: {zones: [example.org], headles: true}}\n", `"headles"`},
 		{"nodelocal with autopath", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nautopath: {enabled: true}\nkubernetes: {pods: verified}\n", "autopath.enabled"},
 	}
 	for _, c := range cases {

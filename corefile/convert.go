@@ -257,6 +257,7 @@ var handlers = map[string]handler{
 	"template": (*converter).templatePlugin,
 	"bufsize":  (*converter).bufsizePlugin, "nsid": (*converter).nsidPlugin, "header": (*converter).headerPlugin,
 	"dns64": (*converter).dns64Plugin, "timeouts": (*converter).timeoutsPlugin,
+	"k8s_external": (*converter).externalPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once

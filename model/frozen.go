@@ -27,7 +27,7 @@ type Frozen string
 // FrozenFormat is the version of Frozen's encoding. A replica refuses a
 // zone handed over in another: a rolling upgrade that changes the
 // encoding then loads gained zones from the API server only.
-const FrozenFormat = 1
+const FrozenFormat = 2
 
 // errFrozen reports a frozen object that cannot be decoded; only a bug
 // can make one, since the process wrote it.
@@ -49,6 +49,11 @@ func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 		b = appendAddrs(b, o.ClusterIPs)
 		b = appendString(b, o.ExternalName)
 		b = appendPorts(b, o.Ports)
+		// Last and only when present: a service without external IPs
+		// costs no byte more than before they were kept.
+		if len(o.ExternalIPs) > 0 {
+			b = appendAddrs(b, o.ExternalIPs)
+		}
 	case *EndpointSlice:
 		b = append(b, byte(KindEndpointSlice))
 		b = appendString(b, o.ServiceName)
@@ -103,6 +108,9 @@ func (f Frozen) Thaw(namespace, name, resourceVersion string) (any, error) {
 		o.ClusterIPs = d.addrs()
 		o.ExternalName = d.string()
 		o.Ports = d.ports()
+		if d.more() {
+			o.ExternalIPs = d.addrs()
+		}
 		return o, d.done()
 	case KindEndpointSlice:
 		o := &EndpointSlice{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
@@ -319,3 +327,7 @@ func (d *decoder) done() error {
 	}
 	return nil
 }
+
+// more reports whether bytes are left to read, for a field written only
+// when it has a value.
+func (d *decoder) more() bool { return d.err == nil && d.off < len(d.s) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,14 @@ func frozenSamples() []any {
 	headless.Type = ServiceHeadless
 	external := svc("external")
 	external.Type, external.ExternalName = ServiceExternalName, "db.example.org."
+	// k8s_external answers these: spec.externalIPs, then the load
+	// balancer's ingress IPs, on a ClusterIP and a headless service.
+	balanced := svc("balanced")
+	balanced.ClusterIPs = addrs("10.96.0.11")
+	balanced.Ports = []Port{{Name: "http", Protocol: "TCP", Port: 80}}
+	balanced.ExternalIPs = addrs("192.0.2.1", "2001:db8::1", "198.51.100.7")
+	headlessExternal := svc("headless-external")
+	headlessExternal.Type, headlessExternal.ExternalIPs = ServiceHeadless, addrs("192.0.2.2")
 	slice := &EndpointSlice{Namespace: "ns", Name: "web-abcde", ResourceVersion: "7", ServiceName: "web",
 		Ports: []Port{{Name: "http", Protocol: "TCP", Port: 8080}},
 		Endpoints: []Endpoint{
@@ -40,7 +49,7 @@ func frozenSamples() []any {
 	empty := &EndpointSlice{Namespace: "ns", Name: "empty", ResourceVersion: "1", ServiceName: "idle",
 		Endpoints: []Endpoint{}}
 	pod := &Pod{Namespace: "ns", Name: "web-0", ResourceVersion: "9", IPs: addrs("10.1.2.3", "fd00::1:3")}
-	return []any{dual, headless, external, slice, empty, pod}
+	return []any{dual, headless, external, balanced, headlessExternal, slice, empty, pod}
 }
 
 // identity is what the holder of a frozen object keeps beside it.
@@ -120,8 +129,17 @@ func TestFrozenRoundTrip(t *testing.T) {
 			if f.ServiceName() != want {
 				t.Fatalf("ServiceName() = %q, want %q", f.ServiceName(), want)
 			}
+			// A service's external IPs are written last and only when it
+			// has some, so the encoding without them is whole.
+			whole := -1
+			if svc, ok := obj.(*Service); ok && len(svc.ExternalIPs) > 0 {
+				plain := *svc
+				plain.ExternalIPs = nil
+				p, _ := Freeze(&plain)
+				whole = len(p)
+			}
 			for cut := range len(f) {
-				if _, err := f[:cut].Thaw(identity(obj)); err == nil {
+				if _, err := f[:cut].Thaw(identity(obj)); err == nil && cut != whole {
 					t.Fatalf("a frozen object cut to %d of %d bytes thawed without error", cut, len(f))
 				}
 			}
@@ -182,5 +200,21 @@ func BenchmarkThaw(b *testing.B) {
 		if _, err := frozenService.Thaw("bench", "svc1", ""); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A service without external IPs freezes to the bytes it did before
+// they were kept: the thousands of services that have none pay nothing.
+func TestFrozenServiceWithoutExternalIPsCostsNothing(t *testing.T) {
+	plain := &Service{Name: "web", ClusterIPs: addrs("10.96.0.1"), Ports: []Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	with := *plain
+	with.ExternalIPs = addrs("192.0.2.1")
+	a, _ := Freeze(plain)
+	b, _ := Freeze(&with)
+	if len(b) != len(a)+1+1+4 { // count, length, four bytes
+		t.Errorf("frozen sizes %d and %d: want the external IP to add 6 bytes, nothing else", len(a), len(b))
+	}
+	if !strings.HasPrefix(string(b), string(a)) {
+		t.Error("a service with external IPs does not extend the encoding of one without")
 	}
 }

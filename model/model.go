@@ -81,6 +81,10 @@ type Service struct {
 	ClusterIPs      []netip.Addr // empty for headless and ExternalName
 	ExternalName    string       // fully qualified, for ServiceExternalName
 	Ports           []Port
+	// ExternalIPs are spec.externalIPs followed by the IPs of
+	// status.loadBalancer.ingress, the order k8s_external answers them
+	// in; nil for the many services that have none.
+	ExternalIPs []netip.Addr
 }
 
 // Key returns the object key of s.

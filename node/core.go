@@ -249,6 +249,10 @@ func answerConfig(cfg *config.Config) *zone.Config {
 			a.NSAddrs = append(a.NSAddrs, ap.Addr().Unmap())
 		}
 	}
+	if e := k.External; e != nil {
+		a.External = &zone.External{Zones: fqdns(e.Zones), Apex: e.ApexLabel(), TTL: uint32(e.TTLSeconds()), Headless: e.Headless}
+		a.Domains.External, a.Domains.ExternalApex = a.External.Zones, a.External.Apex
+	}
 	a.Prepare()
 	return a
 }

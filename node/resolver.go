@@ -147,7 +147,11 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 		c.log.Info("no forward.upstreams: names outside the cluster zones get REFUSED")
 		return nil, nil
 	}
-	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fqdns(c.cfg.Kubernetes.Fallthrough)}
+	fall := fqdns(c.cfg.Kubernetes.Fallthrough)
+	if e := c.cfg.Kubernetes.External; e != nil {
+		fall = append(fall, fqdns(e.Fallthrough)...)
+	}
+	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fall}
 	if len(addrs) > 0 {
 		c.forwarder = c.newForwarder(addrs, f.Policy, tlsCfg, m)
 		u.Forwarder, u.Cache = c.forwarder, c.newCache()

@@ -91,18 +91,20 @@ func answer(cfg *Config, v View, q Question, depth int) Response {
 		return Response{Rcode: dns.RcodeRefused}
 	}
 	var r Response
-	switch route.Kind {
-	case RouteApex:
+	switch {
+	case route.External:
+		r = answerExternal(cfg, v, dir, route, q)
+	case route.Kind == RouteApex:
 		r = answerApex(cfg, dir, route.Origin, q)
-	case RouteReverseApex:
+	case route.Kind == RouteReverseApex:
 		if q.Name == route.Origin {
 			r = answerApex(cfg, dir, route.Origin, q)
 		} else {
 			r = negative(dns.RcodeNameError, dir.soa[route.Origin])
 		}
-	case RouteStateless:
+	case route.Kind == RouteStateless:
 		r = answerStateless(cfg, v, dir, route.Origin, q)
-	case RouteZone:
+	case route.Kind == RouteZone:
 		r = answerZone(cfg, v, dir, route, q, depth)
 	}
 	if r.Rcode == dns.RcodeNameError && !dir.Synced {
@@ -235,14 +237,8 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 		}
 	}
 	if s == nil {
-		if order := v.Remote(route.Key); order != nil {
-			if len(order) == 0 {
-				// The zone exists but no replica can serve it yet: this
-				// one may be loading it (the last replica standing as every
-				// replica stops, or the only owner left).
-				return Response{Rcode: dns.RcodeServerFailure, Wait: v.Loading(route.Key), Zone: route.Key}
-			}
-			return Response{Remote: order, Zone: route.Key}
+		if r, ok := heldElsewhere(v, route.Key); ok {
+			return r
 		}
 		if q.Name == route.Key && !route.Reverse {
 			return negative(dns.RcodeSuccess, dir.soa[route.Origin])
@@ -253,6 +249,23 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 		return s.answerReverse(dir, q)
 	}
 	return s.answer(cfg, v, q, depth)
+}
+
+// heldElsewhere is the answer for a name of zone key when no snapshot of
+// it is here: the replicas to ask, or SERVFAIL while none can serve it.
+// ok is false when the zone is not placed anywhere (it has no records).
+func heldElsewhere(v View, key string) (Response, bool) {
+	order := v.Remote(key)
+	if order == nil {
+		return Response{}, false
+	}
+	if len(order) == 0 {
+		// The zone exists but no replica can serve it yet: this one may
+		// be loading it (the last replica standing as every replica
+		// stops, or the only owner left).
+		return Response{Rcode: dns.RcodeServerFailure, Wait: v.Loading(key), Zone: key}, true
+	}
+	return Response{Remote: order, Zone: key}, true
 }
 
 // answerPartialReverse answers a name of reverse zone route.Key when the

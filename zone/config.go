@@ -36,6 +36,9 @@ type Config struct {
 	IgnoreEmptyService bool
 	NSAddrs            []netip.Addr // addresses of ns.dns.<domain>, the server itself
 	MeshTTL            uint32       // TTL of mesh (Istio ServiceEntry) records
+	// External serves k8s_external zones; nil serves none. Its zones and
+	// apex are those of Domains.External and Domains.ExternalApex.
+	External *External
 
 	// Prebuilt per cluster domain, so answers need no allocation.
 	apex map[string]*apexRecords

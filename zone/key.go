@@ -35,6 +35,9 @@ type Route struct {
 	Key     string // zone key, for RouteZone (a suffix of the name)
 	Reverse bool   // Origin is a reverse zone
 	Pods    bool   // Key is a pod zone, ns.pod.<domain>
+	// External says Origin is an external (k8s_external) zone; Key, for
+	// RouteZone, is then the service zone of the name's namespace.
+	External bool
 }
 
 // Domains are the zones a node is authoritative for.
@@ -45,6 +48,11 @@ type Domains struct {
 	// pods of a namespace (pods: verified). Otherwise pod names are
 	// answered without state (pods: insecure or disabled).
 	PodZones bool
+	// External are the k8s_external zones and ExternalApex the label of
+	// their own names (see External); a cluster or reverse zone wins over
+	// them.
+	External     []string
+	ExternalApex string
 }
 
 const (
@@ -52,11 +60,18 @@ const (
 	ip6Arpa    = "ip6.arpa."
 )
 
-// Route computes where qname is answered. It allocates nothing: Key and
-// Origin are substrings of qname or of the configured zones.
+// Route computes where qname is answered. It allocates nothing for a
+// name of a cluster or reverse zone: Key and Origin are substrings of
+// qname or of the configured zones. A name of an external zone below a
+// namespace is given the key of that namespace's service zone.
 func (d *Domains) Route(qname string) Route {
 	origin, reverse := d.match(qname)
 	if origin == "" {
+		if len(d.External) > 0 {
+			if z := d.externalZone(qname); z != "" {
+				return d.routeExternal(qname, z)
+			}
+		}
 		return Route{Kind: RouteExternal}
 	}
 	if reverse {

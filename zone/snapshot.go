@@ -74,6 +74,11 @@ func NewDirectory(cfg *Config, namespaces map[string]struct{}, synced bool, seri
 	for _, z := range cfg.Domains.Reverse {
 		d.soa[z] = cfg.SOA(z, serial)
 	}
+	if cfg.External != nil {
+		for _, z := range cfg.Domains.External {
+			d.soa[z] = cfg.externalSOA(z, serial)
+		}
+	}
 	return d
 }
 

@@ -67,6 +67,9 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	for key := range services {
 		r := cfg.Domains.Route(key)
 		v.zones[key] = BuildServiceZone(cfg, key, r.Origin, 1, services[key], slices[key])
+		// The sources, frozen, as a zone actor keeps them: external
+		// (k8s_external) names are answered from them.
+		v.zones[key].Services, v.zones[key].Slices = frozenAll(services[key]), frozenAll(slices[key])
 	}
 	for key := range slices {
 		if v.zones[key] == nil {
@@ -85,6 +88,16 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 		v.zones[key] = BuildFileZone(f)
 	}
 	return v
+}
+
+func frozenAll[T any](objs map[string]*T) map[string]model.Frozen {
+	out := make(map[string]model.Frozen, len(objs))
+	for name, o := range objs {
+		if f, ok := model.Freeze(o); ok {
+			out[name] = f
+		}
+	}
+	return out
 }
 
 func addTo[K comparable, V any](m map[string]map[K]V, key string, name K, v V) {

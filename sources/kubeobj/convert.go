@@ -20,11 +20,64 @@ const ServiceNameLabel = discoveryv1.LabelServiceName
 
 // Service converts a Service. Broken objects return an error naming the
 // field, so a source can log or reject them without serving half of one.
+// An external address that is not an IP is skipped: see ServiceWarnings.
 func Service(s *corev1.Service) (*model.Service, error) {
+	out, _, err := ServiceWarnings(s)
+	return out, err
+}
+
+// ServiceWarnings is Service, and a warning for each external address it
+// skipped. An external IP or a load balancer's ingress IP that does not
+// parse leaves the rest of the Service served, as CoreDNS serves it: the
+// address belongs to k8s_external's names only, and the cluster names
+// of the Service do not depend on it.
+func ServiceWarnings(s *corev1.Service) (*model.Service, []string, error) {
 	out := &model.Service{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion}
 	if s.Name == "" {
-		return nil, fmt.Errorf("Service: metadata.name is empty")
+		return nil, nil, fmt.Errorf("Service: metadata.name is empty")
 	}
+	out, err := serviceSpec(s, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings := externalIPs(s, out)
+	return out, warnings, nil
+}
+
+// externalIPs sets out.ExternalIPs from spec.externalIPs and then the IPs
+// of status.loadBalancer.ingress, in that order (CoreDNS's), and returns
+// a warning for each that is not an IP address. An ingress given by
+// hostname only is not an address: k8s_external would answer it with a
+// CNAME resolved upstream, which shardns does not serve.
+func externalIPs(s *corev1.Service, out *model.Service) (warnings []string) {
+	n := len(s.Spec.ExternalIPs) + len(s.Status.LoadBalancer.Ingress)
+	if n == 0 {
+		return nil
+	}
+	add := func(field, ip string) {
+		a, err := parseIP(ip)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("Service %s/%s: %s: %q is not an IP address: skipped", s.Namespace, s.Name, field, ip))
+			return
+		}
+		if out.ExternalIPs == nil {
+			out.ExternalIPs = make([]netip.Addr, 0, n)
+		}
+		out.ExternalIPs = append(out.ExternalIPs, a)
+	}
+	for i, ip := range s.Spec.ExternalIPs {
+		add(fmt.Sprintf("spec.externalIPs[%d]", i), ip)
+	}
+	for i, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			add(fmt.Sprintf("status.loadBalancer.ingress[%d].ip", i), in.IP)
+		}
+	}
+	return warnings
+}
+
+// serviceSpec converts the type, cluster IPs and ports of s into out.
+func serviceSpec(s *corev1.Service, out *model.Service) (*model.Service, error) {
 	switch {
 	case s.Spec.Type == corev1.ServiceTypeExternalName:
 		if s.Spec.ExternalName == "" {

@@ -84,8 +84,10 @@ func sameRecords(a, b *cached) bool {
 // the handler. Objects of namespaces outside kubernetes.namespaces keep
 // no model object. An object already in held at the same resourceVersion
 // is not converted again: its entry is reused. The transform is
-// idempotent, as client-go asks.
-func transformFor(exposed func(namespace string) bool, held *heldEntries) func(any) (any, error) {
+// idempotent, as client-go asks. warn, when set, is told what a
+// conversion skipped (an external IP that is not an address) of an
+// object it kept serving.
+func transformFor(exposed func(namespace string) bool, held *heldEntries, warn func(warnings []string)) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		var meta *metav1.ObjectMeta
 		switch o := obj.(type) {
@@ -109,7 +111,11 @@ func transformFor(exposed func(namespace string) bool, held *heldEntries) func(a
 		var err error
 		switch o := obj.(type) {
 		case *corev1.Service:
-			object, err = nilIfEmpty(kubeobj.Service(o))
+			svc, warnings, serr := kubeobj.ServiceWarnings(o)
+			object, err = nilIfEmpty(svc, serr)
+			if len(warnings) > 0 && warn != nil && exposed(meta.Namespace) {
+				warn(warnings)
+			}
 		case *discoveryv1.EndpointSlice:
 			object, err = nilIfEmpty(kubeobj.EndpointSlice(o))
 		case *corev1.Namespace:

@@ -67,7 +67,7 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 // cachedOf is obj as the informers store it.
 func cachedOf(t *testing.T, obj any) any {
 	t.Helper()
-	out, err := transformFor(func(string) bool { return true }, nil)(obj)
+	out, err := transformFor(func(string) bool { return true }, nil, nil)(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func thawedService(t *testing.T, c model.Change) *model.Service {
 // The informers keep the model object, frozen, and the identity, never
 // the API object; the informer's key function reads the identity.
 func TestCacheHoldsModelObjects(t *testing.T) {
-	transform := transformFor(func(ns string) bool { return ns != "hidden" }, nil)
+	transform := transformFor(func(ns string) bool { return ns != "hidden" }, nil, nil)
 	s := service("7", "10.0.0.1", map[string]string{"big": "annotation"})
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	out, err := transform(s)
@@ -188,7 +188,7 @@ func TestTransformReusesHeldEntries(t *testing.T) {
 	own := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	replaced := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	held := &heldEntries{own: own}
-	transform := transformFor(func(string) bool { return true }, held)
+	transform := transformFor(func(string) bool { return true }, held, nil)
 	first, err := transform(service("5", "10.0.0.1", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestTransformReusesHeldEntries(t *testing.T) {
 	}
 	next := &heldEntries{own: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	next.replaced.Store(&[]cache.Store{replaced})
-	transform = transformFor(func(string) bool { return true }, next)
+	transform = transformFor(func(string) bool { return true }, next, nil)
 	if got, _ := transform(service("5", "10.0.0.1", nil)); got != first {
 		t.Fatal("a replacement's list converted anew an object the replaced store holds")
 	}

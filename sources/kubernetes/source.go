@@ -164,7 +164,11 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 			"kind", kind.String(), "err", err)
 	})
 	held := &heldEntries{own: w.informer.GetStore()}
-	if err := w.informer.SetTransform(transformFor(s.exposed, held)); err != nil {
+	if err := w.informer.SetTransform(transformFor(s.exposed, held, func(warnings []string) {
+		for _, w := range warnings {
+			s.cfg.Logger.Warn("serving the object without what the API served malformed", "warning", w)
+		}
+	})); err != nil {
 		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
 	}
 	root, manager := s.root, s.cfg.Manager

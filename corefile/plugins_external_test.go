@@ -1,0 +1,102 @@
+package corefile
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/shardns/shardns/config"
+)
+
+// k8s_external becomes kubernetes.external with its zones and options;
+// what shardns cannot serve is reported with its line.
+func TestConvertExternal(t *testing.T) {
+	cases := []struct {
+		name  string
+		src   string
+		check func(t *testing.T, e *config.ExternalConfig)
+		want  []string
+	}{
+		{
+			name: "README example",
+			src:  ". {\n  kubernetes cluster.local\n  k8s_external example.org\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.Zones, []string{"example.org"}) || e.ApexLabel() != "dns" || e.TTLSeconds() != 5 ||
+					e.Headless || e.Fallthrough != nil {
+					t.Errorf("external %+v, want example.org with k8s_external's defaults", e)
+				}
+			},
+		},
+		{
+			name: "every option",
+			src: ". {\n  kubernetes cluster.local\n  k8s_external example.org example.net {\n    apex zone\n    ttl 60\n" +
+				"    headless\n    fallthrough\n  }\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.Zones, []string{"example.org", "example.net"}) || e.ApexLabel() != "zone" ||
+					e.TTLSeconds() != 60 || !e.Headless || !reflect.DeepEqual(e.Fallthrough, e.Zones) {
+					t.Errorf("external %+v (ttl %d), want both zones, apex zone, ttl 60, headless, fallthrough in both", e, e.TTLSeconds())
+				}
+			},
+		},
+		{
+			name: "zones from the block, fallthrough in one",
+			src:  "example.org {\n  kubernetes cluster.local\n  k8s_external {\n    fallthrough example.org\n  }\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.Zones, []string{"example.org"}) || !reflect.DeepEqual(e.Fallthrough, []string{"example.org"}) {
+					t.Errorf("external %+v, want the block's zone", e)
+				}
+			},
+		},
+		{
+			name: "bad options",
+			src:  ". {\n  kubernetes cluster.local\n  k8s_external example.org {\n    ttl 4000\n    apex a.b\n    notify\n  }\n}\n",
+			want: []string{
+				"Corefile:4: ttl 4000: must be 0 to 3600 seconds",
+				"Corefile:5: apex a.b: must be one DNS label",
+				`Corefile:6: k8s_external option "notify" has no shardns equivalent`,
+			},
+		},
+		{
+			name: "without the kubernetes plugin",
+			src:  ". {\n  k8s_external example.org\n}\n",
+			want: []string{"Corefile:2: k8s_external needs the kubernetes plugin in its server block, whose services it publishes"},
+		},
+		{
+			name: "root zone",
+			src:  ". {\n  kubernetes cluster.local\n  k8s_external\n}\n",
+			want: []string{`Corefile:3: k8s_external zone ".": it would answer every name; name the zone it publishes services in`},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := convert(t, c.src)
+			if c.check != nil {
+				e := res.Config.Kubernetes.External
+				if e == nil {
+					t.Fatalf("no kubernetes.external; findings:\n%s", strings.Join(findings(res), "\n"))
+				}
+				if _, err := res.YAML(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := config.Parse(mustYAML(t, res)); err != nil {
+					t.Fatalf("the converted configuration does not load: %v", err)
+				}
+				c.check(t, e)
+			}
+			for _, w := range c.want {
+				if !hasFinding(res, w) {
+					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
+				}
+			}
+		})
+	}
+}
+
+func mustYAML(t *testing.T, res *Result) []byte {
+	t.Helper()
+	y, err := res.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(y)
+}
