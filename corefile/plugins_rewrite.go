@@ -22,8 +22,16 @@ func (c *converter) rewritePlugin(s *server, d *Directive) {
 		args = args[1:]
 	}
 	if d.HasBlock {
-		c.unmapped(d.place(), "rewrite with a block (the edns0 and old forms) has no shardns equivalent")
-		return
+		// The block form (AKS's documentation writes it): the rule on
+		// its first line, its answer options on the next ones, read as
+		// one line.
+		if len(args) > 0 {
+			c.unmapped(d.place(), "rewrite %s with a block: CoreDNS takes the rule inside the block", strings.Join(args, " "))
+			return
+		}
+		for _, o := range d.Block {
+			args = append(append(args, o.Name), o.Args...)
+		}
 	}
 	if len(args) == 0 {
 		c.unmapped(d.place(), "rewrite needs a rule")
@@ -70,6 +78,8 @@ func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []stri
 		switch {
 		case len(rest) >= 2 && rest[0] == "answer" && rest[1] == "auto":
 			rest = rest[2:]
+		case len(rest) >= 3 && rest[0] == "answer" && rest[1] == "name" && rest[2] == "auto":
+			rest = rest[3:]
 		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "name":
 			c.note(d.place(), "rewrite answer name %s %s: shardns gives answers back the name asked", rest[2], rest[3])
 			rest = rest[4:]

@@ -238,6 +238,28 @@ func TestConvertPlugins(t *testing.T) {
 			},
 		},
 		{
+			name: "rewrite's block form, as AKS documents it",
+			src: ".:53 {\n  rewrite stop {\n    name regex (.*)\\.example\\.com {1}.default.svc.cluster.local\n" +
+				"    answer name (.*)\\.default\\.svc\\.cluster\\.local {1}.example.com\n  }\n" +
+				"  rewrite continue {\n    ttl regex (.*)\\.coredns\\.rocks 15\n  }\n" +
+				"  rewrite stop {\n    name suffix .arpa .arpa\n    answer name auto\n  }\n" +
+				"  rewrite name a.example.org b.example.org {\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := []config.RewriteRule{
+					{Field: "name", Match: "regex", From: `(.*)\.example\.com`, To: "{1}.default.svc.cluster.local"},
+					{Field: "ttl", Match: "regex", From: `(.*)\.coredns\.rocks`, TTL: "15", Continue: true},
+					{Field: "name", Match: "suffix", From: ".arpa", To: ".arpa"},
+				}
+				if !reflect.DeepEqual(cfg.Rewrite, want) {
+					t.Errorf("rewrite %+v\nwant %+v", cfg.Rewrite, want)
+				}
+			},
+			want: []string{
+				`Corefile:2: note: rewrite answer name (.*)\.default\.svc\.cluster\.local {1}.example.com: shardns gives answers back the name asked`,
+				"Corefile:13: rewrite name a.example.org b.example.org with a block: CoreDNS takes the rule inside the block",
+			},
+		},
+		{
 			name: "acl lists in order, zones from the block",
 			src: ".:53 {\n  acl {\n    allow net 192.168.1.0/24\n    block net 192.168.0.0/16\n  }\n}\n" +
 				"example.org {\n  acl a.example.org {\n    filter type A AAAA net 10.0.0.1 ::1\n    drop\n  }\n  acl {\n    block type MX\n  }\n}\n",

@@ -53,7 +53,10 @@ func loopbackCorefile(text string) string {
 // a namespace's services (and the answers back), and a stub domain's
 // server block.
 const (
-	realWorldOverride = `rewrite stop name regex (.*)\.corp\.internal {1}.realworld.svc.cluster.local answer name (.*)\.realworld\.svc\.cluster\.local {1}.corp.internal
+	realWorldOverride = `rewrite stop {
+    name regex (.*)\.corp\.internal {1}.realworld.svc.cluster.local
+    answer name (.*)\.realworld\.svc\.cluster\.local {1}.corp.internal
+}
 `
 	realWorldServer = `corp.test:53 {
     errors
