@@ -583,7 +583,17 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	if len(k.Zones) == 0 {
 		bad("kubernetes.zones", "needs at least one cluster domain")
 	}
-	checkZones(bad, "kubernetes.zones", k.Zones, false)
+	checkZones(bad, "kubernetes.zones", k.Zones, true)
+	if slices.Contains(k.Zones, ".") {
+		// Every name is a cluster name then (what CoreDNS serves for a
+		// kubernetes plugin in a "." block): nothing else can be reached.
+		if len(k.Zones) > 1 {
+			bad("kubernetes.zones", "\".\" holds every other zone: list it alone")
+		}
+		if len(c.Forward.Stubs) > 0 || len(c.Files.Zones) > 0 || c.Istio.Enabled {
+			bad("kubernetes.zones", "\".\" makes every name a cluster name: stub domains, zone files and Istio hosts would never be asked")
+		}
+	}
 	for i, z := range k.ReverseZones {
 		n := strings.ToLower(strings.TrimSuffix(z, "."))
 		underReverse := n == "in-addr.arpa" || n == "ip6.arpa" ||
@@ -616,7 +626,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		// The in-cluster service account has no contexts to choose from.
 		bad("kubernetes.context", "needs kubernetes.kubeconfig")
 	}
-	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, false)
+	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, true)
 	if k.External != nil {
 		c.validateExternal(bad)
 	}

@@ -19,8 +19,15 @@ func (c *converter) kubernetesPlugin(s *server, d *Directive) {
 	k.Enabled = true
 	c.kubeBlock = s.block
 	fwd, rev := c.clusterZones(s, d)
+	if len(fwd) > 1 && slices.Contains(fwd, ".") {
+		c.unmapped(d.place(), "kubernetes zones %s: \".\" holds every other zone; shardns takes it alone", strings.Join(fwd, " "))
+		fwd = []string{"."}
+	}
 	if len(fwd) > 0 {
 		k.Zones = fwd
+	}
+	if slices.Equal(fwd, []string{"."}) {
+		c.deferred = append(c.deferred, func() { c.rootZone(d) })
 	}
 	k.ReverseZones = rev
 	k.Pods = "disabled"
@@ -45,10 +52,7 @@ func (c *converter) clusterZones(s *server, d *Directive) (fwd, rev []string) {
 		for _, z := range zones {
 			switch {
 			case z == ".":
-				c.unmapped(d.place(), "kubernetes zone \".\" (the block's zone when the plugin names none): CoreDNS then serves "+
-					"cluster names under the root (web.ns.svc.) and NXDOMAIN for %s names and every other name unless fallthrough; "+
-					"shardns serves cluster names under a cluster domain: name it (kubernetes %s ...), as pods' search paths do",
-					strings.Join(c.cfg.Kubernetes.Zones, ", "), strings.Join(c.cfg.Kubernetes.Zones, " "))
+				fwd = appendNew(fwd, z) // see rootZone
 			case isReverse(z):
 				rev = appendNew(rev, z)
 			case !config.ValidDomain(z):
@@ -207,4 +211,23 @@ func (c *converter) federationPlugin(s *server, d *Directive) {
 			f.Zones = nil
 		}
 	})
+}
+
+// rootZone maps a kubernetes plugin in the root zone (a "." block's
+// plugin that names no zones) to what CoreDNS serves then: cluster names
+// under the root (web.ns.svc.), and NXDOMAIN for every other name,
+// cluster.local ones included, unless fallthrough passes them on. Beside
+// server blocks of other zones, which CoreDNS asks first, shardns would
+// answer their names as cluster names: that is not mapped.
+func (c *converter) rootZone(d *Directive) {
+	cfg := c.cfg
+	if len(cfg.Files.Zones) > 0 || len(cfg.Forward.Stubs) > 0 {
+		c.unmapped(d.place(), "kubernetes zone \".\" beside server blocks of other zones (zone files, stub domains): "+
+			"shardns would answer their names as cluster names; name the cluster domain (kubernetes cluster.local ...)")
+		cfg.Kubernetes.Zones = []string{"cluster.local"}
+		return
+	}
+	c.note(d.place(), "kubernetes zone \".\" (the block's zone when the plugin names none): kubernetes.zones: [.], as CoreDNS: "+
+		"cluster names are web.ns.svc., and every other name, cluster.local ones included, is NXDOMAIN unless fallthrough "+
+		"passes it on; name the cluster domain (kubernetes cluster.local ...) for pods' search paths")
 }

@@ -279,3 +279,39 @@ func TestServeKubeDNSConfigMapBesideCoreDNS(t *testing.T) {
 	askBoth(t, shardns.addr, coredns, qs)
 	sameSummaries(t, shardns.addr, coredns, qs)
 }
+
+// The seeds' example, corefile/testdata/seeds.Corefile: a kubernetes
+// plugin whose zones are its "." block's. CoreDNS 1.15 serves cluster
+// names under the root then, and NXDOMAIN for cluster.local names and
+// every other name; shardns serves the same. CoreDNS 1.15 has no proxy,
+// so both run it as forward, which the converter maps it to.
+func TestServeRootKubernetesBesideCoreDNS(t *testing.T) {
+	src, err := os.ReadFile("../corefile/testdata/seeds.Corefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := kubeapi.Shared(t)
+	ip := mkRealWorldServices(t, cp.Client)
+	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	text := strings.Replace(string(src), "proxy . 8.8.8.8", "forward . {{upstream}}", 1)
+	run := renderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shardns := startServeIn(t, dir, "--corefile", path).addr
+	coredns := startCoreDNSCorefileIn(t, t.TempDir(), run.text, run.addrs["dns"], "web.realworld.svc.")
+
+	qs := []convertQuestion{
+		{"web.realworld.svc.", dns.TypeA, dns.RcodeSuccess, []string{"web.realworld.svc.\t5\tIN\tA\t" + ip}},
+		{"db-1.db.realworld.svc.", dns.TypeA, dns.RcodeSuccess, []string{"db-1.db.realworld.svc.\t5\tIN\tA\t10.244.8.11"}},
+		{"realworld.svc.", dns.TypeA, dns.RcodeSuccess, nil},
+		{"nope.realworld.svc.", dns.TypeA, dns.RcodeNameError, nil},
+		{"web.realworld.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"www.example.test.", dns.TypeA, dns.RcodeNameError, nil},
+		{reverse(ip), dns.TypePTR, dns.RcodeNameError, nil},
+	}
+	askBoth(t, shardns, coredns, qs)
+	sameSummaries(t, shardns, coredns, qs)
+}

@@ -26,13 +26,13 @@ func (h *Handler) autopath(x *exchange, r *dns.Msg, name string, out []byte) ([]
 	}
 	q := x.req.Question[0]
 	for _, origin := range h.Config.Domains.Cluster {
-		first := ns + ".svc." + origin
+		first := zone.Join(ns+".svc.", origin)
 		if !strings.HasSuffix(name, "."+first) {
 			continue
 		}
 		base := name[:len(name)-len(first)]
 		first = name
-		for _, cand := range []string{first, base + "svc." + origin, base + origin} {
+		for _, cand := range []string{first, zone.Join(base+"svc.", origin), zone.Join(base, origin)} {
 			resp := zone.Answer(h.Config, h.View, zone.Question{Name: cand, Type: q.Qtype})
 			if len(resp.Remote) > 0 {
 				return nil, false // held by another replica: the client walks its search path

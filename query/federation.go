@@ -63,14 +63,14 @@ func (f *Federation) match(name string) (fed federated, ok bool) {
 		if !zone.InZone(name, z) || len(name) == len(z) {
 			continue
 		}
-		rel := name[:len(name)-len(z)] // "svc.ns.fed.svc."
+		rel := zone.Relative(name, z) // "svc.ns.fed.svc."
 		last, rest := lastLabelOf(rel)
 		label, front := lastLabelOf(rest)
 		domain, found := f.Domains[label]
 		if !found || rest == "" {
 			continue
 		}
-		return federated{without: front + last + "." + z, target: rel, domain: domain}, true
+		return federated{without: zone.Join(front+last+".", z), target: rel, domain: domain}, true
 	}
 	return federated{}, false
 }
@@ -82,7 +82,7 @@ func (f *Federation) claims(name string) bool {
 		if !zone.InZone(name, z) || len(name) == len(z) {
 			continue
 		}
-		_, rest := lastLabelOf(name[:len(name)-len(z)])
+		_, rest := lastLabelOf(zone.Relative(name, z))
 		label, _ := lastLabelOf(rest)
 		if _, found := f.Domains[label]; found && rest != "" {
 			return true

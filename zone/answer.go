@@ -134,7 +134,7 @@ func answerApex(cfg *Config, dir *Directory, origin string, q Question) Response
 // state: svc., pod names, dns-version and ns.dns.
 func answerStateless(cfg *Config, v View, dir *Directory, origin string, q Question) Response {
 	soa := dir.soa[origin]
-	rel := q.Name[:len(q.Name)-len(origin)]
+	rel := Relative(q.Name, origin)
 	switch rel {
 	case "dns-version.":
 		if q.Type == dns.TypeTXT {

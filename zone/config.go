@@ -66,7 +66,7 @@ func (c *Config) Prepare() {
 	c.apex = make(map[string]*apexRecords)
 	for _, z := range append(append([]string(nil), c.Domains.Cluster...), c.Domains.Reverse...) {
 		r := &apexRecords{}
-		nsName := "ns.dns." + z
+		nsName := Join("ns.dns.", z)
 		r.ns = []dns.RR{&dns.NS{Hdr: hdr(z, dns.TypeNS, c.TTL), Ns: nsName}}
 		for _, a := range c.NSAddrs {
 			rr := addrRR(nsName, a, c.TTL)
@@ -77,7 +77,7 @@ func (c *Config) Prepare() {
 			}
 			r.nsExtra = append(r.nsExtra, rr)
 		}
-		r.version = []dns.RR{&dns.TXT{Hdr: hdr("dns-version."+z, dns.TypeTXT, versionTTL), Txt: []string{SchemaVersion}}}
+		r.version = []dns.RR{&dns.TXT{Hdr: hdr(Join("dns-version.", z), dns.TypeTXT, versionTTL), Txt: []string{SchemaVersion}}}
 		c.apex[z] = r
 	}
 }
@@ -112,8 +112,8 @@ func (c *Config) SOA(origin string, serial uint32) []dns.RR {
 func (c *Config) buildSOA(origin string, serial uint32) []dns.RR {
 	return []dns.RR{&dns.SOA{
 		Hdr:     hdr(origin, dns.TypeSOA, min(c.TTL, 300)),
-		Ns:      "ns.dns." + origin,
-		Mbox:    "hostmaster." + origin,
+		Ns:      Join("ns.dns.", origin),
+		Mbox:    Join("hostmaster.", origin),
 		Serial:  serial,
 		Refresh: 7200,
 		Retry:   1800,

@@ -81,7 +81,7 @@ func (d *Domains) Route(qname string) Route {
 		}
 		return Route{Kind: RouteZone, Origin: origin, Key: key, Reverse: true}
 	}
-	rel := qname[:len(qname)-len(origin)]
+	rel := Relative(qname, origin)
 	if rel == "" {
 		return Route{Kind: RouteApex, Origin: origin}
 	}
@@ -159,13 +159,36 @@ func reverseKey(qname string) string {
 // ServiceZoneKey is the zone key that holds the services of namespace ns
 // under cluster domain origin.
 func ServiceZoneKey(ns, origin string) string {
-	return strings.ToLower(ns) + ".svc." + origin
+	return Join(strings.ToLower(ns)+".svc.", origin)
 }
 
 // PodZoneKey is the zone key that holds the pods of namespace ns under
 // cluster domain origin, when pods are verified.
 func PodZoneKey(ns, origin string) string {
-	return strings.ToLower(ns) + ".pod." + origin
+	return Join(strings.ToLower(ns)+".pod.", origin)
+}
+
+// Join writes the name rel (relative, ending with a dot) under origin.
+// Under the root zone, which a Corefile's kubernetes plugin gets in a
+// "." block without zones of its own, the name is rel itself.
+func Join(rel, origin string) string {
+	if origin == "." {
+		return rel
+	}
+	return rel + origin
+}
+
+// Relative returns name, which is in origin, without it: "web.ns.svc."
+// for web.ns.svc.cluster.local. in cluster.local. (and for web.ns.svc.
+// in the root zone), "" for the origin itself.
+func Relative(name, origin string) string {
+	if origin == "." {
+		if name == "." {
+			return ""
+		}
+		return name
+	}
+	return name[:len(name)-len(origin)]
 }
 
 // Fqdn lower-cases name and makes it fully qualified.

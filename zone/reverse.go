@@ -42,12 +42,12 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 		if o.Type != model.ServiceClusterIP {
 			break
 		}
-		target := strings.ToLower(o.Name+"."+o.Namespace) + ".svc." + cfg.Primary()
+		target := Join(strings.ToLower(o.Name+"."+o.Namespace)+".svc.", cfg.Primary())
 		for _, ip := range o.ClusterIPs {
 			add(ip, target)
 		}
 	case *model.EndpointSlice:
-		base := strings.ToLower(o.ServiceName+"."+o.Namespace) + ".svc." + cfg.Primary()
+		base := Join(strings.ToLower(o.ServiceName+"."+o.Namespace)+".svc.", cfg.Primary())
 		for _, ep := range o.Endpoints {
 			if !ep.Ready {
 				continue
