@@ -45,6 +45,18 @@ func startReplicaProcessWith(t *testing.T, cp *kubeapi.ControlPlane, name string
 // http.lameduck: how long the replica answers after SIGTERM.
 func startReplicaProcessLameduck(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string, lameduck time.Duration) *replicaProcess {
 	t.Helper()
+	return startReplicaProcessKube(t, cp, name, seeds, rf, extra, lameduck, "")
+}
+
+// startReplicaProcessKube is startReplicaProcessLameduck whose kubernetes
+// section also holds kube, flow-style keys (e.g. `external: {zones:
+// [example.org]}`), for the features a replica serves beside the cluster
+// names.
+func startReplicaProcessKube(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string, lameduck time.Duration, kube string) *replicaProcess {
+	t.Helper()
+	if kube != "" {
+		kube = ", " + kube
+	}
 	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	join := "enabled: true"
 	if len(seeds) > 0 {
@@ -53,7 +65,7 @@ func startReplicaProcessLameduck(t *testing.T, cp *kubeapi.ControlPlane, name st
 	cfg := fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: %s, pprof: %t}
-kubernetes: {enabled: true, kubeconfig: %q}
+kubernetes: {enabled: true, kubeconfig: %q%s}
 forward: {upstreams: []}
 cluster:
   nodeName: %s
@@ -62,7 +74,7 @@ cluster:
   remote: "127.0.0.1:%d"
   replicationFactor: %d
   %s
-`, lameduck, profiled(), cp.Kubeconfig, name, join, gossip, freeTCPPort(t), rf, extra)
+`, lameduck, profiled(), cp.Kubeconfig, kube, name, join, gossip, freeTCPPort(t), rf, extra)
 	p := startShardns(t, cfg)
 	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
 }

@@ -309,6 +309,12 @@ func answerMatches(addr, proto string, q convertQuestion) error {
 	if err != nil {
 		return err
 	}
+	return responseMatches(r, addr, proto, q)
+}
+
+// responseMatches checks r, the response of addr over proto to q, against
+// q's rcode and answer.
+func responseMatches(r *dns.Msg, addr, proto string, q convertQuestion) error {
 	got := testutil.Records(r.Answer)
 	want := slices.Clone(q.answer)
 	slices.Sort(want)

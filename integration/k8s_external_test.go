@@ -168,6 +168,12 @@ func responseText(addr, proto string, q externalQuestion) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return msgText(r, true), nil
+}
+
+// msgText is responseText of r, with the TTLs or without them (0): a
+// replica relaying an owner's answer from its cache counts them down.
+func msgText(r *dns.Msg, ttls bool) string {
 	section := func(rrs []dns.RR) string {
 		var out []string
 		for _, rr := range rrs {
@@ -179,11 +185,204 @@ func responseText(addr, proto string, q externalQuestion) (string, error) {
 				c.Serial = 0
 				rr = &c
 			}
+			if !ttls {
+				rr = dns.Copy(rr)
+				rr.Header().Ttl = 0
+			}
 			out = append(out, rr.String())
 		}
 		slices.Sort(out)
 		return "[" + strings.Join(out, " | ") + "]"
 	}
 	return fmt.Sprintf("%s aa=%v tc=%v ra=%v answer=%s ns=%s extra=%s", dns.RcodeToString[r.Rcode], r.Authoritative,
-		r.Truncated, r.RecursionAvailable, section(r.Answer), section(r.Ns), section(r.Extra)), nil
+		r.Truncated, r.RecursionAvailable, section(r.Answer), section(r.Ns), section(r.Extra))
+}
+
+// The k8s_external names of a cluster of three replicas, replication
+// factor 1, get the same, right answers from every replica over UDP and
+// TCP: the owner of their namespace answers them from its snapshot, the
+// two others ask it. When the owner of one namespace is killed, the two
+// left answer that namespace's names again, names never asked before
+// among them, which no cache on the way can answer.
+func TestK8sExternalSharded(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	var nss []string
+	questions := map[string][]convertQuestion{} // by namespace
+	for i := range 6 {
+		ns := fmt.Sprintf("extshard%d", i)
+		nss = append(nss, ns)
+		questions[ns] = mkExternalNamespace(t, cp.Client, ns, i)
+	}
+	var rs []*replicaProcess
+	byName := map[string]*replicaProcess{}
+	for i := range 3 {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{rs[0].gossip}
+		}
+		name := fmt.Sprintf("xr%d", i)
+		r := startReplicaProcessKube(t, cp, name, seeds, 1, "gossip: fast\n  handoffGrace: 5s", 0,
+			"external: {zones: [example.org]}")
+		rs = append(rs, r)
+		byName[name] = r
+	}
+	settled(t, rs, 3)
+	owners := externalOwners(t, rs, nss)
+	spread := map[string]bool{}
+	for _, o := range owners {
+		spread[o] = true
+	}
+	t.Logf("owners: %v", owners)
+	if len(spread) < 2 {
+		t.Fatalf("one replica owns every namespace (%v): the test checks one owner only", owners)
+	}
+	addrs := func(rs []*replicaProcess) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.addr)
+		}
+		return out
+	}
+	for _, ns := range nss {
+		if err := sameExternalAnswers(addrs(rs), questions[ns]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ns := nss[0]
+	victim := byName[owners[ns]]
+	var survivors []*replicaProcess
+	for _, r := range rs {
+		if r != victim {
+			survivors = append(survivors, r)
+		}
+	}
+	victim.cmd.Process.Kill()
+	// Each attempt asks names of the namespace no replica was asked
+	// before: a name below the service, which answers as the service, and
+	// one that does not exist. Only a live owner of the namespace can
+	// answer them.
+	attempt := 0
+	testutil.Eventually(t, 60*time.Second, func() error {
+		attempt++
+		web := questions[ns][0] // web's A, as mkExternalNamespace lists it first
+		fresh := fmt.Sprintf("again%d.web.%s.example.org.", attempt, ns)
+		var answer []string
+		for _, rr := range web.answer {
+			answer = append(answer, strings.Replace(rr, web.name, fresh, 1))
+		}
+		qs := append(slices.Clone(questions[ns]),
+			convertQuestion{fresh, dns.TypeA, dns.RcodeSuccess, answer},
+			convertQuestion{fmt.Sprintf("gone%d.%s.example.org.", attempt, ns), dns.TypeA, dns.RcodeNameError, nil})
+		for _, other := range nss[1:] {
+			qs = append(qs, questions[other]...)
+		}
+		return sameExternalAnswers(addrs(survivors), qs)
+	})
+	t.Logf("%s's names answered by the two replicas left after %d attempts", ns, attempt)
+}
+
+// mkExternalNamespace creates namespace ns, the i-th of the test, with a
+// Service web that has an external IP and two ports and a LoadBalancer
+// lb whose status has two ingress IPs, each namespace's addresses its
+// own, and returns the questions of its names with their answers: A and
+// SRV of web, A of lb, and a name that does not exist.
+func mkExternalNamespace(t *testing.T, c kubernetes.Interface, ns string, i int) []convertQuestion {
+	t.Helper()
+	mkNamespace(t, c, ns, nil)
+	web := clusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+		corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
+	webIP := fmt.Sprintf("192.0.2.%d", 10+i)
+	web.Spec.ExternalIPs = []string{webIP}
+	mkService(t, c, web)
+	lb := clusterIPService(ns, "lb")
+	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
+	lb = mkService(t, c, lb)
+	lbIPs := []string{fmt.Sprintf("198.51.100.%d", 10+i), fmt.Sprintf("198.51.100.%d", 110+i)}
+	for _, ip := range lbIPs {
+		lb.Status.LoadBalancer.Ingress = append(lb.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	if _, err := c.CoreV1().Services(ns).UpdateStatus(ctx, lb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// kubernetes.external.ttl and kubernetes.ttl are both 5 by default.
+	webName, lbName := "web."+ns+".example.org.", "lb."+ns+".example.org."
+	return []convertQuestion{
+		{webName, dns.TypeA, dns.RcodeSuccess, []string{webName + "\t5\tIN\tA\t" + webIP}},
+		{webName, dns.TypeSRV, dns.RcodeSuccess, []string{
+			webName + "\t5\tIN\tSRV\t0 50 80 " + webName, webName + "\t5\tIN\tSRV\t0 50 443 " + webName}},
+		{lbName, dns.TypeA, dns.RcodeSuccess, []string{lbName + "\t5\tIN\tA\t" + lbIPs[0], lbName + "\t5\tIN\tA\t" + lbIPs[1]}},
+		{"absent." + ns + ".example.org.", dns.TypeA, dns.RcodeNameError, nil},
+	}
+}
+
+// externalOwners waits until every replica places the service zone of
+// each namespace, where its external names are routed, on one and the
+// same replica, and only that one serves it, and returns the owners by
+// namespace: the other replicas hold nothing of the namespace, so they
+// can answer its names only by asking the owner.
+func externalOwners(t *testing.T, rs []*replicaProcess, nss []string) map[string]string {
+	t.Helper()
+	owners := map[string]string{}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		clear(owners)
+		served := map[string][]string{} // zone key → the replicas serving it
+		for _, r := range rs {
+			ring, err := r.ring(t)
+			if err != nil {
+				return err
+			}
+			for _, key := range ring.Served {
+				served[key] = append(served[key], ring.Self)
+			}
+			for _, ns := range nss {
+				key := ns + ".svc.cluster.local."
+				o := ring.Zones[key]
+				if len(o) != 1 {
+					return fmt.Errorf("%s places %s on %v, want one owner", ring.Self, key, o)
+				}
+				if prev, ok := owners[ns]; ok && prev != o[0] {
+					return fmt.Errorf("%s places %s on %s, another replica on %s", ring.Self, key, o[0], prev)
+				}
+				owners[ns] = o[0]
+			}
+		}
+		for _, ns := range nss {
+			key := ns + ".svc.cluster.local."
+			if got := served[key]; len(got) != 1 || got[0] != owners[ns] {
+				return fmt.Errorf("%s is served by %v, want its owner %s alone", key, got, owners[ns])
+			}
+		}
+		return nil
+	})
+	return owners
+}
+
+// sameExternalAnswers asks every question of every address over UDP and
+// TCP, and wants its answer from each, and the same response from all:
+// rcode, flags and sections (TTLs aside, which a replica relaying the
+// owner's cached answer counts down).
+func sameExternalAnswers(addrs []string, qs []convertQuestion) error {
+	for _, q := range qs {
+		for _, proto := range []string{"udp", "tcp"} {
+			var first, firstAddr string
+			for _, addr := range addrs {
+				r, err := testutil.Exchange(addr, proto, q.name, q.qtype)
+				if err != nil {
+					return err
+				}
+				if err := responseMatches(r, addr, proto, q); err != nil {
+					return err
+				}
+				text := msgText(r, false)
+				if first == "" {
+					first, firstAddr = text, addr
+				} else if text != first {
+					return fmt.Errorf("%s %s over %s:\n%s: %s\n%s: %s", q.name, dns.TypeToString[q.qtype], proto,
+						firstAddr, first, addr, text)
+				}
+			}
+		}
+	}
+	return nil
 }
