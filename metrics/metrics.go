@@ -93,6 +93,11 @@ type Kubernetes struct {
 	// ShardedWatch is 1 while the watches select the namespaces this
 	// replica owns, 0 while they take every object.
 	ShardedWatch prometheus.Gauge
+	// Skipped counts what the API served malformed for DNS, by kind and
+	// what: object (not served; a previous version keeps serving) or
+	// field (the object served without it, e.g. an external IP that is
+	// not an address).
+	Skipped *prometheus.CounterVec
 }
 
 // All is every metric of a node.
@@ -250,7 +255,10 @@ func New(version string) (*prometheus.Registry, *All) {
 		ShardedWatch: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "kubernetes",
 			Name: "sharded_watch", Help: "1 while the watches select only the namespaces this replica owns, 0 while they take every object."}),
 	}
-	reg.MustRegister(k.Events, k.ShardedWatch)
+	k.Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",
+		Name: "skipped_total", Help: "Objects (or parts of objects) the API served malformed for DNS and that are not served, by kind and what."},
+		[]string{"kind", "what"})
+	reg.MustRegister(k.Events, k.ShardedWatch, k.Skipped)
 	reloadFailed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Name: "reload_failed_total",
 		Help: "Counter of configuration changes rejected; the running configuration kept serving."})
 	reg.MustRegister(reloadFailed)

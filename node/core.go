@@ -108,7 +108,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		kube = &kubesource.Config{Client: client, Namespaces: k.Namespaces, NamespaceSelector: k.NamespaceSelector,
 			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
 			NoSharding: !k.Sharded(), PodsEverywhere: cfg.Autopath.Enabled,
-			Events: m.Kubernetes.Events, ShardedWatch: m.Kubernetes.ShardedWatch,
+			Events: m.Kubernetes.Events, ShardedWatch: m.Kubernetes.ShardedWatch, Skipped: m.Kubernetes.Skipped,
 			Interest: interest, Logger: log.With("source", kubesource.SourceName)}
 		if err := kube.Validate(); err != nil {
 			return nil, err

@@ -18,12 +18,20 @@ type handler struct {
 	send    func(model.Change)
 	log     *slog.Logger
 	events  *prometheus.CounterVec // kind, type; may be nil
+	skipped *prometheus.CounterVec // kind, what; may be nil
 }
 
 // count counts an event the watch delivered.
 func (h *handler) count(typ string) {
 	if h.events != nil {
 		h.events.WithLabelValues(h.kind.String(), typ).Inc()
+	}
+}
+
+// skip counts an object not served because the API served it malformed.
+func (h *handler) skip() {
+	if h.skipped != nil {
+		h.skipped.WithLabelValues(h.kind.String(), "object").Inc()
 	}
 }
 
@@ -71,6 +79,7 @@ func (h *handler) OnAdd(obj any, _ bool) {
 	m, err := h.convert(obj)
 	if err != nil {
 		h.log.Warn("ignoring object the API served", "object", k.String(), "err", err)
+		h.skip()
 		return
 	}
 	if m != nil {
@@ -92,6 +101,7 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 	m, err := h.convert(newObj)
 	if err != nil {
 		h.log.Warn("ignoring update the API served; still serving the previous version", "object", k.String(), "err", err)
+		h.skip()
 		return
 	}
 	oldC, oldOK := oldObj.(*cached)

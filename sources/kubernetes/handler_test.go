@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -25,8 +27,10 @@ func service(rv, ip string, annotations map[string]string) *corev1.Service {
 // Only changes that change records reach the zones.
 func TestHandlerDropsNoOpUpdates(t *testing.T) {
 	var sent []model.Change
+	skipped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skipped"}, []string{"kind", "what"})
 	h := &handler{kind: model.KindService, exposed: func(string) bool { return true },
-		send: func(c model.Change) { sent = append(sent, c) }, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		send: func(c model.Change) { sent = append(sent, c) }, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		skipped: skipped}
 	cases := []struct {
 		name     string
 		old, new *corev1.Service
@@ -51,6 +55,13 @@ func TestHandlerDropsNoOpUpdates(t *testing.T) {
 				}
 			}
 		})
+	}
+	// The broken version was counted, and so is a broken new object.
+	h.OnAdd(cachedOf(t, service("4", "not-an-ip", nil)), false)
+	var m dto.Metric
+	if err := skipped.WithLabelValues("Service", "object").Write(&m); err != nil || m.GetCounter().GetValue() != 2 {
+		n := m.GetCounter().GetValue()
+		t.Errorf("skipped objects counted %v (%v), want 2", n, err)
 	}
 	sent = nil
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: cachedOf(t, service("3", "10.0.0.1", nil))})

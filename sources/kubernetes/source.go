@@ -44,6 +44,9 @@ type Config struct {
 	// for sharded watches. Nil, or no ring, watches every namespace.
 	Interest *zones.Interest
 	Logger   *slog.Logger
+	// Skipped counts what the API served malformed for DNS, by kind and
+	// what (object | field); may be nil.
+	Skipped *prometheus.CounterVec
 	// Events counts the objects the watches deliver, by kind and type;
 	// ShardedWatch says whether they are sharded. Either may be nil.
 	Events       *prometheus.CounterVec
@@ -167,6 +170,9 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 	if err := w.informer.SetTransform(transformFor(s.exposed, held, func(warnings []string) {
 		for _, w := range warnings {
 			s.cfg.Logger.Warn("serving the object without what the API served malformed", "warning", w)
+			if s.cfg.Skipped != nil {
+				s.cfg.Skipped.WithLabelValues(kind.String(), "field").Inc()
+			}
 		}
 	})); err != nil {
 		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
@@ -176,7 +182,7 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
 	})
 	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger,
-		events: s.cfg.Events})
+		events: s.cfg.Events, skipped: s.cfg.Skipped})
 	if err != nil {
 		panic(fmt.Sprintf("kubernetes source: adding a handler to a new informer: %v", err))
 	}
