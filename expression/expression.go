@@ -60,8 +60,8 @@ type env struct {
 	BufSize    func() int                          `expr:"bufsize"`
 	ServerIP   func() string                       `expr:"server_ip"`
 	ServerPort func() string                       `expr:"server_port"`
-	req *Request
-	vm  vm.VM
+	req        *Request
+	vm         vm.VM
 }
 
 func newEnv() *env {
