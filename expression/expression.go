@@ -1,6 +1,5 @@
 // Package expression compiles and evaluates the boolean expressions of
-// CoreDNS's view plugin and template's expr and var options, with the
-// functions CoreDNS gives them (name(), type(), client_ip(), incidr(), …),
+// CoreDNS's view plugin, with the functions CoreDNS gives them (name(), type(), client_ip(), incidr(), …),
 // in the expr-lang language. An expression is compiled once, when the
 // configuration is loaded; evaluating it allocates only what its own
 // functions return.
