@@ -40,8 +40,13 @@ const (
 )
 
 func (c *Config) validateACL(bad func(key, format string, args ...any)) {
-	for i, l := range c.ACL {
-		key := fmt.Sprintf("acl[%d]", i)
+	validateACLs(bad, "acl", c.ACL)
+}
+
+// validateACLs checks the access lists under key.
+func validateACLs(bad func(key, format string, args ...any), key string, lists []ACLConfig) {
+	for i, l := range lists {
+		key := fmt.Sprintf("%s[%d]", key, i)
 		checkZones(bad, key+".zones", l.Zones, true)
 		if len(l.Policies) == 0 {
 			bad(key+".policies", "is empty: an access list needs at least one policy")

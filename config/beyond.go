@@ -199,23 +199,7 @@ func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
 		checkZones(bad, key+".zones", s.Zones, true)
 	}
 	c.checkServerAddrs(bad)
-	for i, s := range c.Forward.Stubs {
-		key := fmt.Sprintf("forward.stubs[%d]", i)
-		if len(s.Zones) == 0 {
-			bad(key+".zones", "needs at least one zone")
-		}
-		checkZones(bad, key+".zones", s.Zones, true)
-		c.checkStubZones(bad, key+".zones", s.Zones)
-		if len(s.Upstreams) == 0 {
-			bad(key+".upstreams", "needs at least one upstream")
-		}
-		switch s.Policy {
-		case "", "random", "round_robin", "sequential":
-		default:
-			bad(key+".policy", "must be random, round_robin or sequential, got %q", s.Policy)
-		}
-		checkUpstreamTLS(bad, key+".tls", s.TLS)
-	}
+	c.validateStubs(bad, "forward.stubs", c.Forward.Stubs)
 	if c.Files.Interval <= 0 {
 		bad("files.interval", "must be positive")
 	}
@@ -240,41 +224,77 @@ func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
 			}
 		}
 	}
-	h := &c.Hosts
+	validateHosts(bad, "hosts", &c.Hosts)
+	validateRewrites(bad, "rewrite", c.Rewrite)
+	validateTemplates(bad, "template", c.Template)
+	if rl := c.DNS.RateLimit; rl.PerSecond < 0 || rl.Burst < 0 {
+		bad("dns.rateLimit", "perSecond and burst must not be negative")
+	}
+}
+
+// validateStubs checks the stub domains listed under key.
+func (c *Config) validateStubs(bad func(key, format string, args ...any), key string, stubs []StubConfig) {
+	for i, s := range stubs {
+		key := fmt.Sprintf("%s[%d]", key, i)
+		if len(s.Zones) == 0 {
+			bad(key+".zones", "needs at least one zone")
+		}
+		checkZones(bad, key+".zones", s.Zones, true)
+		c.checkStubZones(bad, key+".zones", s.Zones)
+		if len(s.Upstreams) == 0 {
+			bad(key+".upstreams", "needs at least one upstream")
+		}
+		switch s.Policy {
+		case "", "random", "round_robin", "sequential":
+		default:
+			bad(key+".policy", "must be random, round_robin or sequential, got %q", s.Policy)
+		}
+		checkUpstreamTLS(bad, key+".tls", s.TLS)
+	}
+}
+
+// validateHosts checks the hosts entries under key.
+func validateHosts(bad func(key, format string, args ...any), key string, h *HostsConfig) {
 	if h.TTL < 0 || h.TTL > 3600*24*7 {
-		bad("hosts.ttl", "must be between 0 and 604800, got %d", h.TTL)
+		bad(key+".ttl", "must be between 0 and 604800, got %d", h.TTL)
 	}
 	if h.Interval <= 0 {
-		bad("hosts.interval", "must be positive")
+		bad(key+".interval", "must be positive")
 	}
-	checkZones(bad, "hosts.zones", h.Zones, true)
-	checkZones(bad, "hosts.fallthrough", h.Fallthrough, true)
+	checkZones(bad, key+".zones", h.Zones, true)
+	checkZones(bad, key+".fallthrough", h.Fallthrough, true)
 	for i, f := range h.Files {
 		if f == "" {
-			bad(fmt.Sprintf("hosts.files[%d]", i), "is empty")
+			bad(fmt.Sprintf("%s.files[%d]", key, i), "is empty")
 		}
 	}
 	for i, e := range h.Entries {
 		if _, _, err := hosts.ParseLine(e); err != nil {
-			bad(fmt.Sprintf("hosts.entries[%d]", i), "%v", err)
+			bad(fmt.Sprintf("%s.entries[%d]", key, i), "%v", err)
 		}
 	}
-	for i := range c.Rewrite {
-		r := &c.Rewrite[i]
+}
+
+// validateRewrites checks the rewrite rules under key, and fills the
+// match type CoreDNS assumes when none is given.
+func validateRewrites(bad func(key, format string, args ...any), key string, rules []RewriteRule) {
+	for i := range rules {
+		r := &rules[i]
 		if r.Match == "" && r.Field != "type" {
 			r.Match = "exact" // as CoreDNS, when no match type is given
 		}
-		validateRewrite(bad, fmt.Sprintf("rewrite[%d]", i), *r)
+		validateRewrite(bad, fmt.Sprintf("%s[%d]", key, i), *r)
 	}
-	if _, err := template.Compile(c.Template); err != nil {
+}
+
+// validateTemplates checks the templates under key by compiling them.
+func validateTemplates(bad func(key, format string, args ...any), key string, ts []template.Config) {
+	if _, err := template.Compile(ts); err != nil {
 		// Each error starts with its key (template[0].match[1]: ...).
 		for _, line := range strings.Split(err.Error(), "\n") {
-			key, msg, _ := strings.Cut(line, ": ")
-			bad(key, "%s", msg)
+			k, msg, _ := strings.Cut(line, ": ")
+			bad(key+strings.TrimPrefix(k, "template"), "%s", msg)
 		}
-	}
-	if rl := c.DNS.RateLimit; rl.PerSecond < 0 || rl.Burst < 0 {
-		bad("dns.rateLimit", "perSecond and burst must not be negative")
 	}
 }
 

@@ -72,6 +72,9 @@ type Config struct {
 	NSID    NSIDConfig    `json:"nsid"`
 	Header  HeaderConfig  `json:"header"`
 	DNS64   DNS64Config   `json:"dns64"`
+	// Views answer the queries their expressions hold for from planes of
+	// their own (views.go).
+	Views []ViewConfig `json:"views"`
 }
 
 // LoadBalanceConfig is the order of addresses in answers.
@@ -471,7 +474,18 @@ func Load(path string) (*Config, error) {
 		rel(&cfg.Servers[i].TLS.CertFile)
 		rel(&cfg.Servers[i].TLS.KeyFile)
 	}
-	for _, t := range cfg.Forward.upstreamTLS() {
+	tls := cfg.Forward.upstreamTLS()
+	for i := range cfg.Views {
+		v := &cfg.Views[i]
+		for j := range v.Hosts.Files {
+			rel(&v.Hosts.Files[j])
+		}
+		tls = append(tls, &v.Forward.TLS)
+		for j := range v.Forward.Stubs {
+			tls = append(tls, &v.Forward.Stubs[j].TLS)
+		}
+	}
+	for _, t := range tls {
 		rel(&t.CAFile)
 		rel(&t.CertFile)
 		rel(&t.KeyFile)
@@ -563,6 +577,7 @@ func (c *Config) validate() error {
 	c.validateBeyond(bad)
 	c.validateFederation(bad)
 	c.validateACL(bad)
+	c.validateViews(bad)
 	c.validateMemory(bad)
 	c.validateModifiers(bad)
 	switch c.Log.Level {

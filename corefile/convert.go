@@ -107,6 +107,10 @@ type converter struct {
 	rank map[string]int
 	// tlsPlaces are the lines of forward's tls options, by what they set.
 	tlsPlaces map[config.UpstreamTLSConfig]place
+	// viewBlocks are the blocks that become views, in order (views.go).
+	viewBlocks []viewBlock
+	// err stops the conversion: what CoreDNS would not start with.
+	err error
 }
 
 // Convert maps a parsed Corefile to a shardns configuration.
@@ -127,7 +131,9 @@ func Convert(cf *Corefile) (*Result, error) {
 	for _, d := range cf.Imports {
 		c.topImport(d)
 	}
-	if err := c.setupServers(cf); err != nil {
+	unfiltered := *cf
+	unfiltered.Blocks = c.splitViews(cf)
+	if err := c.setupServers(&unfiltered); err != nil {
 		return nil, err
 	}
 	for _, s := range c.ordered() {
@@ -140,6 +146,10 @@ func Convert(cf *Corefile) (*Result, error) {
 	}
 	for _, f := range c.deferred {
 		f()
+	}
+	c.convertViews()
+	if c.err != nil {
+		return nil, c.err
 	}
 	c.dropShadowedStubs()
 	c.finish()
@@ -257,7 +267,7 @@ var handlers = map[string]handler{
 	"template": (*converter).templatePlugin,
 	"bufsize":  (*converter).bufsizePlugin, "nsid": (*converter).nsidPlugin, "header": (*converter).headerPlugin,
 	"dns64": (*converter).dns64Plugin, "timeouts": (*converter).timeoutsPlugin,
-	"k8s_external": (*converter).externalPlugin,
+	"k8s_external": (*converter).externalPlugin, "view": (*converter).viewPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once

@@ -123,6 +123,9 @@ func (l *httpsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	client = netip.AddrPortFrom(client.Addr().Unmap(), client.Port())
 	late := &lateAnswer{c: make(chan []byte, 1)}
 	t := query.Transport{TCP: true, IPv6: client.Addr().Is6(), Late: late, Client: client}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		t.Server = addrPort(a)
+	}
 	resp := l.cfg.serve(req, t, nil)
 	if resp == nil {
 		if !query.Pending(req) {

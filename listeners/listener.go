@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -193,6 +194,18 @@ func (c *Config) serve(req []byte, t query.Transport, out []byte) (resp []byte) 
 		}
 	}
 	return h.Serve(req, t, out)
+}
+
+// addrPort is a socket address as a netip.AddrPort; the zero value for
+// one that is neither UDP nor TCP.
+func addrPort(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.AddrPort()
+	case *net.TCPAddr:
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 func isIPv6(a net.Addr) bool {

@@ -80,9 +80,7 @@ func (l *listener) serveTCP() {
 func (l *listener) serveConn(c net.Conn) {
 	w := &tcpWriter{conn: c, timeout: l.cfg.writeTimeout()}
 	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w, Stream: w}
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		t.Client = a.AddrPort()
-	}
+	t.Client, t.Server = addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())
 	var lenBuf [2]byte
 	buf := make([]byte, 0, 512)
 	out := make([]byte, 0, 512)

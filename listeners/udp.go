@@ -34,6 +34,7 @@ func (l *listener) serveUDP() {
 		return
 	}
 	defer b.done()
+	local := addrPort(s.LocalAddr())
 	for {
 		n, err := b.read()
 		if err != nil {
@@ -52,7 +53,7 @@ func (l *listener) serveUDP() {
 			var resp []byte
 			switch {
 			case !truncated:
-				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: s, Client: from}
+				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: s, Client: from, Server: local}
 				resp = l.serve(req, t, b.bufs[answers])
 			case query.Pending(req): // not a response, and long enough
 				// The rest of a message cut short cannot be read.

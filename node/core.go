@@ -61,6 +61,8 @@ type core struct {
 	federation *query.Federation
 	locality   *localityWatch
 	acl        *acl.Lists
+	// views answer the queries their expressions hold for (views.go).
+	views []viewPlane
 }
 
 // newCore starts the actors of cfg. A manifest that does not parse, or an
@@ -134,6 +136,9 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if c.upstream, err = c.newUpstream(listen, m.Forward); err != nil {
 		return nil, err
 	}
+	if err = c.buildViews(listen, m.Forward); err != nil {
+		return nil, err
+	}
 	manager := c.spawn(zones.NewManagerProps(zones.Config{
 		Answer: c.answer, Table: c.table, Sources: sources, Now: time.Now, Logger: log,
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
@@ -188,9 +193,19 @@ type coreSharding struct {
 // handler is the query handler of this core for one listener; server is
 // its metrics label (dns://, tls:// or https:// and the address).
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
+	h := c.planeHandler(c, server, m)
+	for _, v := range c.views {
+		h.Views = append(h.Views, query.View{Name: v.name, Conditions: v.conditions, Handler: c.planeHandler(v.plane, server, m)})
+	}
+	return h
+}
+
+// planeHandler is a handler of this core answering through the resolver
+// plane of p: c itself, or a view's.
+func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handler {
 	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
-		Upstream: c.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: c.rewrite, Template: c.template, Hosts: c.hosts, Federation: c.federation, ACL: c.acl,
+		Upstream: p.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
+		Chaos: c.chaos, Rewrite: p.rewrite, Template: p.template, Hosts: p.hosts, Federation: c.federation, ACL: p.acl,
 		Modify: modifiers(c.cfg, server, m)}
 	if c.pods != nil {
 		h.Autopath = c.pods

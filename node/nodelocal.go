@@ -95,6 +95,9 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if c.upstream, err = c.newUpstream(listen, m.Forward); err != nil {
 		return nil, err
 	}
+	if err = c.buildViews(listen, m.Forward); err != nil {
+		return nil, err
+	}
 	c.log.Info("node-local mode: cluster names are asked of their owners", "zones", c.cfg.Kubernetes.Zones)
 	return c, nil
 }

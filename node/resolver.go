@@ -24,6 +24,24 @@ import (
 // hosts entries and files, and sets the chaos answers of the core. Nothing runs until
 // startPlane, so an error later in newCore leaves nothing behind.
 func (c *core) buildPlane(nodeName string) error {
+	if err := c.buildResolvers(); err != nil {
+		return err
+	}
+	if err := c.buildFederation(); err != nil {
+		return err
+	}
+	if ch := c.cfg.Chaos; ch.Enabled {
+		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
+		if c.chaos.Version == "" {
+			c.chaos.Version = "shardns-" + Version
+		}
+	}
+	return nil
+}
+
+// buildResolvers compiles the plane keys a view has its own of too:
+// rewrite rules, templates, hosts and access lists.
+func (c *core) buildResolvers() error {
 	var err error
 	if c.rewrite, err = rewrite.Compile(c.cfg.Rewrite); err != nil {
 		return err
@@ -40,16 +58,7 @@ func (c *core) buildPlane(nodeName string) error {
 		}
 		c.warnHostsShadow(opts)
 	}
-	if err := c.buildFederation(); err != nil {
-		return err
-	}
 	c.acl = acl.Compile(c.cfg.ACL)
-	if ch := c.cfg.Chaos; ch.Enabled {
-		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
-		if c.chaos.Version == "" {
-			c.chaos.Version = "shardns-" + Version
-		}
-	}
 	return nil
 }
 
@@ -75,6 +84,11 @@ func (c *core) startPlane(built *core, err error) (*core, error) {
 	if c.hosts != nil {
 		c.hosts.Start()
 	}
+	for _, v := range c.views {
+		if v.plane.hosts != nil {
+			v.plane.hosts.Start()
+		}
+	}
 	if c.locality != nil {
 		c.locality.start()
 	}
@@ -85,6 +99,11 @@ func (c *core) startPlane(built *core, err error) (*core, error) {
 func (c *core) stopPlane() {
 	if c.hosts != nil {
 		c.hosts.Stop()
+	}
+	for _, v := range c.views {
+		if v.plane.hosts != nil {
+			v.plane.hosts.Stop()
+		}
 	}
 	if c.locality != nil {
 		c.locality.stop()
@@ -219,6 +238,9 @@ func (c *core) allForwarders() []*forward.Forwarder {
 	out := append([]*forward.Forwarder(nil), c.stubs...)
 	if c.forwarder != nil {
 		out = append(out, c.forwarder)
+	}
+	for _, v := range c.views {
+		out = append(out, v.plane.allForwarders()...)
 	}
 	return out
 }

@@ -280,8 +280,14 @@ func (h *Handler) LateBound() time.Duration {
 	if c := h.Cluster; c != nil {
 		d += time.Duration(c.Attempts) * c.Timeout
 	}
+	var up time.Duration
 	if u := h.Upstream; u != nil {
-		d += u.Deadline
+		up = u.Deadline
 	}
-	return d
+	for _, v := range h.Views { // a view forwards with its own deadline
+		if u := v.Handler.Upstream; u != nil {
+			up = max(up, u.Deadline)
+		}
+	}
+	return d + up
 }

@@ -68,6 +68,9 @@ type Handler struct {
 	// Modify changes requests and responses (bufsize, nsid, header,
 	// dns64); nil: nothing.
 	Modify *Modifiers
+	// Views answer the queries their conditions hold for, the first that
+	// holds; the rest are answered here. Nil: nothing is evaluated.
+	Views []View
 
 	answers answerCache   // the fast path's packed answers
 	metered meterCache    // the fast path's metric children
@@ -82,6 +85,10 @@ type Transport struct {
 	// (forwarded answers) to Client. Nil answers them with SERVFAIL.
 	Late   LateWriter
 	Client netip.AddrPort
+	// Server is the listener's address the request came to (the
+	// socket's own, an unspecified address when it listens on all), for
+	// view expressions.
+	Server netip.AddrPort
 	// Stream, on a connection that can carry several messages for one
 	// question (TCP), sends the leading messages of a zone transfer. Nil
 	// refuses transfers.
@@ -124,6 +131,11 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 			h.Metrics.DNS.Dropped.WithLabelValues(h.Server, "malformed").Inc()
 		}
 		return nil
+	}
+	if h.Views != nil {
+		if v := h.pickView(req, t); v != nil {
+			return v.Serve(req, t, out)
+		}
 	}
 	if h.Modify != nil && h.Modify.DNS64 != nil {
 		if b, ok := h.serveDNS64(req, t, out); ok {
