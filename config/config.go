@@ -161,6 +161,11 @@ type KubernetesConfig struct {
 	// External publishes Services' external and load balancer IPs under
 	// zones of their own, as CoreDNS's k8s_external; nil publishes none.
 	External *ExternalConfig `json:"external"`
+	// Multicluster are the zones of the Multi-Cluster Services API
+	// (clusterset.local), as CoreDNS's `multicluster ZONES`: their
+	// <service>.<namespace>.svc names answer ServiceImports and the
+	// EndpointSlices imported for them; empty serves none.
+	Multicluster []string `json:"multicluster"`
 }
 
 // ExternalConfig is CoreDNS's k8s_external: <service>.<namespace>.<zone>
@@ -204,7 +209,7 @@ func (k *KubernetesConfig) Sharded() bool { return k.ShardedWatch == nil || *k.S
 // AllZones returns the cluster and the reverse zones, the names whose
 // records the Kubernetes source owns.
 func (k *KubernetesConfig) AllZones() []string {
-	return append(append([]string(nil), k.Zones...), k.ReverseZones...)
+	return slices.Concat(k.Zones, k.ReverseZones, k.Multicluster)
 }
 
 // IstioConfig is the Istio ServiceEntry source. It connects with
@@ -645,6 +650,31 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	if k.External != nil {
 		c.validateExternal(bad)
 	}
+	c.validateMulticluster(bad)
+}
+
+// validateMulticluster checks kubernetes.multicluster.
+func (c *Config) validateMulticluster(bad func(key, format string, args ...any)) {
+	k := &c.Kubernetes
+	if len(k.Multicluster) > 0 && !k.Enabled && c.Mode != ModeNodeLocal {
+		bad("kubernetes.multicluster", "needs the Kubernetes API source (kubernetes.enabled: true): ServiceImports are read from it")
+	}
+	checkZones(bad, "kubernetes.multicluster", k.Multicluster, false)
+	own := slices.Concat(k.Zones, k.ReverseZones)
+	for i, z := range k.Multicluster {
+		key := fmt.Sprintf("kubernetes.multicluster[%d]", i)
+		for _, o := range own {
+			if underZone(z, o) || underZone(o, z) {
+				bad(key, "%q overlaps %q, a zone of kubernetes.zones or kubernetes.reverseZones: "+
+					"a zone is either a cluster domain or a multicluster one; list it in one of them", z, o)
+			}
+		}
+		for _, other := range k.Multicluster[:i] {
+			if underZone(z, other) || underZone(other, z) {
+				bad(key, "%q overlaps %q, listed before it", z, other)
+			}
+		}
+	}
 }
 
 // validateExternal checks kubernetes.external.
@@ -658,8 +688,8 @@ func (c *Config) validateExternal(bad func(key, format string, args ...any)) {
 	for i, z := range e.Zones {
 		for _, own := range k.AllZones() {
 			if underZone(z, own) || underZone(own, z) {
-				bad(fmt.Sprintf("kubernetes.external.zones[%d]", i), "%q overlaps %q, a zone of kubernetes.zones or "+
-					"kubernetes.reverseZones: its names would be answered as cluster names; choose a zone of its own", z, own)
+				bad(fmt.Sprintf("kubernetes.external.zones[%d]", i), "%q overlaps %q, a zone of kubernetes.zones, kubernetes.reverseZones or "+
+					"kubernetes.multicluster: its names would be answered as cluster names; choose a zone of its own", z, own)
 			}
 		}
 	}

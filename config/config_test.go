@@ -61,6 +61,16 @@ func TestParseExternal(t *testing.T) {
 	}
 }
 
+func TestParseMulticluster(t *testing.T) {
+	cfg, err := Parse([]byte("kubernetes: {multicluster: [clusterset.local]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Kubernetes.Multicluster; len(got) != 1 || got[0] != "clusterset.local" {
+		t.Errorf("multicluster = %v, want [clusterset.local]", got)
+	}
+}
+
 func TestParseNodeLocal(t *testing.T) {
 	cfg, err := Parse([]byte("mode: nodelocal\ncluster: {replicas: [\"10.0.0.5:8090\"], credentialFile: /etc/shardns/nodelocal.cred}\nkubernetes: {enabled: false, pods: verified}\n"))
 	if err != nil {
@@ -109,6 +119,10 @@ func TestParseRejects(t *testing.T) {
 		{"not yaml", "kubernetes: [\n", "yaml"},
 		{"verified without the API", "kubernetes: {enabled: false, pods: verified}\n", "kubernetes.pods"},
 		{"context without a kubeconfig", "kubernetes: {context: staging}\n", "kubernetes.context: needs kubernetes.kubeconfig"},
+		{"multicluster not a domain", "kubernetes: {multicluster: [\"cluster set\"]}\n", "kubernetes.multicluster[0]"},
+		{"multicluster zone a cluster domain", "kubernetes: {multicluster: [cluster.local]}\n", "kubernetes.multicluster[0]: \"cluster.local\" overlaps"},
+		{"multicluster zone twice", "kubernetes: {multicluster: [clusterset.local, a.clusterset.local]}\n", "kubernetes.multicluster[1]"},
+		{"multicluster without the API", "kubernetes: {enabled: false, multicluster: [clusterset.local]}\n", "kubernetes.multicluster: needs"},
 		{"istio ttl", "kubernetes: {enabled: false}\nistio: {enabled: true, ttl: 3601}\n", "istio.ttl"},
 		{"nodelocal without replicas", "mode: nodelocal\n", "cluster.join"},
 		{"nodelocal with manifests", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nmanifests: {files: [a.yaml]}\n", "manifests.files"},

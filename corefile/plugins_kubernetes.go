@@ -109,6 +109,8 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		if len(o.Args) == 2 {
 			k.Context = o.Args[1]
 		}
+	case "multicluster":
+		c.multiclusterOption(k, o)
 	case "startup_timeout":
 		if dur, ok := c.duration(o, 0); ok {
 			k.StartupTimeout = config.Duration(dur)
@@ -123,6 +125,36 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		return false
 	}
 	return true
+}
+
+// multiclusterOption maps `multicluster ZONES`: each zone, one of the
+// plugin's own, moves from kubernetes.zones to kubernetes.multicluster.
+// CoreDNS answers nothing for a multicluster zone the plugin is not
+// authoritative for (its names never reach the plugin), nor for the
+// option without zones: those convert to nothing, and say so.
+func (c *converter) multiclusterOption(k *config.KubernetesConfig, o *Directive) {
+	if len(o.Args) == 0 {
+		c.note(o.place(), "multicluster without zones: CoreDNS then serves no multicluster zone; nothing to convert")
+		return
+	}
+	for _, a := range o.Args {
+		z, err := NormalizeZone(a)
+		switch {
+		case err != nil || !config.ValidDomain(z):
+			c.unmapped(o.place(), "multicluster %s: not a domain name", a)
+		case slices.Contains(k.Multicluster, z):
+		case !slices.Contains(k.Zones, z):
+			c.note(o.place(), "multicluster %s: not one of the kubernetes plugin's zones (%s), so CoreDNS answers none of its names; "+
+				"left out (list it among the plugin's zones too: kubernetes %s %s { multicluster %s })",
+				z, strings.Join(k.Zones, ", "), strings.Join(k.Zones, " "), z, z)
+		case len(k.Zones) == 1:
+			c.unmapped(o.place(), "multicluster %s: the plugin's only zone; shardns answers multicluster names beside a cluster domain, "+
+				"whose namespaces they follow: add one (kubernetes cluster.local %s { multicluster %s })", z, z, z)
+		default:
+			k.Zones = slices.DeleteFunc(k.Zones, func(own string) bool { return own == z })
+			k.Multicluster = append(k.Multicluster, z)
+		}
+	}
 }
 
 // fallthroughZones reads a fallthrough option: its zones, or all of the

@@ -28,10 +28,16 @@ import (
 
 var serviceEntries = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "serviceentries"}
 
-// installed records the control planes that serve the ServiceEntry CRD.
+// installed records the CRDs each control plane serves.
 var installed struct {
-	mu  sync.Mutex
-	cps map[*kubeapi.ControlPlane]bool
+	mu   sync.Mutex
+	crds map[installedCRD]bool
+}
+
+// installedCRD is one CRD of one control plane.
+type installedCRD struct {
+	cp   *kubeapi.ControlPlane
+	name string
 }
 
 // installServiceEntryCRD installs a ServiceEntry CRD with Istio's three
@@ -39,49 +45,65 @@ var installed struct {
 // until it is served, and returns a dynamic client.
 func installServiceEntryCRD(t *testing.T, cp *kubeapi.ControlPlane) dynamic.Interface {
 	t.Helper()
+	return installCRD(t, cp, openCRD("networking.istio.io", "ServiceEntry", "serviceentries", []string{"se"},
+		"v1", "v1beta1", "v1alpha3"), serviceEntries)
+}
+
+// openCRD is the manifest of a namespaced CRD whose spec and status take
+// any fields, in versions (the first stored), each with a status
+// subresource: shardns reads the fields it needs and reports the rest.
+func openCRD(group, kind, plural string, shortNames []string, versions ...string) *unstructured.Unstructured {
+	open := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	var vs []any
+	for i, v := range versions {
+		vs = append(vs, map[string]any{
+			"name": v, "served": true, "storage": i == 0,
+			"subresources": map[string]any{"status": map[string]any{}},
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{
+				"type": "object", "properties": map[string]any{"spec": open, "status": open}}},
+		})
+	}
+	names := map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)}
+	if len(shortNames) > 0 {
+		names["shortNames"] = list(shortNames...)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced", "names": names, "versions": vs,
+		},
+	}}
+}
+
+// installCRD creates crd in cp unless cp has it, waits until served (a
+// resource of it) lists, and returns a dynamic client. A CRD stays
+// installed in the shared control plane once a test installed it.
+func installCRD(t *testing.T, cp *kubeapi.ControlPlane, crd *unstructured.Unstructured, served schema.GroupVersionResource) dynamic.Interface {
+	t.Helper()
 	dyn, err := dynamic.NewForConfig(cp.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	installed.mu.Lock()
 	defer installed.mu.Unlock()
-	if installed.cps[cp] {
+	key := installedCRD{cp, crd.GetName()}
+	if installed.crds[key] {
 		return dyn
 	}
-	open := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-	var versions []any
-	for _, v := range []string{"v1", "v1beta1", "v1alpha3"} {
-		versions = append(versions, map[string]any{
-			"name": v, "served": true, "storage": v == "v1",
-			"subresources": map[string]any{"status": map[string]any{}},
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{
-				"type": "object", "properties": map[string]any{"spec": open, "status": open}}},
-		})
-	}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "serviceentries.networking.istio.io"},
-		"spec": map[string]any{
-			"group": "networking.istio.io",
-			"scope": "Namespaced",
-			"names": map[string]any{"kind": "ServiceEntry", "listKind": "ServiceEntryList",
-				"plural": "serviceentries", "singular": "serviceentry", "shortNames": []any{"se"}},
-			"versions": versions,
-		},
-	}}
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 30*time.Second, func() error {
-		_, err := dyn.Resource(serviceEntries).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := dyn.Resource(served).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	})
-	if installed.cps == nil {
-		installed.cps = map[*kubeapi.ControlPlane]bool{}
+	if installed.crds == nil {
+		installed.crds = map[installedCRD]bool{}
 	}
-	installed.cps[cp] = true
+	installed.crds[key] = true
 	return dyn
 }
 

@@ -173,9 +173,16 @@ type ep struct {
 
 func mkSlice(t *testing.T, c kubernetes.Interface, ns, svc, name string, family discoveryv1.AddressType, eps ...ep) *discoveryv1.EndpointSlice {
 	t.Helper()
+	return mkSliceLabelled(t, c, ns, name, map[string]string{discoveryv1.LabelServiceName: svc}, family, eps...)
+}
+
+// mkSliceLabelled creates an EndpointSlice with labels, port http 80/TCP
+// and eps.
+func mkSliceLabelled(t *testing.T, c kubernetes.Interface, ns, name string, labels map[string]string, family discoveryv1.AddressType, eps ...ep) *discoveryv1.EndpointSlice {
+	t.Helper()
 	portName, port, proto := "http", int32(80), corev1.ProtocolTCP
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		AddressType: family,
 		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}},
 	}

@@ -33,15 +33,15 @@ const FrozenFormat = 2
 // can make one, since the process wrote it.
 var errFrozen = errors.New("frozen object is truncated or malformed")
 
-// Freeze encodes a *Service, *EndpointSlice or *Pod; ok is false for any
-// other value.
+// Freeze encodes a *Service, *EndpointSlice, *Pod, *ServiceImport or
+// *MultiClusterSlice; ok is false for any other value.
 func Freeze(obj any) (f Frozen, ok bool) {
 	b, ok := AppendFrozen(nil, obj)
 	return Frozen(b), ok
 }
 
-// AppendFrozen appends the encoding of a *Service, *EndpointSlice or *Pod
-// to b; ok is false, and b returned as it was, for any other value.
+// AppendFrozen appends the encoding of a *Service, *EndpointSlice, *Pod,
+// *ServiceImport or *MultiClusterSlice to b; ok is false, and b returned as it was, for any other value.
 func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 	switch o := obj.(type) {
 	case *Service:
@@ -57,21 +57,25 @@ func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 	case *EndpointSlice:
 		b = append(b, byte(KindEndpointSlice))
 		b = appendString(b, o.ServiceName)
-		b = appendPorts(b, o.Ports)
-		b = binary.AppendUvarint(b, uint64(len(o.Endpoints)))
-		for _, e := range o.Endpoints {
-			ready := byte(0)
-			if e.Ready {
-				ready = 1
-			}
-			b = append(b, ready)
-			b = appendString(b, e.Hostname)
-			b = appendString(b, e.TargetPodName)
-			b = appendAddrs(b, e.Addresses)
-		}
+		b = appendSlice(b, o)
 	case *Pod:
 		b = append(b, byte(KindPod))
 		b = appendAddrs(b, o.IPs)
+	case *ServiceImport:
+		headless := byte(0)
+		if o.Headless {
+			headless = 1
+		}
+		b = append(b, byte(KindServiceImport), headless)
+		b = appendAddrs(b, o.IPs)
+		b = appendPorts(b, o.Ports)
+	case *MultiClusterSlice:
+		// The service name first, as an EndpointSlice's, so ServiceName
+		// reads both kinds alike.
+		b = append(b, byte(KindMultiClusterSlice))
+		b = appendString(b, o.ServiceName)
+		b = appendString(b, o.ClusterID)
+		b = appendSlice(b, &o.EndpointSlice)
 	default:
 		return b, false
 	}
@@ -86,17 +90,36 @@ func (f Frozen) Kind() Kind {
 	return Kind(f[0])
 }
 
-// ServiceName is the service a frozen EndpointSlice belongs to, read
-// without thawing it: "" for any other kind, or for damaged bytes.
+// appendSlice appends the ports and endpoints of an EndpointSlice.
+func appendSlice(b []byte, o *EndpointSlice) []byte {
+	b = appendPorts(b, o.Ports)
+	b = binary.AppendUvarint(b, uint64(len(o.Endpoints)))
+	for _, e := range o.Endpoints {
+		ready := byte(0)
+		if e.Ready {
+			ready = 1
+		}
+		b = append(b, ready)
+		b = appendString(b, e.Hostname)
+		b = appendString(b, e.TargetPodName)
+		b = appendAddrs(b, e.Addresses)
+	}
+	return b
+}
+
+// ServiceName is the service a frozen EndpointSlice or MultiClusterSlice
+// belongs to, read without thawing it: "" for any other kind, or for
+// damaged bytes.
 func (f Frozen) ServiceName() string {
 	d := decoder{s: string(f)}
-	if Kind(d.byte()) != KindEndpointSlice {
+	if k := Kind(d.byte()); k != KindEndpointSlice && k != KindMultiClusterSlice {
 		return ""
 	}
 	return d.string()
 }
 
-// Thaw decodes f into a new *Service, *EndpointSlice or *Pod with the
+// Thaw decodes f into a new *Service, *EndpointSlice, *Pod,
+// *ServiceImport or *MultiClusterSlice with the
 // identity given. Its strings share f's bytes; its lists are a few
 // allocations, made for the caller alone.
 func (f Frozen) Thaw(namespace, name, resourceVersion string) (any, error) {
@@ -115,30 +138,47 @@ func (f Frozen) Thaw(namespace, name, resourceVersion string) (any, error) {
 	case KindEndpointSlice:
 		o := &EndpointSlice{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
 		o.ServiceName = d.string()
-		o.Ports = d.ports()
-		n := d.count()
-		o.Endpoints = make([]Endpoint, 0, n)
-		// The endpoints' addresses share one array (an endpoint has one
-		// address, as a rule): one allocation where there were n.
-		addrs := make([]netip.Addr, 0, n)
-		for range n {
-			e := Endpoint{Ready: d.byte() == 1}
-			e.Hostname = d.string()
-			e.TargetPodName = d.string()
-			start := len(addrs)
-			addrs = d.appendAddrs(addrs)
-			if len(addrs) > start {
-				e.Addresses = addrs[start:len(addrs):len(addrs)]
-			}
-			o.Endpoints = append(o.Endpoints, e)
-		}
+		d.slice(o)
 		return o, d.done()
 	case KindPod:
 		o := &Pod{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
 		o.IPs = d.addrs()
 		return o, d.done()
+	case KindServiceImport:
+		o := &ServiceImport{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
+		o.Headless = d.byte() == 1
+		o.IPs = d.addrs()
+		o.Ports = d.ports()
+		return o, d.done()
+	case KindMultiClusterSlice:
+		o := &MultiClusterSlice{EndpointSlice: EndpointSlice{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}}
+		o.ServiceName = d.string()
+		o.ClusterID = d.string()
+		d.slice(&o.EndpointSlice)
+		return o, d.done()
 	}
 	return nil, fmt.Errorf("model: %w", errFrozen)
+}
+
+// slice reads what appendSlice wrote into o.
+func (d *decoder) slice(o *EndpointSlice) {
+	o.Ports = d.ports()
+	n := d.count()
+	o.Endpoints = make([]Endpoint, 0, n)
+	// The endpoints' addresses share one array (an endpoint has one
+	// address, as a rule): one allocation where there were n.
+	addrs := make([]netip.Addr, 0, n)
+	for range n {
+		e := Endpoint{Ready: d.byte() == 1}
+		e.Hostname = d.string()
+		e.TargetPodName = d.string()
+		start := len(addrs)
+		addrs = d.appendAddrs(addrs)
+		if len(addrs) > start {
+			e.Addresses = addrs[start:len(addrs):len(addrs)]
+		}
+		o.Endpoints = append(o.Endpoints, e)
+	}
 }
 
 // Protocols as one byte; 0 is followed by the protocol's name.

@@ -49,7 +49,14 @@ func frozenSamples() []any {
 	empty := &EndpointSlice{Namespace: "ns", Name: "empty", ResourceVersion: "1", ServiceName: "idle",
 		Endpoints: []Endpoint{}}
 	pod := &Pod{Namespace: "ns", Name: "web-0", ResourceVersion: "9", IPs: addrs("10.1.2.3", "fd00::1:3")}
-	return []any{dual, headless, external, balanced, headlessExternal, slice, empty, pod}
+	// The Multi-Cluster Services API's: a ClusterSetIP import, a headless
+	// one, and a slice imported from another cluster.
+	imported := &ServiceImport{Namespace: "ns", Name: "web", ResourceVersion: "3", IPs: addrs("10.42.0.1", "fd00:42::1"),
+		Ports: []Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	importedHeadless := &ServiceImport{Namespace: "ns", Name: "db", ResourceVersion: "4", Headless: true}
+	remote := &MultiClusterSlice{EndpointSlice: *slice, ClusterID: "east"}
+	remote.Name = "web-east-abcde"
+	return []any{dual, headless, external, balanced, headlessExternal, slice, empty, pod, imported, importedHeadless, remote}
 }
 
 // identity is what the holder of a frozen object keeps beside it.
@@ -60,6 +67,10 @@ func identity(obj any) (namespace, name, resourceVersion string) {
 	case *EndpointSlice:
 		return o.Namespace, o.Name, o.ResourceVersion
 	case *Pod:
+		return o.Namespace, o.Name, o.ResourceVersion
+	case *ServiceImport:
+		return o.Namespace, o.Name, o.ResourceVersion
+	case *MultiClusterSlice:
 		return o.Namespace, o.Name, o.ResourceVersion
 	}
 	return "", "", ""
@@ -103,6 +114,17 @@ func normalized(obj any) any {
 			c.IPs = nil
 		}
 		return &c
+	case *ServiceImport:
+		c := *o
+		c.Ports = nilIfEmpty(c.Ports)
+		if len(c.IPs) == 0 {
+			c.IPs = nil
+		}
+		return &c
+	case *MultiClusterSlice:
+		c := *o
+		c.EndpointSlice = *normalized(&o.EndpointSlice).(*EndpointSlice)
+		return &c
 	}
 	return obj
 }
@@ -123,7 +145,10 @@ func TestFrozenRoundTrip(t *testing.T) {
 				t.Fatalf("thawed %+v\nfroze   %+v", got, obj)
 			}
 			want := ""
-			if sl, ok := obj.(*EndpointSlice); ok {
+			switch sl := obj.(type) {
+			case *EndpointSlice:
+				want = sl.ServiceName
+			case *MultiClusterSlice:
 				want = sl.ServiceName
 			}
 			if f.ServiceName() != want {
@@ -146,7 +171,7 @@ func TestFrozenRoundTrip(t *testing.T) {
 		})
 	}
 	if _, ok := Freeze(&Namespace{Name: "ns"}); ok {
-		t.Fatal("a namespace froze; only Services, EndpointSlices and Pods are kept frozen")
+		t.Fatal("a namespace froze; only Services, EndpointSlices, Pods and the MCS objects are kept frozen")
 	}
 }
 

@@ -21,6 +21,13 @@ const (
 	// KindZoneFile is an authoritative zone read from a zone file; its
 	// Name is the zone's origin and its Object a *zone.FileZone.
 	KindZoneFile
+	// KindServiceImport is a Multi-Cluster Services API ServiceImport.
+	KindServiceImport
+	// KindMultiClusterSlice is an EndpointSlice of an imported service:
+	// labelled multicluster.kubernetes.io/service-name, not
+	// kubernetes.io/service-name. A slice with both labels is one object
+	// of each kind, so the two never replace each other.
+	KindMultiClusterSlice
 )
 
 func (k Kind) String() string {
@@ -37,6 +44,10 @@ func (k Kind) String() string {
 		return "ServiceEntry"
 	case KindZoneFile:
 		return "ZoneFile"
+	case KindServiceImport:
+		return "ServiceImport"
+	case KindMultiClusterSlice:
+		return "MultiClusterSlice"
 	}
 	return "Unknown"
 }
@@ -155,10 +166,40 @@ type ServiceEntry struct {
 // Key returns the object key of e.
 func (e *ServiceEntry) Key() Key { return Key{KindServiceEntry, e.Namespace, e.Name} }
 
+// ServiceImport is the DNS view of a multicluster.x-k8s.io ServiceImport:
+// a service exported by the clusters of a ClusterSet, answered under
+// <name>.<namespace>.svc.<clusterset zone>.
+type ServiceImport struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	// Headless is spec.type Headless: the name answers the ready
+	// endpoints of the MultiClusterSlices of the service. Otherwise
+	// (ClusterSetIP) it answers IPs.
+	Headless bool
+	IPs      []netip.Addr // spec.ips
+	Ports    []Port       // spec.ports
+}
+
+// Key returns the object key of s.
+func (s *ServiceImport) Key() Key { return Key{KindServiceImport, s.Namespace, s.Name} }
+
+// MultiClusterSlice is an EndpointSlice imported from a cluster of a
+// ClusterSet: ServiceName comes from the multicluster.kubernetes.io/service-name
+// label and ClusterID from multicluster.kubernetes.io/source-cluster.
+type MultiClusterSlice struct {
+	EndpointSlice
+	ClusterID string
+}
+
+// Key returns the object key of s.
+func (s *MultiClusterSlice) Key() Key { return Key{KindMultiClusterSlice, s.Namespace, s.Name} }
+
 // Change is an upsert (Object set) or a delete (Object nil) of Key.
 // Object is one of *Namespace, *Service, *EndpointSlice, *Pod,
-// *ServiceEntry or, for KindZoneFile, a *zone.FileZone; a Service,
-// EndpointSlice or Pod may come Frozen, without its resourceVersion.
+// *ServiceEntry, *ServiceImport, *MultiClusterSlice or, for KindZoneFile,
+// a *zone.FileZone; a Service, EndpointSlice, Pod, ServiceImport or
+// MultiClusterSlice may come Frozen, without its resourceVersion.
 type Change struct {
 	Key    Key
 	Object any

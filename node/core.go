@@ -23,6 +23,7 @@ import (
 	"github.com/shardns/shardns/sources/istio"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
+	"github.com/shardns/shardns/sources/multicluster"
 	"github.com/shardns/shardns/sources/zonefile"
 	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
@@ -126,6 +127,16 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		mesh = &istio.Config{Client: client, Discovery: disc, Logger: log.With("source", istio.SourceName)}
 		sources = append(sources, istio.SourceName)
 	}
+	var imports *multicluster.Config
+	if k := cfg.Kubernetes; k.Enabled && len(k.Multicluster) > 0 {
+		client, disc, err := istio.NewClients(k.Kubeconfig, k.Context, "shardns/"+Version)
+		if err != nil {
+			return nil, err
+		}
+		imports = &multicluster.Config{Client: client, Discovery: disc, Namespaces: k.Namespaces,
+			LabelSelector: k.LabelSelector, Logger: log.With("source", multicluster.SourceName)}
+		sources = append(sources, multicluster.SourceName)
+	}
 	if kube != nil || mesh != nil {
 		klog.SetSlogLogger(log.With("component", "client-go"))
 	}
@@ -170,6 +181,10 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if mesh != nil {
 		mesh.Manager = manager
 		c.spawn(istio.NewProps(*mesh))
+	}
+	if imports != nil {
+		imports.Manager = manager
+		c.spawn(multicluster.NewProps(*imports))
 	}
 	return c.startPlane(c, nil)
 }
@@ -268,6 +283,7 @@ func answerConfig(cfg *config.Config) *zone.Config {
 		a.External = &zone.External{Zones: fqdns(e.Zones), Apex: e.ApexLabel(), TTL: uint32(e.TTLSeconds()), Headless: e.Headless}
 		a.Domains.External, a.Domains.ExternalApex = a.External.Zones, a.External.Apex
 	}
+	a.Domains.Multicluster = fqdns(k.Multicluster)
 	a.Prepare()
 	return a
 }

@@ -94,6 +94,8 @@ func answer(cfg *Config, v View, q Question, depth int) Response {
 	switch {
 	case route.External:
 		r = answerExternal(cfg, v, dir, route, q)
+	case route.Multicluster && route.Kind == RouteZone:
+		r = answerMulticluster(cfg, v, dir, route, q)
 	case route.Kind == RouteApex:
 		r = answerApex(cfg, dir, route.Origin, q)
 	case route.Kind == RouteReverseApex:
@@ -164,6 +166,11 @@ func answerStateless(cfg *Config, v View, dir *Directory, origin string, q Quest
 // well-formed IP in an existing namespace.
 func answerPod(cfg *Config, v View, dir *Directory, q Question, rel string, soa []dns.RR) Response {
 	ns, rest := lastLabel(rel)
+	if cfg.Pods == PodsDisabled || cfg.Pods == PodsVerified {
+		// Verified pod names of a cluster domain go to its pod zones; only
+		// a multicluster zone's come here, and it holds no pods.
+		return negative(dns.RcodeNameError, soa)
+	}
 	if cfg.Pods == PodsDisabled {
 		return negative(dns.RcodeNameError, soa)
 	}

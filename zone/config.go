@@ -2,6 +2,7 @@ package zone
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
@@ -64,7 +65,7 @@ type serialSOA struct {
 // Prepare builds the static records. Call it once before answering.
 func (c *Config) Prepare() {
 	c.apex = make(map[string]*apexRecords)
-	for _, z := range append(append([]string(nil), c.Domains.Cluster...), c.Domains.Reverse...) {
+	for _, z := range slices.Concat(c.Domains.Cluster, c.Domains.Reverse, c.Domains.Multicluster) {
 		r := &apexRecords{}
 		nsName := Join("ns.dns.", z)
 		r.ns = []dns.RR{&dns.NS{Hdr: hdr(z, dns.TypeNS, c.TTL), Ns: nsName}}

@@ -179,7 +179,7 @@ func (s *Snapshot) answerExternal(cfg *Config, q Question, z, ns string, soa []d
 			}
 		}
 	case dns.TypeSRV:
-		ans, extra = externalSRV(cfg, q.Name, es)
+		ans, extra = entriesSRV(q.Name, es, cfg.TTL, cfg.External.TTL)
 	}
 	if len(ans) == 0 {
 		return negative(dns.RcodeSuccess, soa)
@@ -226,10 +226,12 @@ func matchPort(port, name, proto, protocol string) bool {
 	return (port == "" || strings.EqualFold(port, name)) && (proto == "" || strings.EqualFold(proto, protocol))
 }
 
-// externalSRV is the SRV answer of owner from es and its additional
+// entriesSRV is the SRV answer of owner from es and its additional
 // address records: one SRV per target and port, weighed as CoreDNS
-// weighs them (100 shared among all entries, before duplicates go).
-func externalSRV(cfg *Config, owner string, es []entry) (ans, extra []dns.RR) {
+// weighs them (100 shared among all entries, before duplicates and
+// entries without a port go), SRV records with srvTTL and addresses with
+// addrTTL.
+func entriesSRV(owner string, es []entry, srvTTL, addrTTL uint32) (ans, extra []dns.RR) {
 	weight := uint16(10000 / (100 * len(es)))
 	if weight == 0 {
 		weight = 1
@@ -244,13 +246,16 @@ func externalSRV(cfg *Config, owner string, es []entry) (ans, extra []dns.RR) {
 	}
 	seenSRV, seenExtra := map[srvKey]bool{}, map[extraKey]bool{}
 	for _, e := range es {
+		if e.port < 0 {
+			continue // an endpoint without ports has no SRV record
+		}
 		if k := (srvKey{e.target, e.port}); !seenSRV[k] {
 			seenSRV[k] = true
-			ans = append(ans, &dns.SRV{Hdr: hdr(owner, dns.TypeSRV, cfg.TTL), Weight: weight, Port: uint16(e.port), Target: e.target})
+			ans = append(ans, &dns.SRV{Hdr: hdr(owner, dns.TypeSRV, srvTTL), Weight: weight, Port: uint16(e.port), Target: e.target})
 		}
 		if k := (extraKey{e.target, e.addr.Unmap().String()}); !seenExtra[k] {
 			seenExtra[k] = true
-			extra = append(extra, addrRR(e.target, e.addr, cfg.External.TTL))
+			extra = append(extra, addrRR(e.target, e.addr, addrTTL))
 		}
 	}
 	return ans, slices.Clip(extra)

@@ -38,6 +38,10 @@ type Route struct {
 	// External says Origin is an external (k8s_external) zone; Key, for
 	// RouteZone, is then the service zone of the name's namespace.
 	External bool
+	// Multicluster says Origin is a multicluster (clusterset.local)
+	// zone; Key, for RouteZone, is then the service zone of the name's
+	// namespace in the first cluster domain (see multicluster.go).
+	Multicluster bool
 }
 
 // Domains are the zones a node is authoritative for.
@@ -53,6 +57,10 @@ type Domains struct {
 	// them.
 	External     []string
 	ExternalApex string
+	// Multicluster are the zones of the Multi-Cluster Services API
+	// (clusterset.local.): served like a cluster domain, their service
+	// names answered from ServiceImports.
+	Multicluster []string
 }
 
 const (
@@ -85,6 +93,9 @@ func (d *Domains) Route(qname string) Route {
 	if rel == "" {
 		return Route{Kind: RouteApex, Origin: origin}
 	}
+	if len(d.Multicluster) > 0 && d.isMulticluster(origin) {
+		return d.routeMulticluster(qname, origin, rel)
+	}
 	last, rest := lastLabel(rel)
 	if rest == "" || (last != "svc" && !(last == "pod" && d.PodZones)) {
 		return Route{Kind: RouteStateless, Origin: origin}
@@ -104,6 +115,11 @@ func (d *Domains) match(qname string) (origin string, reverse bool) {
 	for _, z := range d.Reverse {
 		if InZone(qname, z) && len(z) > len(origin) {
 			origin, reverse = z, true
+		}
+	}
+	for _, z := range d.Multicluster {
+		if InZone(qname, z) && len(z) > len(origin) {
+			origin, reverse = z, false
 		}
 	}
 	return origin, reverse

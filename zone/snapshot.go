@@ -45,6 +45,9 @@ type Snapshot struct {
 	Pods     map[string]*model.Pod    // pod zones, by name
 	Mesh     map[model.Key][]MeshHost // mesh zones, by ServiceEntry
 	File     *FileZone                // file zones
+	// Imported are the ServiceImports and imported EndpointSlices of a
+	// service zone's namespace (multicluster.go); nil without any.
+	Imported *Imported
 
 	file *fileIndex // the lookup structure of a file zone
 }
@@ -72,6 +75,9 @@ func NewDirectory(cfg *Config, namespaces map[string]struct{}, synced bool, seri
 		d.soa[z] = cfg.SOA(z, serial)
 	}
 	for _, z := range cfg.Domains.Reverse {
+		d.soa[z] = cfg.SOA(z, serial)
+	}
+	for _, z := range cfg.Domains.Multicluster {
 		d.soa[z] = cfg.SOA(z, serial)
 	}
 	if cfg.External != nil {

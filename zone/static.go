@@ -35,6 +35,17 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	meshNames := map[string]struct{}{}
 	files := map[string]*FileZone{}
 	origins := map[string]struct{}{}
+	imported := map[string]*Imported{}
+	importedOf := func(ns string) *Imported {
+		if len(cfg.Domains.Cluster) == 0 {
+			return &Imported{}
+		}
+		key := ServiceZoneKey(ns, cfg.Domains.Cluster[0])
+		if imported[key] == nil {
+			imported[key] = &Imported{Services: map[string]model.Frozen{}, Slices: map[string]model.Frozen{}}
+		}
+		return imported[key]
+	}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *FileZone:
@@ -52,6 +63,10 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 				addTo(slices, ServiceZoneKey(o.Namespace, origin), o.Name, o)
 			}
 			addPTRs(cfg, ptrs, o.Key(), PTRs(cfg, o))
+		case *model.ServiceImport:
+			importedOf(o.Namespace).Services[o.Name], _ = model.Freeze(o)
+		case *model.MultiClusterSlice:
+			importedOf(o.Namespace).Slices[o.Name], _ = model.Freeze(o)
 		case *model.ServiceEntry:
 			byZone, _ := MeshHosts(cfg, o)
 			for key, hosts := range byZone {
@@ -76,6 +91,12 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 			r := cfg.Domains.Route(key)
 			v.zones[key] = BuildServiceZone(cfg, key, r.Origin, 1, nil, slices[key])
 		}
+	}
+	for key, m := range imported {
+		if v.zones[key] == nil {
+			v.zones[key] = BuildServiceZone(cfg, key, cfg.Domains.Route(key).Origin, 1, nil, nil)
+		}
+		v.zones[key].Imported = m
 	}
 	for key, p := range ptrs {
 		r := cfg.Domains.Route(key)

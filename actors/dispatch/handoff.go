@@ -132,7 +132,7 @@ func (h *Handoff) Fetch(ctx context.Context, remoteAddr, key, namespace string) 
 			}
 			afterKind, afterName = kind, o.Name
 			switch kind {
-			case model.KindService, model.KindEndpointSlice, model.KindPod:
+			case model.KindService, model.KindEndpointSlice, model.KindPod, model.KindServiceImport, model.KindMultiClusterSlice:
 			default:
 				return nil, fmt.Errorf("handoff: %s from %s: object %s of kind %d", key, remoteAddr, o.Name, o.Kind)
 			}

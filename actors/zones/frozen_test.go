@@ -108,7 +108,13 @@ func TestFrozenChangesAnswer(t *testing.T) {
 // in-addr.arpa zones.
 func startKubernetesZones(t *testing.T) (*zone.Config, *zone.Table, *actor.ActorSystem, *actor.PID) {
 	t.Helper()
-	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5}
+	return startZones(t, zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}})
+}
+
+// startZones is startKubernetesZones serving domains.
+func startZones(t *testing.T, domains zone.Domains) (*zone.Config, *zone.Table, *actor.ActorSystem, *actor.PID) {
+	t.Helper()
+	cfg := &zone.Config{Domains: domains, TTL: 5}
 	cfg.Prepare()
 	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

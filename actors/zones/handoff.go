@@ -471,6 +471,14 @@ func (z *zoneActor) onExport(ctx actor.Context, msg *ExportZone) {
 	for name, f := range z.slices {
 		add(model.KindEndpointSlice, name, f)
 	}
+	if z.imported != nil {
+		for name, f := range z.imported.Services {
+			add(model.KindServiceImport, name, f)
+		}
+		for name, f := range z.imported.Slices {
+			add(model.KindMultiClusterSlice, name, f)
+		}
+	}
 	for name, p := range z.podObjs {
 		if after(model.KindPod, name) {
 			if f, ok := model.Freeze(p); ok {

@@ -367,6 +367,10 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 			if m.accepts(c) {
 				m.routePodChange(thawed(c, m.cfg.Logger), batch)
 			}
+		case model.KindServiceImport, model.KindMultiClusterSlice:
+			if m.accepts(c) {
+				m.routeImportedChange(c, batch)
+			}
 		case model.KindServiceEntry:
 			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
 		case model.KindZoneFile:
@@ -444,6 +448,24 @@ func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApp
 			batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key})
 		}
 	}
+	if c.Object == nil {
+		keys = nil
+	}
+	m.setZonesOf(c.Key, keys)
+}
+
+// routeImportedChange sends a ServiceImport or imported EndpointSlice
+// change to the service zone of its namespace in the first cluster
+// domain, where multicluster names are answered (zone/multicluster.go).
+// Without multicluster zones nothing answers from them: they are dropped.
+func (m *Manager) routeImportedChange(c model.Change, batch func(string) *zoneApply) {
+	domains := m.cfg.Answer.Domains
+	if len(domains.Multicluster) == 0 || len(domains.Cluster) == 0 {
+		return
+	}
+	key := zone.ServiceZoneKey(c.Key.Namespace, domains.Cluster[0])
+	batch(key).imported = append(batch(key).imported, c)
+	keys := []string{key}
 	if c.Object == nil {
 		keys = nil
 	}

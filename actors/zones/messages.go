@@ -109,6 +109,9 @@ type meshChange struct {
 // zoneApply is the part of a batch that concerns one zone.
 type zoneApply struct {
 	services []serviceChange
+	// imported are ServiceImport and imported EndpointSlice changes, for
+	// the multicluster names of a service zone's namespace.
+	imported []model.Change
 	ptrs     []ptrChange
 	pods     []model.Change
 	mesh     []meshChange

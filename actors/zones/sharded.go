@@ -104,7 +104,7 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 			if m.cfg.PodIndex != nil {
 				continue // every pod is watched
 			}
-		case model.KindService, model.KindEndpointSlice:
+		case model.KindService, model.KindEndpointSlice, model.KindServiceImport, model.KindMultiClusterSlice:
 		default:
 			continue
 		}

@@ -38,7 +38,10 @@ type zoneActor struct {
 	ptrs      map[model.Key]zone.PTRList
 	podObjs   map[string]*model.Pod
 	hosts     map[model.Key][]zone.MeshHost
-	shared    mapSet // the maps the published snapshot holds
+	// imported are the namespace's ServiceImports and imported slices,
+	// nil while it has none: clusters without them pay one pointer.
+	imported *zone.Imported
+	shared   mapSet // the maps the published snapshot holds
 	// slicesOf lists the EndpointSlices of each service label, made on a
 	// zone's first update of some services and kept from then on, so an
 	// update finds a service's slices without reading every slice (a
@@ -137,6 +140,7 @@ func (z *zoneActor) drop() {
 	}
 	z.fileZone = nil
 	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
+	z.imported = nil
 }
 
 // onStarted resumes from the last published snapshot, so a zone actor
@@ -147,6 +151,8 @@ func (z *zoneActor) onStarted() {
 	z.pending = false
 	if s := z.slot.Load(); s != nil {
 		z.services, z.slices = maps.Clone(s.Services), maps.Clone(s.Slices)
+		z.imported = s.Imported
+		z.shared |= importedMap // the snapshot holds it
 		z.ptrs = ptrLists(s)
 		z.podObjs, z.hosts = maps.Clone(s.Pods), maps.Clone(s.Mesh)
 		z.fileZone = s.File
@@ -160,6 +166,7 @@ func (z *zoneActor) onStarted() {
 // zones, which would each carry four empty maps.
 func (z *zoneActor) forget() {
 	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
+	z.imported = nil
 	z.shared = 0
 	z.touched, z.wholeZone = nil, true
 	z.slicesOf, z.casedNames = nil, false
@@ -182,7 +189,8 @@ const (
 	ptrsMap
 	podsMap
 	hostsMap
-	allMaps = servicesMap | slicesMap | ptrsMap | podsMap | hostsMap
+	importedMap
+	allMaps = servicesMap | slicesMap | ptrsMap | podsMap | hostsMap | importedMap
 )
 
 // changes returns the maps msg changes.
@@ -203,6 +211,9 @@ func (msg *zoneApply) changes() mapSet {
 	}
 	if len(msg.mesh) > 0 {
 		m |= hostsMap
+	}
+	if len(msg.imported) > 0 {
+		m |= importedMap
 	}
 	return m
 }
@@ -232,6 +243,9 @@ func (z *zoneActor) own(which mapSet) {
 	}
 	if copying&hostsMap != 0 {
 		z.hosts = maps.Clone(z.hosts)
+	}
+	if copying&importedMap != 0 && z.imported != nil {
+		z.imported = &zone.Imported{Services: maps.Clone(z.imported.Services), Slices: maps.Clone(z.imported.Slices)}
 	}
 }
 
@@ -285,6 +299,10 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 		} else {
 			put(objects, k.Name, f)
 		}
+	}
+	for _, c := range msg.imported {
+		z.namespace = c.Key.Namespace
+		z.applyImported(c)
 	}
 	for _, c := range msg.pods {
 		if p, ok := c.Object.(*model.Pod); ok {
@@ -365,10 +383,46 @@ func (z *zoneActor) publish() {
 			s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, services, slices)
 		}
 		s.Services, s.Slices = z.services, z.slices
+		s.Imported = z.imported
 	}
 	z.shared = allMaps // the snapshot holds these maps now: never change them in place
 	z.touched, z.wholeZone = nil, false
 	z.slot.Store(s)
+}
+
+// applyImported applies a ServiceImport or imported EndpointSlice
+// change; the zone's own services are not touched, since no record of
+// the cluster domain comes from them. The imports are dropped whole once
+// the last one goes.
+func (z *zoneActor) applyImported(c model.Change) {
+	var f model.Frozen
+	if c.Object != nil {
+		var ok bool
+		if f, ok = c.Object.(model.Frozen); !ok {
+			f, ok = model.Freeze(c.Object)
+		}
+		if !ok || f.Kind() != c.Key.Kind {
+			return
+		}
+	}
+	if z.imported == nil {
+		if f == "" {
+			return
+		}
+		z.imported = &zone.Imported{}
+	}
+	objects := &z.imported.Slices
+	if c.Key.Kind == model.KindServiceImport {
+		objects = &z.imported.Services
+	}
+	if f == "" {
+		delete(*objects, c.Key.Name)
+	} else {
+		put(objects, c.Key.Name, f)
+	}
+	if len(z.imported.Services) == 0 && len(z.imported.Slices) == 0 {
+		z.imported = nil
+	}
 }
 
 // touch notes that the names of service (any case) may have changed.

@@ -123,7 +123,12 @@ func protocol(p corev1.Protocol) string {
 // slices DNS does not serve: FQDN address types and slices that name no
 // service.
 func EndpointSlice(e *discoveryv1.EndpointSlice) (*model.EndpointSlice, error) {
-	svc := e.Labels[ServiceNameLabel]
+	return endpointSlice(e, e.Labels[ServiceNameLabel])
+}
+
+// endpointSlice converts e as a slice of service svc; nil when svc is ""
+// or e lists FQDNs.
+func endpointSlice(e *discoveryv1.EndpointSlice, svc string) (*model.EndpointSlice, error) {
 	if e.AddressType == discoveryv1.AddressTypeFQDN || svc == "" {
 		return nil, nil
 	}

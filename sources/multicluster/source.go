@@ -1,0 +1,278 @@
+// Package multicluster is the Multi-Cluster Services API source: it
+// watches multicluster.x-k8s.io ServiceImports and the EndpointSlices an
+// MCS implementation imports (labelled
+// multicluster.kubernetes.io/service-name) through client-go's dynamic
+// client, as the Istio source watches ServiceEntries, converts them to
+// model.ServiceImport and model.MultiClusterSlice and sends the changes
+// to the zone manager, which answers them under the multicluster zones
+// (zone/multicluster.go).
+//
+// A cluster without the ServiceImport resource is not an error: the
+// source says so once, reports itself synced with nothing to answer, and
+// checks again now and then, so installing an MCS implementation later
+// needs no restart. The objects are watched whole on every replica, as
+// ServiceEntries are: they are few (the services a ClusterSet exports),
+// and the zone manager keeps those of the namespaces it owns.
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/istio"
+	"github.com/shardns/shardns/sources/kubeobj"
+)
+
+// SourceName identifies this source in zone batches and logs.
+const SourceName = "multicluster"
+
+// ServiceImports and EndpointSlices, as the dynamic client names them.
+var (
+	ServiceImports = schema.GroupVersionResource{Group: kubeobj.MultiClusterGroup,
+		Version: kubeobj.MultiClusterVersion, Resource: kubeobj.ServiceImportResource}
+	EndpointSlices = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
+)
+
+// Config configures the source.
+type Config struct {
+	Client    dynamic.Interface
+	Discovery istio.Discovery // lists what a group version serves
+	Manager   *actor.PID      // receives the changes
+	// Namespaces are kubernetes.namespaces: empty serves every namespace.
+	Namespaces []string
+	// LabelSelector is kubernetes.labelSelector, applied to the imported
+	// slices as to a cluster's own (CoreDNS does the same).
+	LabelSelector string
+	Logger        *slog.Logger
+	// Retry is the longest wait between discovery attempts while the API
+	// server cannot be reached (doubling from a second). Default 30 s.
+	Retry time.Duration
+	// Recheck is how often discovery is repeated while the API server
+	// serves no ServiceImports. Default one minute.
+	Recheck time.Duration
+}
+
+// Source is the actor owning the discovery loop and the two informers.
+// Their goroutines stop, and are waited for, when the actor stops.
+type Source struct {
+	cfg       Config
+	stop      chan struct{}
+	informers []watched // empty until discovery found ServiceImports
+	wg        sync.WaitGroup
+}
+
+// watched is one informer and the kind of object it delivers.
+type watched struct {
+	kind     model.Kind
+	informer cache.SharedIndexInformer
+}
+
+// served tells the source that the API server serves ServiceImports.
+type served struct{}
+
+// NewProps returns the props of a Source.
+func NewProps(cfg Config) *actor.Props {
+	if cfg.Retry <= 0 {
+		cfg.Retry = 30 * time.Second
+	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = time.Minute
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
+}
+
+// Receive starts discovery, then the watches, and stops them.
+func (s *Source) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		s.stop = make(chan struct{})
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		s.wg.Go(func() { s.discover(root, self) })
+	case *served:
+		s.watch(ctx)
+	case *zones.Replay:
+		s.replay(ctx, msg.ID)
+	case *actor.Stopping:
+		if s.stop != nil {
+			close(s.stop)
+			s.wg.Wait()
+		}
+	}
+}
+
+// errNotServed: the API server has no ServiceImport resource.
+var errNotServed = errors.New("the API server serves no multicluster.x-k8s.io/v1alpha1 ServiceImports (the Multi-Cluster Services API's CRDs are not installed)")
+
+// Served reports whether the API server serves ServiceImports: an error
+// wrapping errNotServed when it does not, another when it cannot say.
+func Served(d istio.Discovery) error {
+	gv := ServiceImports.GroupVersion().String()
+	list, err := d.ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return errNotServed
+	case err != nil:
+		return fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == ServiceImports.Resource {
+			return nil
+		}
+	}
+	return errNotServed
+}
+
+// discover waits until the API server serves ServiceImports, then tells
+// the actor. While it cannot be reached it retries with backoff; while it
+// serves none, the source counts as synced (there is nothing to wait for)
+// and asks again every Recheck.
+func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
+	delay, reported := time.Second, false
+	for {
+		err := Served(s.cfg.Discovery)
+		switch {
+		case err == nil:
+			s.cfg.Logger.Info("watching ServiceImports and imported EndpointSlices", "version", ServiceImports.Version)
+			root.Send(self, &served{})
+			return
+		case errors.Is(err, errNotServed):
+			if !reported {
+				s.cfg.Logger.Warn("kubernetes.multicluster is set, but there is no ServiceImport to watch; serving the rest and checking again later",
+					"err", err, "every", s.cfg.Recheck)
+				root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
+				reported = true
+			}
+			delay = s.cfg.Recheck
+		default:
+			s.cfg.Logger.Warn("ServiceImport discovery failed; retrying", "err", err, "in", delay)
+			delay = min(2*delay, s.cfg.Retry)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watch starts the informers of ServiceImports and imported slices and
+// reports the source synced once both have listed.
+func (s *Source) watch(ctx actor.Context) {
+	root, manager, self := ctx.ActorSystem().Root, s.cfg.Manager, ctx.Self()
+	sliceSelector, err := importedSliceSelector(s.cfg.LabelSelector)
+	if err != nil {
+		// kubernetes.labelSelector was validated at start: only a bug gets here.
+		panic(fmt.Sprintf("multicluster source: %v", err))
+	}
+	exposed := exposedFunc(s.cfg.Namespaces)
+	send := func(c model.Change) {
+		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
+	}
+	s.informers = []watched{
+		{model.KindServiceImport, s.informer(ServiceImports, "")},
+		{model.KindMultiClusterSlice, s.informer(EndpointSlices, sliceSelector)},
+	}
+	var synced []cache.InformerSynced
+	for _, w := range s.informers {
+		if err := w.informer.SetTransform(transformFor(w.kind, s.cfg.Logger)); err != nil {
+			panic(fmt.Sprintf("multicluster source: setting the transform of a new informer: %v", err))
+		}
+		kind := w.kind
+		w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+			s.cfg.Logger.Warn("watch failed; serving the last known state and retrying", "kind", kind.String(), "err", err)
+		})
+		reg, err := w.informer.AddEventHandler(&handler{kind: w.kind, exposed: exposed, send: send, log: s.cfg.Logger})
+		if err != nil {
+			panic(fmt.Sprintf("multicluster source: adding a handler to a new informer: %v", err))
+		}
+		synced = append(synced, reg.HasSynced)
+		s.wg.Go(func() { w.informer.Run(s.stop) })
+	}
+	s.wg.Go(func() {
+		start := time.Now()
+		if cache.WaitForCacheSync(s.stop, synced...) {
+			s.cfg.Logger.Info("ServiceImport initial list done", "took", time.Since(start).Round(time.Millisecond))
+			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
+		}
+	})
+}
+
+// informer returns an informer of gvr in every namespace, its list and
+// watch restricted to labelSelector.
+func (s *Source) informer(gvr schema.GroupVersionResource, labelSelector string) cache.SharedIndexInformer {
+	resource := s.cfg.Client.Resource(gvr)
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = labelSelector }
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return resource.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return resource.Watch(ctx, o)
+		},
+	}, s.cfg.Client)
+	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+}
+
+// importedSliceSelector selects the slices labelled with the service they
+// were imported for, and kubernetes.labelSelector's.
+func importedSliceSelector(labelSelector string) (string, error) {
+	sel, err := labels.Parse(labelSelector)
+	if err != nil {
+		return "", fmt.Errorf("kubernetes.labelSelector: %w", err)
+	}
+	req, err := labels.NewRequirement(kubeobj.MultiClusterServiceLabel, selection.Exists, nil)
+	if err != nil {
+		return "", err
+	}
+	return sel.Add(*req).String(), nil
+}
+
+// exposedFunc implements kubernetes.namespaces.
+func exposedFunc(namespaces []string) func(string) bool {
+	if len(namespaces) == 0 {
+		return func(string) bool { return true }
+	}
+	set := make(map[string]bool, len(namespaces))
+	for _, n := range namespaces {
+		set[n] = true
+	}
+	return func(ns string) bool { return set[ns] }
+}
+
+// replay sends every object the informer caches hold, so the zone
+// manager can load zones this replica gained. It reads local caches only.
+func (s *Source) replay(ctx actor.Context, id uint64) {
+	var changes []model.Change
+	exposed := exposedFunc(s.cfg.Namespaces)
+	for _, w := range s.informers {
+		h := &handler{kind: w.kind, exposed: exposed, log: s.cfg.Logger,
+			send: func(c model.Change) { changes = append(changes, c) }}
+		for _, obj := range w.informer.GetStore().List() {
+			h.OnAdd(obj, false)
+		}
+	}
+	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
+	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
+}
