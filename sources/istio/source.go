@@ -14,7 +14,6 @@ package istio
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/crdwait"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 )
 
@@ -156,7 +156,7 @@ func (s *Source) Receive(ctx actor.Context) {
 }
 
 // errNotServed: the API server has no ServiceEntry resource.
-var errNotServed = errors.New("the API server serves no networking.istio.io ServiceEntries (Istio's CRDs are not installed)")
+var errNotServed = fmt.Errorf("networking.istio.io ServiceEntries (Istio's CRDs are not installed): %w", crdwait.ErrNotServed)
 
 // Pick returns the preferred ServiceEntry version the API server serves.
 func Pick(d Discovery) (schema.GroupVersionResource, error) {
@@ -183,33 +183,19 @@ func Pick(d Discovery) (schema.GroupVersionResource, error) {
 // ServiceEntries the source counts as synced (there is nothing to wait
 // for) and discovery is repeated every Recheck.
 func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
-	delay, reported := time.Second, false
-	for {
-		gvr, err := Pick(s.cfg.Discovery)
-		switch {
-		case err == nil:
-			s.cfg.Logger.Info("watching Istio ServiceEntries", "version", gvr.Version)
-			root.Send(self, &discovered{gvr: gvr})
-			return
-		case errors.Is(err, errNotServed):
-			if !reported {
-				s.cfg.Logger.Warn("istio.enabled, but no ServiceEntry to watch; checking again later",
-					"err", err, "every", s.cfg.Recheck)
-				root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
-				reported = true
-			}
-			delay = s.cfg.Recheck
-		default:
-			s.cfg.Logger.Warn("Istio discovery failed; retrying", "err", err, "in", delay)
-			delay = min(2*delay, s.cfg.Retry)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	var gvr schema.GroupVersionResource
+	found := crdwait.Wait(s.stop, crdwait.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
+		func() (err error) { gvr, err = Pick(s.cfg.Discovery); return err },
+		func(err error) {
+			s.cfg.Logger.Warn("istio.enabled, but no ServiceEntry to watch; checking again later", "err", err, "every", s.cfg.Recheck)
+			root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
+		},
+		func(err error, in time.Duration) {
+			s.cfg.Logger.Warn("Istio discovery failed; retrying", "err", err, "in", in)
+		})
+	if found {
+		s.cfg.Logger.Info("watching Istio ServiceEntries", "version", gvr.Version)
+		root.Send(self, &discovered{gvr: gvr})
 	}
 }
 

@@ -17,7 +17,6 @@ package multicluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/crdwait"
 	"github.com/shardns/shardns/sources/istio"
 	"github.com/shardns/shardns/sources/kubeobj"
 )
@@ -119,7 +119,7 @@ func (s *Source) Receive(ctx actor.Context) {
 }
 
 // errNotServed: the API server has no ServiceImport resource.
-var errNotServed = errors.New("the API server serves no multicluster.x-k8s.io/v1alpha1 ServiceImports (the Multi-Cluster Services API's CRDs are not installed)")
+var errNotServed = fmt.Errorf("multicluster.x-k8s.io/v1alpha1 ServiceImports (the Multi-Cluster Services API's CRDs are not installed): %w", crdwait.ErrNotServed)
 
 // Served reports whether the API server serves ServiceImports: an error
 // wrapping errNotServed when it does not, another when it cannot say.
@@ -145,33 +145,19 @@ func Served(d istio.Discovery) error {
 // serves none, the source counts as synced (there is nothing to wait for)
 // and asks again every Recheck.
 func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
-	delay, reported := time.Second, false
-	for {
-		err := Served(s.cfg.Discovery)
-		switch {
-		case err == nil:
-			s.cfg.Logger.Info("watching ServiceImports and imported EndpointSlices", "version", ServiceImports.Version)
-			root.Send(self, &served{})
-			return
-		case errors.Is(err, errNotServed):
-			if !reported {
-				s.cfg.Logger.Warn("kubernetes.multicluster is set, but there is no ServiceImport to watch; serving the rest and checking again later",
-					"err", err, "every", s.cfg.Recheck)
-				root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
-				reported = true
-			}
-			delay = s.cfg.Recheck
-		default:
-			s.cfg.Logger.Warn("ServiceImport discovery failed; retrying", "err", err, "in", delay)
-			delay = min(2*delay, s.cfg.Retry)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	found := crdwait.Wait(s.stop, crdwait.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
+		func() error { return Served(s.cfg.Discovery) },
+		func(err error) {
+			s.cfg.Logger.Warn("kubernetes.multicluster is set, but there is no ServiceImport to watch; serving the rest and checking again later",
+				"err", err, "every", s.cfg.Recheck)
+			root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
+		},
+		func(err error, in time.Duration) {
+			s.cfg.Logger.Warn("ServiceImport discovery failed; retrying", "err", err, "in", in)
+		})
+	if found {
+		s.cfg.Logger.Info("watching ServiceImports and imported EndpointSlices", "version", ServiceImports.Version)
+		root.Send(self, &served{})
 	}
 }
 
