@@ -56,7 +56,8 @@ func TestParseResolverPlaneRejects(t *testing.T) {
 			"template[1].match[1]: error parsing regexp: missing closing ): `(`"},
 		{"template that does not parse", "kubernetes: {enabled: false}\ntemplate: [{type: A, answer: [\"{{ .Name\"]}]\n",
 			"template[0].answer[0]: template: answer:1: unclosed action"},
-		{"template key unknown", "kubernetes: {enabled: false}\ntemplate: [{type: A, expr: x}]\n", `unknown field "expr"`},
+		{"template key unknown", "kubernetes: {enabled: false}\ntemplate: [{type: A, exprs: [x]}]\n", `unknown field "exprs"`},
+		{"template condition that does not compile", "kubernetes: {enabled: false}\ntemplate: [{type: A, expr: [\"incidr(\"]}]\n", "template[0].expr[0]"},
 		{"rewrite ttl", "kubernetes: {enabled: false}\nrewrite: [{field: ttl, from: a, ttl: \"10-5\"}]\n", "rewrite[0].ttl"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"github.com/shardns/shardns/template"
 )
 
-// templatePlugin maps `template CLASS TYPE [ZONES] {…}` to template[];
-// var and expr (expressions in the expr language) have no equivalent.
+// templatePlugin maps `template CLASS TYPE [ZONES] {…}` to template[],
+// its var and expr options (expressions in the expr language) included.
 func (c *converter) templatePlugin(s *server, d *Directive) {
 	if len(d.Args) < 2 {
 		c.unmapped(d.place(), "template needs a class and a type")
@@ -88,9 +88,24 @@ func (c *converter) templateOption(t *template.Config, o *Directive) (known, val
 	case "upstream":
 		c.note(o.place(), "template upstream: CNAME targets are looked up through shardns itself, as CoreDNS does whether or not it is written")
 		return true, true
-	case "var", "expr":
-		c.unmapped(o.place(), "template %s: shardns has no expressions (the expr language)", o.Name)
-		return true, false
+	case "var":
+		// The expression is the rest of the line, as CoreDNS joins it.
+		if len(o.Args) < 2 {
+			c.unmapped(o.place(), "template var needs a name and an expression")
+			return true, false
+		}
+		t.Vars = append(t.Vars, template.Var{Name: o.Args[0], Expr: strings.Join(o.Args[1:], " ")})
+		if !check(template.Config{Vars: t.Vars}) {
+			t.Vars = t.Vars[:len(t.Vars)-1] // reported once, here
+			return true, false
+		}
+		return true, true
+	case "expr":
+		if !needArgs() {
+			return true, false
+		}
+		t.Expr = append(t.Expr, strings.Join(o.Args, " "))
+		return true, check(template.Config{Vars: t.Vars, Expr: t.Expr})
 	}
 	return false, false
 }

@@ -80,12 +80,17 @@ func TestConvertTemplate(t *testing.T) {
 			findings: []string{`Corefile:3: template rcode: rcode: "MAYBE" is not a response code (NOERROR, NXDOMAIN, SERVFAIL, REFUSED, ...)`},
 		},
 		{
-			name: "expressions",
-			src:  ".:53 {\n  template IN A {\n    var ip replace(group('ip'), '-', '.')\n    expr \"ip != ''\"\n    unknown x\n  }\n}\n",
+			name: "a var and a condition",
+			src:  ".:53 {\n  template IN A example.com {\n    var ip replace(group('ip'), '-', '.')\n    expr \"ip != ''\"\n  }\n}\n",
+			want: []template.Config{{Class: "IN", Type: "A", Zones: []string{"example.com"},
+				Vars: []template.Var{{Name: "ip", Expr: "replace(group('ip'), '-', '.')"}}, Expr: []string{"ip != ''"}}},
+		},
+		{
+			name: "a var that shadows a function, a condition that does not compile",
+			src:  ".:53 {\n  template IN A {\n    var len 1\n    expr incidr(\n  }\n}\n",
 			findings: []string{
-				"Corefile:3: template var: shardns has no expressions (the expr language)",
-				"Corefile:4: template expr: shardns has no expressions (the expr language)",
-				`Corefile:5: template option "unknown" has no shardns equivalent`,
+				`Corefile:3: template var: vars[0].name: variable "len" is the name of a function or a word of the expression language`,
+				`Corefile:4: template expr: expr[0]: expression "incidr(": unexpected token EOF (1:7)`,
 			},
 		},
 	}

@@ -113,6 +113,22 @@ var templateExamples = []templateExample{
 		},
 	},
 	{
+		// CoreDNS's README: a name spelling a private address answers it;
+		// another falls through to the forwarder.
+		name: "vars and conditions",
+		corefile: "forward . {{upstream}}\ntemplate IN A example.com {\n" +
+			"  match ^(?P<ip>[0-9]{1,3}(-[0-9]{1,3}){3})[.](?P<id>[a-z2-7]{26})[.]example[.]com[.]$\n" +
+			"  var ip replace(group('ip'), '-', '.')\n" +
+			"  expr \"any(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'], incidr(ip, #))\"\n" +
+			"  answer \"{{ .Name }} 60 IN A {{ .Var.ip }}\"\n  fallthrough\n}",
+		questions: []sectionQuestion{
+			{"10-1-2-3.abcdefghijklmnopqrstuvwxyz.example.com.", dns.TypeA, dns.RcodeSuccess, "qr aa rd",
+				[]string{"10-1-2-3.abcdefghijklmnopqrstuvwxyz.example.com.\t60\tIN\tA\t10.1.2.3"}, nil, nil, false, -1},
+			{"8-8-8-8.abcdefghijklmnopqrstuvwxyz.example.com.", dns.TypeA, dns.RcodeSuccess, "qr aa? rd ra",
+				[]string{"8-8-8-8.abcdefghijklmnopqrstuvwxyz.example.com.\t300\tIN\tA\t192.0.2.88"}, nil, nil, false, -1},
+		},
+	},
+	{
 		name: "several patterns",
 		corefile: "forward . {{upstream}}\ntemplate IN A example {\n" +
 			"  match \"^ip-(?P<a>10)-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]dc[.]example[.]$\"\n" +
@@ -158,7 +174,8 @@ var templateExamples = []templateExample{
 
 func TestTemplateBesideCoreDNS(t *testing.T) {
 	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.com. 300 IN A 192.0.2.5",
-		"www.example. 300 IN A 192.0.2.6", "google.com. 300 IN A 192.0.2.99")
+		"www.example. 300 IN A 192.0.2.6", "google.com. 300 IN A 192.0.2.99",
+		"8-8-8-8.abcdefghijklmnopqrstuvwxyz.example.com. 300 IN A 192.0.2.88")
 	for _, ex := range templateExamples {
 		t.Run(ex.name, func(t *testing.T) {
 			block := "    " + strings.ReplaceAll(ex.corefile, "\n", "\n    ")

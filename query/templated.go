@@ -20,7 +20,8 @@ const maxChaseDepth = 8
 // question.
 func (h *Handler) answerTemplate(x *exchange, r *dns.Msg, name string, out []byte) (b []byte, done bool) {
 	q := x.req.Question[0]
-	resp := h.Template.Answer(template.Question{Msg: x.req, Name: name, Remote: remoteIP(x.t.Client)})
+	resp := h.Template.Answer(template.Question{Msg: x.req, Name: name, Remote: remoteIP(x.t.Client),
+		Request: exprRequest(x.req, x.reqSize, x.t)})
 	switch resp.Verdict {
 	case template.Pass:
 		return nil, false

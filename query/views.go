@@ -27,16 +27,23 @@ func (h *Handler) pickView(req []byte, t Transport) *Handler {
 	if m.Unpack(req) != nil || len(m.Question) != 1 {
 		return nil
 	}
-	q := m.Question[0]
-	r := expression.Request{Name: lower(q.Name), Type: q.Qtype, Class: q.Qclass, ID: m.Id, Opcode: m.Opcode,
-		Size: len(req), TCP: t.TCP, Client: t.Client, Server: t.Server}
-	if opt := m.IsEdns0(); opt != nil {
-		r.Do, r.UDPSize = opt.Do(), opt.UDPSize()
-	}
+	r := exprRequest(m, len(req), t)
 	for i := range h.Views {
-		if expression.All(h.Views[i].Conditions, &r) {
+		if expression.All(h.Views[i].Conditions, r) {
 			return h.Views[i].Handler
 		}
 	}
 	return nil
+}
+
+// exprRequest is the request m, of size bytes, as expressions (views,
+// templates' vars and conditions) see it.
+func exprRequest(m *dns.Msg, size int, t Transport) *expression.Request {
+	q := m.Question[0]
+	r := &expression.Request{Name: lower(q.Name), Type: q.Qtype, Class: q.Qclass, ID: m.Id, Opcode: m.Opcode,
+		Size: size, TCP: t.TCP, Client: t.Client, Server: t.Server}
+	if opt := m.IsEdns0(); opt != nil {
+		r.Do, r.UDPSize = opt.Do(), opt.UDPSize()
+	}
+	return r
 }

@@ -9,6 +9,8 @@ import (
 	texttemplate "text/template"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/expression"
 )
 
 // Config is one template, a CoreDNS `template CLASS TYPE [ZONES] {…}`.
@@ -23,6 +25,14 @@ type Config struct {
 	// qualified question name; the first that matches is used. Empty:
 	// every name of the zones.
 	Match []string `json:"match"`
+	// Vars are set for each matching question, in order, from
+	// expressions (github.com/expr-lang/expr, as CoreDNS's var), and seen
+	// by the record templates as .Var.NAME and by later expressions.
+	Vars []Var `json:"vars,omitempty"`
+	// Expr are conditions that must all hold for a matching question to
+	// be answered (CoreDNS's expr); otherwise the question is treated as
+	// if no pattern had matched.
+	Expr []string `json:"expr,omitempty"`
 	// Answer, Additional and Authority are Go templates that each make
 	// one record in zone-file form.
 	Answer     []string `json:"answer"`
@@ -36,6 +46,12 @@ type Config struct {
 	// template, then to hosts, the cluster zones and the forwarder;
 	// ["."]: every name. Otherwise such names get SERVFAIL.
 	Fallthrough []string `json:"fallthrough"`
+}
+
+// Var is one variable of a template.
+type Var struct {
+	Name string `json:"name"`
+	Expr string `json:"expr"`
 }
 
 // ExtendedError is an RFC 8914 extended DNS error.
@@ -139,6 +155,29 @@ func compile(c Config) (*compiled, error) {
 	}
 	if len(c.Match) == 0 {
 		t.regex = []*regexp.Regexp{matchAll}
+	}
+	declared := expression.Declared{}
+	for i, v := range c.Vars {
+		key := fmt.Sprintf("vars[%d]", i)
+		if err := expression.CheckVariable(v.Name); err != nil {
+			bad(key+".name", "%v", err)
+			continue
+		}
+		val, err := expression.CompileValue(v.Expr, declared, false)
+		if err != nil {
+			bad(key+".expr", "%v", err)
+			continue
+		}
+		t.vars = append(t.vars, variable{name: v.Name, value: val})
+		declared.Declare(v.Name, val)
+	}
+	for i, src := range c.Expr {
+		cond, err := expression.CompileValue(src, declared, true)
+		if err != nil {
+			bad(fmt.Sprintf("expr[%d]", i), "%v", err)
+			continue
+		}
+		t.conds = append(t.conds, cond)
 	}
 	for _, s := range []struct {
 		key  string

@@ -19,6 +19,8 @@ import (
 	texttemplate "text/template"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/expression"
 )
 
 // Templates are the compiled templates, in configuration order.
@@ -36,6 +38,14 @@ type compiled struct {
 	rcode                         int
 	ede                           *dns.EDNS0_EDE
 	fall                          []string // nil: no fallthrough
+	vars                          []variable
+	conds                         []*expression.Value
+}
+
+// variable is one var of a template.
+type variable struct {
+	name  string
+	value *expression.Value
 }
 
 // Question is what a template is asked.
@@ -47,6 +57,9 @@ type Question struct {
 	Name string
 	// Remote is the client's IP address, for .Remote.
 	Remote string
+	// Request is the question as expressions see it (client, transport,
+	// EDNS0), for the templates with vars or conditions.
+	Request *expression.Request
 }
 
 // Verdict is what the templates do with a question.
@@ -78,7 +91,9 @@ type Response struct {
 
 // Claims reports whether the templates decide the question (answer it or
 // fail it) rather than pass it on, without executing anything: the fast
-// path leaves such names to the full one. It allocates nothing.
+// path leaves such names to the full one. A template with conditions
+// claims every name its patterns match, whether they hold being the
+// full path's to find. It allocates nothing.
 func (ts *Templates) Claims(name string, qclass, qtype uint16) bool {
 	t, _ := ts.decide(name, qclass, qtype)
 	return t != nil
@@ -92,6 +107,7 @@ func (ts *Templates) Claims(name string, qclass, qtype uint16) bool {
 func (ts *Templates) Bare(name string, qclass, qtype uint16) (rcode int, ok bool) {
 	t, matched := ts.decide(name, qclass, qtype)
 	if t == nil || !matched || len(t.answer)+len(t.authority)+len(t.additional) > 0 || t.ede != nil ||
+		len(t.vars)+len(t.conds) > 0 ||
 		t.rcode == dns.RcodeServerFailure || t.rcode > 0xF {
 		return 0, false
 	}
@@ -143,9 +159,47 @@ func (ts *Templates) Answer(q Question) Response {
 			}
 			return Response{Verdict: Failed, Err: fmt.Errorf("no pattern of the template for zone %s matches", zone)}
 		}
-		return t.respond(t.data(q, question, zone, re, groups))
+		d := t.data(q, question, zone, re, groups)
+		if len(t.vars)+len(t.conds) > 0 {
+			holds, err := t.evaluate(q, re, groups, d)
+			if err != nil {
+				// A var that fails, or a condition that does, fails the
+				// question, as in CoreDNS.
+				return Response{Verdict: Failed, Err: err}
+			}
+			if !holds {
+				if inAny(q.Name, t.fall) {
+					continue
+				}
+				return Response{Verdict: Failed, Err: fmt.Errorf("a condition of the template for zone %s does not hold", zone)}
+			}
+		}
+		return t.respond(d)
 	}
 	return Response{}
+}
+
+// evaluate sets the template's variables into d.Var and reports whether
+// its conditions hold; an error is a var or condition that failed.
+func (t *compiled) evaluate(q Question, re *regexp.Regexp, groups []string, d *data) (bool, error) {
+	r := q.Request
+	if r == nil {
+		question := q.Msg.Question[0]
+		r = &expression.Request{Name: q.Name, Type: question.Qtype, Class: question.Qclass, ID: q.Msg.Id, Opcode: q.Msg.Opcode}
+	}
+	scope := expression.NewScope(r, groups, re.SubexpNames())
+	for _, v := range t.vars {
+		if err := scope.Set(v.name, v.value); err != nil {
+			return false, err
+		}
+	}
+	d.Var = scope.Vars()
+	for _, c := range t.conds {
+		if holds, err := scope.Holds(c); err != nil || !holds {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // asks reports whether the template answers questions of this class and
@@ -177,7 +231,7 @@ type data struct {
 	Message  *dns.Msg          // the request
 	Question *dns.Question     // its question
 	Remote   string            // the client's IP address
-	Var      map[string]any    // CoreDNS's var results; none here
+	Var      map[string]any    // the template's vars, by name
 }
 
 // Meta is CoreDNS's metadata lookup; shardns has no metadata plugin, and
