@@ -427,7 +427,7 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 	want := []string{"/services", "discovery.k8s.io/endpointslices", "/namespaces", "/pods",
-		"networking.istio.io/serviceentries"}
+		"networking.istio.io/serviceentries", "multicluster.x-k8s.io/serviceimports"}
 	for _, w := range want {
 		if !granted[w] {
 			t.Errorf("ClusterRole does not grant %s", w)
@@ -699,8 +699,10 @@ func checkServesCorefile(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
-func TestDeployServiceMonitorComponent(t *testing.T) {
-	// A kustomization of the user's: the base plus the component.
+// renderWithComponent renders a kustomization of the user's: the base
+// plus deploy/components/NAME.
+func renderWithComponent(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
 	dir := t.TempDir()
 	abs, err := filepath.Abs(deployDir)
 	if err != nil {
@@ -710,11 +712,42 @@ func TestDeployServiceMonitorComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := fmt.Sprintf("resources: [%s/base]\ncomponents: [%s/components/servicemonitor]\n", rel, rel)
+	k := fmt.Sprintf("resources: [%s/base]\ncomponents: [%s/components/%s]\n", rel, rel, name)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	objs := render(t, dir)
+	return render(t, dir)
+}
+
+// The federation component grants get on nodes, nothing else, and the
+// replicas know their node's name to read.
+func TestDeployFederationComponent(t *testing.T) {
+	objs := renderWithComponent(t, "federation")
+	var role rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "shardns-federation", &role)
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"nodes"}) ||
+		!slices.Equal(role.Rules[0].Verbs, []string{"get"}) || !slices.Equal(role.Rules[0].APIGroups, []string{""}) {
+		t.Errorf("federation ClusterRole rules %+v, want get on nodes only", role.Rules)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	find(t, objs, "ClusterRoleBinding", "shardns-federation", &binding)
+	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "shardns" {
+		t.Errorf("federation binding %+v, want the shardns service account bound to %s", binding, role.Name)
+	}
+	var sts appsv1.StatefulSet
+	find(t, objs, "StatefulSet", "shardns", &sts)
+	nodeName := false
+	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		nodeName = nodeName || (e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "spec.nodeName")
+	}
+	if !nodeName {
+		t.Error("the StatefulSet does not set NODE_NAME from spec.nodeName")
+	}
+}
+
+func TestDeployServiceMonitorComponent(t *testing.T) {
+	objs := renderWithComponent(t, "servicemonitor")
 	sm := find(t, objs, "ServiceMonitor", "shardns", nil)
 	if len(objs) != len(render(t, deployDir))+1 {
 		t.Errorf("base plus component renders %d objects, want the base's and one ServiceMonitor", len(objs))
