@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -26,11 +25,7 @@ data:
 
 func writeKubeDNSFile(t *testing.T, name, content string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFileIn(t, t.TempDir(), name, content)
 }
 
 func TestConvertKubeDNS(t *testing.T) {

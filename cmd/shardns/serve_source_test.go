@@ -13,14 +13,7 @@ import (
 // memory and log; a line with no equivalent is an error naming it.
 func TestLoadConfigFromCorefileAndKubeDNS(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(name, text string) string { return writeFileIn(t, dir, name, text) }
 	core := write("Corefile", ".:5300 {\n    bind 127.0.0.1\n    cache 30\n    forward . 10.0.0.53\n}\n")
 	base := write("base.yaml", "cluster: {replicationFactor: 3, nodeName: r0}\nlog: {format: json}\n")
 	kubeDNS := write("kube-dns.yaml", kubeDNSConfigMap)
@@ -102,14 +95,7 @@ func TestKubeDNSSourceMalformedKey(t *testing.T) {
 // names one, else the base's is used.
 func TestLoadKubeDNSListenAndAPIFromBase(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(name, text string) string { return writeFileIn(t, dir, name, text) }
 	kubeDNS := write("kube-dns.yaml", kubeDNSConfigMap)
 	loopback := write("loopback.yaml", `dns: {listen: ["127.0.0.1:5300"]}
 http: {listen: "127.0.0.1:8300", metricsListen: ["127.0.0.1:9300"]}
@@ -150,4 +136,14 @@ kubernetes: {kubeconfig: /etc/kube/config, context: ops}
 	if !slices.Equal(l.cfg.DNS.Listen, []string{"127.0.0.2:5353"}) || l.cfg.Kubernetes.Kubeconfig != "/etc/kube/config" {
 		t.Errorf("a Corefile's listen %v and kubeconfig %q, want its own listen and the base's kubeconfig", l.cfg.DNS.Listen, l.cfg.Kubernetes.Kubeconfig)
 	}
+}
+
+// writeFileIn writes text to the file name in dir and returns its path.
+func writeFileIn(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
