@@ -63,7 +63,7 @@ func (c *Config) validateFederation(bad func(key, format string, args ...any)) {
 		return
 	}
 	for name, domain := range f.Names {
-		if !validLabel(name) {
+		if !ValidLabel(name) {
 			bad("federation.names", "%q is not a DNS label (lower-case letters, digits and '-')", name)
 		}
 		if !ValidDomain(domain) {
@@ -93,9 +93,10 @@ func (c *Config) validateFederation(bad func(key, format string, args ...any)) {
 	}
 }
 
-// validLabel reports whether s is a lower-case RFC 1123 label, the form
-// of a federation name.
-func validLabel(s string) bool {
+// ValidLabel reports whether s is a lower-case RFC 1123 label, the form
+// kube-dns requires of a federation name (it is a label of the names it
+// serves).
+func ValidLabel(s string) bool {
 	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
 		return false
 	}

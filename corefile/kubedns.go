@@ -235,7 +235,7 @@ func (k *kubeDNS) readFederations(value any) error {
 		return err
 	}
 	for _, name := range kubeDNSSortedKeys(feds) {
-		if !kubeDNSLabel(name) {
+		if !config.ValidLabel(name) {
 			return fmt.Errorf("%s: name %q is not a DNS label", kubeDNSFederations, name)
 		}
 		d, err := NormalizeZone(feds[name])
@@ -245,20 +245,6 @@ func (k *kubeDNS) readFederations(value any) error {
 		k.Federations = append(k.Federations, kubeDNSFederation{Name: name, Domain: d})
 	}
 	return nil
-}
-
-// kubeDNSLabel reports whether s is an RFC 1123 label, as kube-dns
-// requires of a federation name (it is a label of the names it serves).
-func kubeDNSLabel(s string) bool {
-	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '-' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9')) {
-			return false
-		}
-	}
-	return true
 }
 
 // kubeDNSNameservers checks that each entry is an IP or IP:port, as

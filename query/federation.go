@@ -55,50 +55,48 @@ type federated struct {
 	chased  string // the CNAME target being resolved upstream, if any
 }
 
-// match reports whether name (lower case) lies in a federation zone with
-// a federation's name as the label before the last, and returns the
-// name without it. It allocates only on a match.
-func (f *Federation) match(name string) (fed federated, ok bool) {
+// federationName is a name split around its federation label, every
+// part a substring of the name.
+type federationName struct {
+	zone   string // the federation zone it lies in
+	rel    string // the name relative to it: "svc.ns.fed.svc."
+	front  string // the labels before the federation's: "svc.ns."
+	last   string // the label after it: "svc"
+	domain string // the federation's domain
+}
+
+// split reports, without allocating, whether name (lower case) lies in a
+// federation zone with a federation's name as the label before the
+// last, and returns its parts.
+func (f *Federation) split(name string) (federationName, bool) {
 	for _, z := range f.Zones {
 		if !zone.InZone(name, z) || len(name) == len(z) {
 			continue
 		}
-		rel := zone.Relative(name, z) // "svc.ns.fed.svc."
-		last, rest := lastLabelOf(rel)
-		label, front := lastLabelOf(rest)
-		domain, found := f.Domains[label]
-		if !found || rest == "" {
-			continue
+		rel := zone.Relative(name, z)
+		last, rest := zone.LastLabel(rel)
+		label, front := zone.LastLabel(rest)
+		if domain, found := f.Domains[label]; found && rest != "" {
+			return federationName{zone: z, rel: rel, front: front, last: last, domain: domain}, true
 		}
-		return federated{without: zone.Join(front+last+".", z), target: rel, domain: domain}, true
 	}
-	return federated{}, false
+	return federationName{}, false
+}
+
+// match is split's answer as a question to answer without the label.
+func (f *Federation) match(name string) (federated, bool) {
+	n, ok := f.split(name)
+	if !ok {
+		return federated{}, false
+	}
+	return federated{without: zone.Join(n.front+n.last+".", n.zone), target: n.rel, domain: n.domain}, true
 }
 
 // claims reports, without allocating, whether name is a federation name,
 // so the fast path leaves it to the full one.
 func (f *Federation) claims(name string) bool {
-	for _, z := range f.Zones {
-		if !zone.InZone(name, z) || len(name) == len(z) {
-			continue
-		}
-		_, rest := lastLabelOf(zone.Relative(name, z))
-		label, _ := lastLabelOf(rest)
-		if _, found := f.Domains[label]; found && rest != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// lastLabelOf splits "a.b.c." into "c" and "a.b." (the rest keeps its dot).
-func lastLabelOf(rel string) (label, rest string) {
-	s := strings.TrimSuffix(rel, ".")
-	i := strings.LastIndexByte(s, '.')
-	if i < 0 {
-		return s, ""
-	}
-	return s[i+1:], s[:i+1]
+	_, ok := f.split(name)
+	return ok
 }
 
 // federate takes the federation label out of the question of x when it

@@ -138,6 +138,11 @@ func InZone(name, zone string) bool {
 	return n == 0 || name[n-1] == '.'
 }
 
+// LastLabel splits "a.b.c." into "c" and "a.b." (the rest keeps its
+// dot), for the packages that read names relative to a zone as this one
+// does.
+func LastLabel(rel string) (label, rest string) { return lastLabel(rel) }
+
 // lastLabel splits "a.b.c." into "c" and "a.b." (the rest keeps its dot).
 func lastLabel(rel string) (label, rest string) {
 	s := strings.TrimSuffix(rel, ".")
