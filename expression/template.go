@@ -120,13 +120,11 @@ func (s *Scope) Holds(v *Value) (bool, error) {
 // Vars are the variables set so far, for a template's .Var.
 func (s *Scope) Vars() map[string]any { return s.vars }
 
-// templateEnv is the request functions of e as a map, and group(): by
+// templateEnv is the request functions of e as a map, under the names
+// of env's expr tags (one list for views and templates), and group(): by
 // name or by index, "" when there is no such group.
 func templateEnv(e *env, groups, names []string) map[string]any {
-	return map[string]any{
-		"incidr": e.Incidr, "metadata": e.Metadata, "type": e.Type, "name": e.Name, "class": e.Class,
-		"proto": e.Proto, "size": e.Size, "client_ip": e.ClientIP, "port": e.Port, "id": e.ID,
-		"opcode": e.Opcode, "do": e.Do, "bufsize": e.BufSize, "server_ip": e.ServerIP, "server_port": e.ServerPort,
+	m := map[string]any{
 		"group": func(key any) string {
 			switch k := key.(type) {
 			case int:
@@ -143,4 +141,11 @@ func templateEnv(e *env, groups, names []string) map[string]any {
 			return ""
 		},
 	}
+	v := reflect.ValueOf(e).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if name := f.Tag.Get("expr"); name != "" {
+			m[name] = v.FieldByIndex(f.Index).Interface()
+		}
+	}
+	return m
 }
