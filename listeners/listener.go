@@ -48,6 +48,8 @@ type Config struct {
 	UDPReaders     int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)
 	RateLimit      *RateLimiter       // UDP queries per client address; nil: no limit
 	RateLimited    prometheus.Counter // counts datagrams RateLimit dropped; may be nil
+	RRL            *RRL               // UDP response rate limiting; nil: none
+	RRLCounters    *RRLCounters       // counts RRL's decisions; may be nil
 	Logger         *slog.Logger
 }
 
