@@ -1,6 +1,7 @@
 package listeners
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -240,5 +241,32 @@ func BenchmarkRRLDecide(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Decide(client, resp)
+	}
+}
+
+// BenchmarkServeUDPRRL is BenchmarkServeUDP with RRL on (and never
+// reached): the UDP path stays free of allocations.
+func BenchmarkServeUDPRRL(b *testing.B) {
+	var rates [NumRRLClasses]int
+	for c := range rates {
+		rates[c] = 1 << 30
+	}
+	r := NewRRL(time.Now)
+	r.Configure(RRLConfig{PerSecond: rates, Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56, Window: 15 * time.Second, MaxTableSize: 100000})
+	addr := startListenerWith(b, Config{MaxConnections: 4, IdleTimeout: time.Second, RRL: r, RRLCounters: rrlTestCounters()})
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	req, buf := packedQuery(b), make([]byte, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := conn.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Read(buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
