@@ -97,11 +97,17 @@ type DNSConfig struct {
 	TCPWriteTimeout Duration `json:"tcpWriteTimeout"`
 	// TCPMaxConnections bounds concurrent TCP connections per listener.
 	TCPMaxConnections int `json:"tcpMaxConnections"`
+	// TCPMaxConnectionsPerSource bounds the TCP (TLS, HTTPS) connections
+	// of one client address per listener; a further one from it closes
+	// its idlest. 0: no bound but TCPMaxConnections.
+	TCPMaxConnectionsPerSource int `json:"tcpMaxConnectionsPerSource"`
 	// TCPMaxQueries closes a TCP connection after this many queries, so
 	// one client cannot hold a connection for ever; 0: no bound.
 	TCPMaxQueries int `json:"tcpMaxQueries"`
 	// RateLimit bounds the UDP queries of each client; off by default.
 	RateLimit RateLimitConfig `json:"rateLimit"`
+	// RRL is response rate limiting on UDP answers; off by default.
+	RRL RRLConfig `json:"rrl"`
 }
 
 // HTTPConfig is the health, readiness and metrics endpoint.
@@ -418,7 +424,7 @@ func Default() *Config {
 	return &Config{
 		Mode: "replica",
 		DNS: DNSConfig{Listen: []string{"127.0.0.1:5353"}, TCPIdleTimeout: Duration(10e9),
-			TCPMaxConnections: 1024, TCPMaxQueries: 10000},
+			TCPMaxConnections: 1024, TCPMaxConnectionsPerSource: 256, TCPMaxQueries: 10000},
 		HTTP: HTTPConfig{Listen: "127.0.0.1:8080", Lameduck: Duration(5e9)},
 		Kubernetes: KubernetesConfig{
 			Enabled:        true,
@@ -544,6 +550,10 @@ func (c *Config) validate() error {
 	if c.DNS.TCPMaxConnections <= 0 {
 		bad("dns.tcpMaxConnections", "must be positive")
 	}
+	if c.DNS.TCPMaxConnectionsPerSource < 0 {
+		bad("dns.tcpMaxConnectionsPerSource", "must not be negative")
+	}
+	validateRRL(bad, &c.DNS.RRL)
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen); err != nil {
 			bad("http.listen", "%v", err)

@@ -81,7 +81,7 @@ func (l *httpsListener) start() {
 		// Failed handshakes and broken clients are not the server's errors.
 		ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug),
 	}
-	ln := &boundedListener{Listener: l.sockets.TCP, conns: l.conns, limit: l.cfg.MaxConnections}
+	ln := &boundedListener{Listener: l.sockets.TCP, conns: l.conns, bounds: l.cfg.bounds()}
 	l.wg.Go(func() {
 		if err := l.server.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			l.cfg.Logger.Error("https listener", "addr", l.sockets.Addr(), "err", err)
@@ -270,12 +270,12 @@ func serverFailure(req []byte) []byte {
 	return b
 }
 
-// boundedListener closes connections over the limit at once, as the TCP
-// listener does, and tracks the rest so stopping can close them.
+// boundedListener applies the connection bounds (conns.go), as the TCP
+// listener does, and tracks the connections so stopping can close them.
 type boundedListener struct {
 	net.Listener
-	conns *connSet
-	limit int
+	conns  *connSet
+	bounds connBounds
 }
 
 func (l *boundedListener) Accept() (net.Conn, error) {
@@ -284,21 +284,31 @@ func (l *boundedListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.conns.add(c, l.limit) {
-			return &trackedConn{Conn: c, conns: l.conns}, nil
+		if s := l.conns.add(c, l.bounds); s != nil {
+			return &trackedConn{Conn: c, conns: l.conns, state: s}, nil
 		}
 		c.Close()
 	}
 }
 
-// trackedConn leaves its connSet when closed.
+// trackedConn marks its connection active when it reads, and leaves its
+// connSet when closed.
 type trackedConn struct {
 	net.Conn
 	conns *connSet
+	state *trackedConnState
 	once  sync.Once
 }
 
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.conns.touch(c.state)
+	}
+	return n, err
+}
+
 func (c *trackedConn) Close() error {
-	c.once.Do(func() { c.conns.remove(c.Conn) })
+	c.once.Do(func() { c.conns.remove(c.state) })
 	return c.Conn.Close()
 }

@@ -125,6 +125,15 @@ func tlsListener(t *testing.T, transport string, blocks ...Block) (string, *x509
 // test zone's).
 func tlsListenerWith(t *testing.T, transport string, handler *atomic.Pointer[query.Handler], blocks ...Block) (string, *x509.CertPool) {
 	t.Helper()
+	var scope atomic.Pointer[Scope]
+	scope.Store(NewScope(append([]Block{{Zones: []string{"cluster.local"}}}, blocks...), ""))
+	return tlsListenerConfig(t, transport, Config{MaxConnections: 16, MaxQueries: 100, IdleTimeout: 2 * time.Second,
+		Scope: &scope, Handler: handler})
+}
+
+// tlsListenerConfig is tlsListener with the bounds and scope of cfg.
+func tlsListenerConfig(t *testing.T, transport string, cfg Config) (string, *x509.CertPool) {
+	t.Helper()
 	certFile, keyFile, cert := testutil.WriteCert(t, t.TempDir(), "server", "shardns test")
 	c, err := LoadCertificate(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -134,10 +143,7 @@ func tlsListenerWith(t *testing.T, transport string, handler *atomic.Pointer[que
 	if err != nil {
 		t.Fatal(err)
 	}
-	var scope atomic.Pointer[Scope]
-	scope.Store(NewScope(append([]Block{{Zones: []string{"cluster.local"}}}, blocks...), ""))
-	cfg := Config{MaxConnections: 16, MaxQueries: 100, IdleTimeout: 2 * time.Second,
-		Scope: &scope, TLS: c.TLSConfig(), Handler: handler}
+	cfg.TLS = c.TLSConfig()
 	props := NewProps
 	if transport == "https" {
 		props = NewHTTPSProps

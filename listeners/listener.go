@@ -43,12 +43,19 @@ type Config struct {
 	IdleTimeout    time.Duration      // TCP: close after this long without a query
 	ReadTimeout    time.Duration      // TCP: close a new connection whose first query is not in by then; 0: IdleTimeout
 	WriteTimeout   time.Duration      // TCP: bound on writing one response; 0: IdleTimeout
-	MaxConnections int                // TCP: concurrent connections; more are closed at once
-	MaxQueries     int                // TCP: queries per connection before it is closed; 0: no bound
-	UDPReaders     int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)
-	RateLimit      *RateLimiter       // UDP queries per client address; nil: no limit
-	RateLimited    prometheus.Counter // counts datagrams RateLimit dropped; may be nil
-	Logger         *slog.Logger
+	MaxConnections int                // TCP: concurrent connections; one more closes the idlest
+	// MaxConnectionsPerSource bounds one client address's connections;
+	// one more closes its own idlest. 0: no bound but MaxConnections.
+	MaxConnectionsPerSource int
+	Evicted                 prometheus.Counter // counts connections closed for MaxConnections; may be nil
+	EvictedSource           prometheus.Counter // counts connections closed for MaxConnectionsPerSource; may be nil
+	MaxQueries              int                // TCP: queries per connection before it is closed; 0: no bound
+	UDPReaders              int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)
+	RateLimit               *RateLimiter       // UDP queries per client address; nil: no limit
+	RateLimited             prometheus.Counter // counts datagrams RateLimit dropped; may be nil
+	RRL                     *RRL               // UDP response rate limiting; nil: none
+	RRLCounters             *RRLCounters       // counts RRL's decisions; may be nil
+	Logger                  *slog.Logger
 }
 
 // Sockets are the bound sockets of one address. UDP is nil for DNS over

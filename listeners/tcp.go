@@ -14,43 +14,9 @@ import (
 
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
-// connSet tracks open TCP connections so stop can close them.
-type connSet struct {
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-}
-
-func newConnSet() *connSet { return &connSet{conns: map[net.Conn]struct{}{}} }
-
-// add registers c unless limit connections are open already.
-func (s *connSet) add(c net.Conn, limit int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conns == nil || len(s.conns) >= limit {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *connSet) remove(c net.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-}
-
-// closeAll closes every connection and refuses new ones.
-func (s *connSet) closeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.conns = nil
-}
-
-// serveTCP accepts connections until the listener closes. Connections over
-// the limit are closed at once, so a flood cannot starve memory.
+// serveTCP accepts connections until the listener closes. A connection
+// over the bounds closes the idlest one (conns.go), so a flood cannot
+// starve memory nor lock new clients out.
 func (l *listener) serveTCP() {
 	for {
 		c, err := l.sockets.TCP.Accept()
@@ -62,14 +28,15 @@ func (l *listener) serveTCP() {
 			time.Sleep(10 * time.Millisecond) // back off on EMFILE and the like
 			continue
 		}
-		if !l.conns.add(c, l.cfg.MaxConnections) {
+		s := l.conns.add(c, l.cfg.bounds())
+		if s == nil {
 			c.Close()
 			continue
 		}
 		l.wg.Go(func() {
-			defer l.conns.remove(c)
+			defer l.conns.remove(s)
 			defer c.Close()
-			l.serveConn(c)
+			l.serveConn(c, s)
 		})
 	}
 }
@@ -77,7 +44,7 @@ func (l *listener) serveTCP() {
 // serveConn answers length-prefixed queries in order until the client
 // closes, goes idle past the timeout, or sends something malformed. A
 // client that sends one byte and stalls holds only its own goroutine.
-func (l *listener) serveConn(c net.Conn) {
+func (l *listener) serveConn(c net.Conn, s *trackedConnState) {
 	w := &tcpWriter{conn: c, timeout: l.cfg.writeTimeout()}
 	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w, Stream: w}
 	t.Client, t.Server = addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())
@@ -101,6 +68,7 @@ func (l *listener) serveConn(c net.Conn) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return
 		}
+		l.conns.touch(s)
 		resp := l.serve(buf, t, out[:0])
 		if resp == nil {
 			if !query.Pending(buf) {

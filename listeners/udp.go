@@ -1,6 +1,9 @@
 package listeners
 
 import (
+	"bytes"
+	"net/netip"
+
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/query"
@@ -35,6 +38,10 @@ func (l *listener) serveUDP() {
 	}
 	defer b.done()
 	local := addrPort(s.LocalAddr())
+	var late query.LateWriter = s
+	if l.cfg.RRL != nil {
+		late = &rrlLate{l: l, s: s}
+	}
 	for {
 		n, err := b.read()
 		if err != nil {
@@ -53,8 +60,8 @@ func (l *listener) serveUDP() {
 			var resp []byte
 			switch {
 			case !truncated:
-				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: s, Client: from, Server: local}
-				resp = l.serve(req, t, b.bufs[answers])
+				t := query.Transport{IPv6: from.Addr().Is6() && !from.Addr().Is4In6(), Late: late, Client: from, Server: local}
+				resp = l.limitResponse(from.Addr(), l.serve(req, t, b.bufs[answers]))
 			case query.Pending(req): // not a response, and long enough
 				// The rest of a message cut short cannot be read.
 				resp = query.AppendErrorReply(b.bufs[answers], req, dns.RcodeFormatError)
@@ -68,5 +75,41 @@ func (l *listener) serveUDP() {
 		if err := b.write(answers); err != nil && !isClosed(err) {
 			l.cfg.Logger.Debug("udp write", "err", err)
 		}
+	}
+}
+
+// limitResponse applies response rate limiting to resp, an answer to
+// client over UDP: resp itself, its slipped form, or nil to drop it.
+func (l *listener) limitResponse(client netip.Addr, resp []byte) []byte {
+	if l.cfg.RRL == nil || resp == nil {
+		return resp
+	}
+	class, action := l.cfg.RRL.Decide(client, resp)
+	if c := l.cfg.RRLCounters; c != nil && c[class][action] != nil {
+		c[class][action].Inc()
+	}
+	switch action {
+	case RRLDrop:
+		return nil
+	case RRLSlip:
+		if b, ok := slipped(resp); ok {
+			return b
+		}
+		return nil
+	}
+	return resp
+}
+
+// rrlLate applies response rate limiting to forwarded answers, which
+// are written to UDP clients later, from the forwarder's goroutine.
+type rrlLate struct {
+	l *listener
+	s *UDPSocket
+}
+
+func (w *rrlLate) WriteLate(resp []byte, to netip.AddrPort) {
+	// The forwarder may keep resp: limit a copy.
+	if resp = w.l.limitResponse(to.Addr(), bytes.Clone(resp)); resp != nil {
+		w.s.WriteLate(resp, to)
 	}
 }

@@ -19,6 +19,13 @@ type DNS struct {
 	Panics                    prometheus.Counter
 	Autopath                  *prometheus.CounterVec // server: searches answered on the server
 	DNS64Translated           *prometheus.CounterVec // server: AAAA answers synthesised from A records
+	// RRL counts UDP answers over a response rate limit: server, class
+	// (answer, nodata, nxdomain, referral, error), action (slipped,
+	// dropped, reported).
+	RRL *prometheus.CounterVec
+	// TCPEvicted counts connections closed to let a new one in: server,
+	// reason (full: the listener's bound; source: the client's own bound).
+	TCPEvicted *prometheus.CounterVec
 }
 
 // ACL are the access lists' metrics, as CoreDNS's acl plugin's.
@@ -157,7 +164,15 @@ func New(version string) (*prometheus.Registry, *All) {
 		Namespace: "shardns", Subsystem: "dns64", Name: "requests_translated_total",
 		Help: "Counter of DNS requests translated by dns64.",
 	}, []string{"server"})
-	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath, d.DNS64Translated)
+	d.RRL = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "shardns", Subsystem: "dns", Name: "rrl_responses_total",
+		Help: "Counter of UDP responses over a response rate limit, by class and action.",
+	}, []string{"server", "class", "action"})
+	d.TCPEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "shardns", Subsystem: "dns", Name: "tcp_evicted_total",
+		Help: "Counter of idle TCP, TLS and HTTPS connections closed to let a new one in, by reason.",
+	}, []string{"server", "reason"})
+	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath, d.DNS64Translated, d.RRL, d.TCPEvicted)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "shardns", Name: "build_info",
 		Help: "A metric with a constant '1' value labeled by version and goversion.",

@@ -104,6 +104,7 @@ type listenerEntry struct {
 	handler atomic.Pointer[query.Handler]
 	scope   atomic.Pointer[listeners.Scope]
 	limiter *listeners.RateLimiter // dns.rateLimit, reconfigured on reload
+	rrl     *listeners.RRL         // dns.rrl, reconfigured on reload
 }
 
 // Option adjusts a node before it starts.
@@ -248,12 +249,13 @@ func (n *Node) startListener(e *listenerEntry, c *core) {
 	e.scope.Store(e.spec.scope())
 	e.limiter = listeners.NewRateLimiter(time.Now)
 	e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
+	e.rrl = listeners.NewRRL(time.Now)
+	e.rrl.Configure(rrlConfig(n.cfg.DNS.RRL))
 	cfg := listeners.Config{Handler: &e.handler, Scope: &e.scope,
 		IdleTimeout: n.cfg.DNS.TCPIdleTimeout.D(), MaxConnections: n.cfg.DNS.TCPMaxConnections,
 		ReadTimeout: n.cfg.DNS.TCPReadTimeout.D(), WriteTimeout: n.cfg.DNS.TCPWriteTimeout.D(),
-		MaxQueries: n.cfg.DNS.TCPMaxQueries, RateLimit: e.limiter,
-		RateLimited: n.metrics.DNS.Dropped.WithLabelValues("dns://"+e.sockets.Addr(), "ratelimit"),
-		Logger:      n.log, Panics: n.metrics.DNS.Panics}
+		MaxQueries: n.cfg.DNS.TCPMaxQueries, Logger: n.log, Panics: n.metrics.DNS.Panics}
+	n.limits(e, &cfg)
 	props := listeners.NewProps
 	if e.cert != nil {
 		cfg.TLS = e.cert.TLSConfig()

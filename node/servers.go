@@ -189,6 +189,7 @@ func (n *Node) applyListeners(ch *listenerChanges, c *core) {
 		e.handler.Store(n.listenerHandler(e, c))
 		e.scope.Store(sp.scope())
 		e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
+		e.rrl.Configure(rrlConfig(n.cfg.DNS.RRL))
 	}
 	for key, e := range ch.added {
 		n.listeners[key] = e
