@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func ptr[T any](v T) *T { return &v }
 
 // Zones and hints reach the model as written; hints naming no zone are
 // malformed and dropped whole, never the endpoint or its addresses.
