@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-
 // Zones and hints reach the model as written; hints naming no zone are
 // malformed and dropped whole, never the endpoint or its addresses.
 func TestEndpointTopology(t *testing.T) {
