@@ -149,4 +149,3 @@ cluster:
 	p := startShardns(t, cfg)
 	return &replicaProcess{process: p, http: p.httpAddr(t)}
 }
-
