@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardns/shardns/template"
+	"github.com/shardns/shardns/zone"
 )
 
 // The modes a process runs in.
@@ -172,6 +173,19 @@ type KubernetesConfig struct {
 	// <service>.<namespace>.svc names answer ServiceImports and the
 	// EndpointSlices imported for them; empty serves none.
 	Multicluster []string `json:"multicluster"`
+	// Topology orders the answers of headless Services for the zone of
+	// the node this process runs on, following the EndpointSlices' hints
+	// (and trafficDistribution: PreferClose): off (default), prefer (the
+	// zone's endpoints first) or only (them alone); a zone with none
+	// gets every ready endpoint.
+	Topology string `json:"topology"`
+	// NodeName is the Node whose topology.kubernetes.io/zone label is
+	// this process's zone; empty: the NODE_NAME environment variable
+	// (spec.nodeName in the deploy/ manifests).
+	NodeName string `json:"nodeName"`
+	// NodeZone is this process's zone, given instead of read from its
+	// Node (no API access needed).
+	NodeZone string `json:"nodeZone"`
 }
 
 // ExternalConfig is CoreDNS's k8s_external: <service>.<namespace>.<zone>
@@ -657,6 +671,9 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		bad("kubernetes.context", "needs kubernetes.kubeconfig")
 	}
 	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, true)
+	if _, ok := zone.ParseTopologyMode(k.Topology); !ok {
+		bad("kubernetes.topology", "must be off, prefer or only, got %q", k.Topology)
+	}
 	if k.External != nil {
 		c.validateExternal(bad)
 	}

@@ -27,7 +27,7 @@ type Frozen string
 // FrozenFormat is the version of Frozen's encoding. A replica refuses a
 // zone handed over in another: a rolling upgrade that changes the
 // encoding then loads gained zones from the API server only.
-const FrozenFormat = 2
+const FrozenFormat = 3
 
 // errFrozen reports a frozen object that cannot be decoded; only a bug
 // can make one, since the process wrote it.
@@ -45,7 +45,7 @@ func Freeze(obj any) (f Frozen, ok bool) {
 func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 	switch o := obj.(type) {
 	case *Service:
-		b = append(b, byte(KindService), byte(o.Type))
+		b = append(b, byte(KindService), byte(o.Type), serviceFlags(o))
 		b = appendAddrs(b, o.ClusterIPs)
 		b = appendString(b, o.ExternalName)
 		b = appendPorts(b, o.Ports)
@@ -103,8 +103,23 @@ func appendSlice(b []byte, o *EndpointSlice) []byte {
 		b = appendString(b, e.Hostname)
 		b = appendString(b, e.TargetPodName)
 		b = appendAddrs(b, e.Addresses)
+		b = appendString(b, e.Zone)
+		b = binary.AppendUvarint(b, uint64(len(e.ForZones)))
+		for _, z := range e.ForZones {
+			b = appendString(b, z)
+		}
 	}
 	return b
+}
+
+// The bits of a Service's flags byte (format 3).
+const flagPreferClose = 1
+
+func serviceFlags(o *Service) byte {
+	if o.PreferClose {
+		return flagPreferClose
+	}
+	return 0
 }
 
 // ServiceName is the service a frozen EndpointSlice or MultiClusterSlice
@@ -128,6 +143,7 @@ func (f Frozen) Thaw(namespace, name, resourceVersion string) (any, error) {
 	case KindService:
 		o := &Service{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}
 		o.Type = ServiceType(d.byte())
+		o.PreferClose = d.byte()&flagPreferClose != 0
 		o.ClusterIPs = d.addrs()
 		o.ExternalName = d.string()
 		o.Ports = d.ports()
@@ -177,6 +193,8 @@ func (d *decoder) slice(o *EndpointSlice) {
 		if len(addrs) > start {
 			e.Addresses = addrs[start:len(addrs):len(addrs)]
 		}
+		e.Zone = d.string()
+		e.ForZones = list(d, d.string)
 		o.Endpoints = append(o.Endpoints, e)
 	}
 }

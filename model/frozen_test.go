@@ -29,6 +29,8 @@ func frozenSamples() []any {
 		{Name: "", Protocol: "SCTP", Port: 65535}, {Name: "odd", Protocol: "QUIC", Port: 1}}
 	headless := svc("headless")
 	headless.Type = ServiceHeadless
+	nearby := svc("close")
+	nearby.Type, nearby.PreferClose = ServiceHeadless, true
 	external := svc("external")
 	external.Type, external.ExternalName = ServiceExternalName, "db.example.org."
 	// k8s_external answers these: spec.externalIPs, then the load
@@ -45,6 +47,8 @@ func frozenSamples() []any {
 			{Addresses: addrs("10.1.2.3"), Hostname: "web-0", TargetPodName: "web-0", Ready: true},
 			{Addresses: addrs("fd00::1:2", "10.1.2.4"), TargetPodName: "web-7f9c-xk2p4"},
 			{Addresses: addrs("10.1.2.5"), Ready: true},
+			{Addresses: addrs("10.1.2.6"), Ready: true, Zone: "zone-a", ForZones: []string{"zone-a", "zone-b"}},
+			{Addresses: addrs("10.1.2.7"), Ready: true, Zone: "zone-b"},
 		}}
 	empty := &EndpointSlice{Namespace: "ns", Name: "empty", ResourceVersion: "1", ServiceName: "idle",
 		Endpoints: []Endpoint{}}
@@ -56,7 +60,7 @@ func frozenSamples() []any {
 	importedHeadless := &ServiceImport{Namespace: "ns", Name: "db", ResourceVersion: "4", Headless: true}
 	remote := &MultiClusterSlice{EndpointSlice: *slice, ClusterID: "east"}
 	remote.Name = "web-east-abcde"
-	return []any{dual, headless, external, balanced, headlessExternal, slice, empty, pod, imported, importedHeadless, remote}
+	return []any{dual, headless, nearby, external, balanced, headlessExternal, slice, empty, pod, imported, importedHeadless, remote}
 }
 
 // identity is what the holder of a frozen object keeps beside it.

@@ -96,6 +96,10 @@ type Service struct {
 	// status.loadBalancer.ingress, the order k8s_external answers them
 	// in; nil for the many services that have none.
 	ExternalIPs []netip.Addr
+	// PreferClose is spec.trafficDistribution PreferClose: a headless
+	// answer may put the endpoints of the client's zone first even where
+	// the slices carry no hints.
+	PreferClose bool
 }
 
 // Key returns the object key of s.
@@ -107,6 +111,11 @@ type Endpoint struct {
 	Hostname      string // spec hostname, may be empty
 	TargetPodName string // name of the pod behind it, if any
 	Ready         bool
+	// Zone is the topology zone the endpoint is in; may be empty.
+	Zone string
+	// ForZones are the zones the endpoint is hinted for (hints.forZones);
+	// nil when the endpoint has no hints, or malformed ones.
+	ForZones []string
 }
 
 // EndpointSlice is the DNS view of a discovery.k8s.io/v1 EndpointSlice.

@@ -449,12 +449,12 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 	m := n.metrics.Cluster
 	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
 	return &query.Cluster{
-		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
+		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
 			addr, ok := n.remoteOf(member)
 			if !ok {
 				return nil, fmt.Errorf("%s is not a member", member)
 			}
-			m, err := n.cluster.dispatch.Ask(ctx, addr, zoneKey, name, qtype)
+			m, err := n.cluster.dispatch.Ask(ctx, addr, zoneKey, name, qtype, topo)
 			switch {
 			case errors.Is(err, dispatch.ErrNotServed):
 				return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)

@@ -61,7 +61,9 @@ type core struct {
 	// zone and region current (nil when they are configured).
 	federation *query.Federation
 	locality   *localityWatch
-	acl        *acl.Lists
+	// topology keeps answer's node zone its Node's (kubernetes.topology).
+	topology *localityWatch
+	acl      *acl.Lists
 	// views answer the queries their expressions hold for (views.go).
 	views []viewPlane
 }
@@ -261,6 +263,7 @@ func answerConfig(cfg *config.Config) *zone.Config {
 	k := cfg.Kubernetes
 	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames, IgnoreEmptyService: k.IgnoreEmptyService,
 		MeshTTL: uint32(cfg.Istio.TTL)}
+	a.Topology, _ = zone.ParseTopologyMode(k.Topology) // validated at load
 	for _, z := range k.Zones {
 		a.Domains.Cluster = append(a.Domains.Cluster, zone.Fqdn(z))
 	}

@@ -48,19 +48,31 @@ func (c *core) buildFederation() error {
 	if err != nil {
 		return err
 	}
-	c.locality = &localityWatch{read: client.NodeLocality, node: nodeName, set: c.federation.SetLocality,
-		log: c.log.With("component", "federation"), refresh: localityRefresh, retry: localityRetry}
+	set := c.federation.SetLocality
+	c.locality = &localityWatch{read: client.NodeLocality, node: nodeName,
+		set: func(l query.Locality) {
+			set(l)
+			c.log.Info("federation names point to this node's zone and region", "node", nodeName, "zone", l.Zone, "region", l.Region)
+		},
+		failing: "federation CNAMEs get SERVFAIL until the node's zone and region are read",
+		log:     c.log.With("component", "federation"), refresh: localityRefresh, retry: localityRetry}
 	return nil
 }
 
-// localityWatch keeps a federation's locality the one of its Node's
-// labels: read at start, then every localityRefresh. Until the first
-// read succeeds, names that need a CNAME get SERVFAIL.
+// localityWatch keeps a locality the one of its Node's labels: read at
+// start, then every localityRefresh; set is told each new one. Until the
+// first read succeeds, what depends on it waits (federation CNAMEs get
+// SERVFAIL, headless answers keep their usual order).
 type localityWatch struct {
 	read func(ctx context.Context, node string) (zone, region string, err error)
 	node string
 	set  func(query.Locality)
-	log  *slog.Logger
+	// exact keeps the labels' case: EndpointSlice zones compare exactly,
+	// where federation names are lower case.
+	exact bool
+	// failing is logged, with the cause, while reads fail.
+	failing string
+	log     *slog.Logger
 	// refresh and retry are the waits after a read that worked and one
 	// that failed.
 	refresh, retry time.Duration
@@ -83,6 +95,10 @@ func (w *localityWatch) stop() {
 func (w *localityWatch) run(ctx context.Context) {
 	var last query.Locality
 	var failing string
+	lower := zone.LowerASCII
+	if w.exact {
+		lower = func(s string) string { return s }
+	}
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		z, r, err := w.read(rctx, w.node)
@@ -92,15 +108,14 @@ func (w *localityWatch) run(ctx context.Context) {
 		case err != nil:
 			wait = w.retry
 			if err.Error() != failing { // once per cause, not every retry
-				w.log.Warn("federation CNAMEs get SERVFAIL until the node's zone and region are read", "err", err)
+				w.log.Warn(w.failing, "node", w.node, "err", err)
 				failing = err.Error()
 			}
 		default:
 			failing = ""
-			if l := (query.Locality{Zone: zone.LowerASCII(z), Region: zone.LowerASCII(r)}); l != last {
+			if l := (query.Locality{Zone: lower(z), Region: lower(r)}); l != last {
 				last = l
 				w.set(l)
-				w.log.Info("federation names point to this node's zone and region", "node", w.node, "zone", l.Zone, "region", l.Region)
 			}
 		}
 		select {

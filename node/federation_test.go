@@ -32,7 +32,7 @@ func TestLocalityWatch(t *testing.T) {
 		return r.zone, r.region, r.err
 	}
 	set := make(chan query.Locality, 8)
-	w := &localityWatch{read: read, node: "n1", set: func(l query.Locality) { set <- l },
+	w := &localityWatch{read: read, node: "n1", failing: "failing", set: func(l query.Locality) { set <- l },
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), refresh: time.Millisecond, retry: time.Millisecond}
 	w.start()
 	for _, want := range []query.Locality{{Zone: "zone-a", Region: "region-1"}, {Zone: "zone-b", Region: "region-1"}} {

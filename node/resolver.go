@@ -30,6 +30,9 @@ func (c *core) buildPlane(nodeName string) error {
 	if err := c.buildFederation(); err != nil {
 		return err
 	}
+	if err := c.buildTopology(); err != nil {
+		return err
+	}
 	if ch := c.cfg.Chaos; ch.Enabled {
 		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
 		if c.chaos.Version == "" {
@@ -92,6 +95,9 @@ func (c *core) startPlane(built *core, err error) (*core, error) {
 	if c.locality != nil {
 		c.locality.start()
 	}
+	if c.topology != nil {
+		c.topology.start()
+	}
 	return built, nil
 }
 
@@ -107,6 +113,9 @@ func (c *core) stopPlane() {
 	}
 	if c.locality != nil {
 		c.locality.stop()
+	}
+	if c.topology != nil {
+		c.topology.stop()
 	}
 }
 

@@ -34,6 +34,9 @@ type packedAnswer struct {
 	dir      *zone.Directory
 	rcode    int
 	zone     string // metrics label
+	// nodeZone is the zone the answer was ordered for: a node relabelled
+	// into another zone orders its answers again.
+	nodeZone string
 }
 
 // answerCache holds packed answers. It is bounded: when a shard is full,
@@ -246,7 +249,7 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 	limit := sizeLimit(t, q)
 	key := append(lname, byte(q.qtype>>8), byte(q.qtype), byte(limit>>8), byte(limit), boolByte(q.opt))
 	e := h.answers.get(key)
-	if e == nil || e.snap != snap || e.dir != dir {
+	if e == nil || e.snap != snap || e.dir != dir || e.nodeZone != h.Config.NodeZone() {
 		if e = h.buildPacked(name, q, limit, snap, dir, route.Origin); e == nil {
 			return nil, false
 		}
@@ -314,7 +317,7 @@ func (h *Handler) buildPacked(name string, q wireQuestion, limit uint16, snap *z
 	if q.opt {
 		req.SetEdns0(limit, false)
 	}
-	e := &packedAnswer{snap: snap, dir: dir, rcode: resp.Rcode, zone: origin}
+	e := &packedAnswer{snap: snap, dir: dir, rcode: resp.Rcode, zone: origin, nodeZone: h.Config.NodeZone()}
 	variants := 1
 	if h.LoadBalance && addressCount(resp.Answer) > 1 {
 		variants = lbVariants

@@ -21,8 +21,9 @@ import (
 type Cluster struct {
 	// Ask sends the question to the replica called member. An error that
 	// wraps ErrNotServed means the replica answered that it does not
-	// hold the zone (yet).
-	Ask func(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error)
+	// hold the zone (yet). topo is what the answer is ordered for: this
+	// process's own topology, which the replica asked follows.
+	Ask func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error)
 	// Cache holds owners' answers, bounded in size and by their TTLs.
 	Cache *cache.Cache
 	// Timeout bounds one attempt; Attempts × Timeout bounds the question.
@@ -99,7 +100,7 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 			if silent[member] || left <= 0 {
 				continue
 			}
-			m, err := c.ask(member, resp.Zone, name, qtype, min(c.Timeout, left))
+			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left))
 			if err == nil {
 				c.Cache.Put(key, m, c.Now())
 				return h.answerFromOwner(x, r, name, m, nil)
@@ -149,7 +150,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 		var wg sync.WaitGroup
 		for i, member := range resp.Remote {
 			wg.Go(func() {
-				m, err := c.ask(member, resp.Zone, name, qtype, left)
+				m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), left)
 				shares[i] = share{member: member, msg: m, err: err}
 			})
 		}
@@ -258,11 +259,11 @@ func appendNew(dst, rrs []dns.RR) []dns.RR {
 }
 
 // ask asks member once, for at most timeout.
-func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, timeout time.Duration) (*dns.Msg, error) {
+func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, topo zone.Topology, timeout time.Duration) (*dns.Msg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	m, err := c.Ask(ctx, member, zoneKey, name, qtype)
+	m, err := c.Ask(ctx, member, zoneKey, name, qtype, topo)
 	if c.Observe != nil {
 		c.Observe(member, time.Since(start), err)
 	}

@@ -66,7 +66,7 @@ type replicas struct {
 	answer map[string]func(ctx context.Context) (*dns.Msg, error)
 }
 
-func (r *replicas) ask(ctx context.Context, member, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
+func (r *replicas) ask(ctx context.Context, member, zoneKey, name string, qtype uint16, _ zone.Topology) (*dns.Msg, error) {
 	r.mu.Lock()
 	r.asked[member]++
 	f := r.answer[member]

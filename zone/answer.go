@@ -16,6 +16,9 @@ type Question struct {
 	// caller to the other replicas. A replica answering another's fan-out
 	// sets it, so a fan-out never fans out again.
 	LocalOnly bool
+	// Asker, when another process asked (over the cluster), is what its
+	// answer is ordered for (topology.go); nil: this process's own.
+	Asker *Topology
 }
 
 // Response is the outcome of Answer. Its records may share memory with the
@@ -336,6 +339,9 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 	}
 	if len(ans) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
+	}
+	if n.part != nil && n.part.topo != nil {
+		ans, extra = orderForZone(ans, extra, n.part.topo, cfg.topologyFor(q))
 	}
 	return Response{Answer: ans, Extra: extra}
 }

@@ -40,7 +40,12 @@ type Config struct {
 	// External serves k8s_external zones; nil serves none. Its zones and
 	// apex are those of Domains.External and Domains.ExternalApex.
 	External *External
+	// Topology is how this process orders the answers of hinted headless
+	// services for its node's zone (SetNodeZone); TopologyOff: not at
+	// all. Answers to other processes follow their own question's.
+	Topology TopologyMode
 
+	nodeZone nodeZone
 	// Prebuilt per cluster domain, so answers need no allocation.
 	apex map[string]*apexRecords
 }

@@ -36,6 +36,9 @@ type servicePart struct {
 	// bytes each).
 	data        []byte
 	names, refs uint32 // where the names' and the refs' index begin in data
+	// topo is the zones each endpoint address of a hinted headless
+	// service is preferred for (topology.go); nil for any other.
+	topo map[netip.Addr][]string
 }
 
 // partName is a name of a part, data[start:end] (its labels before the
@@ -211,10 +214,15 @@ func newServiceZone(cfg *Config, key, origin string, serial uint32, parts map[st
 func (s *Snapshot) buildParts(cfg *Config, bySvc map[string]ServiceSources) {
 	b := newBuilder()
 	for label, src := range bySvc {
+		var topo map[netip.Addr][]string
 		for _, svc := range src.Services {
 			s.addService(cfg, b, svc, src.Slices)
+			if t := preferredZones(svc, src.Slices); t != nil {
+				topo = t
+			}
 		}
 		if p := b.finishPart(label + "." + s.Key); p != nil {
+			p.topo = topo
 			s.parts[label] = p
 		} else {
 			delete(s.parts, label)

@@ -94,7 +94,7 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 	// zones, and reverse zones held whole, are unaffected: a zone held
 	// elsewhere still comes back with Remote, answered "not served", and
 	// so does a zone still loading here (Wait).
-	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype), LocalOnly: true})
+	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype), LocalOnly: true, Asker: askerTopology(q)})
 	notHere := len(resp.Remote) > 0 || resp.Wait
 	if resp.External || notHere || zone.KeyOf(cfg, view, q.Name) != q.Zone {
 		return reply, notHere // not a zone this replica serves now
@@ -110,6 +110,17 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 	}
 	reply.Served, reply.Msg = true, b
 	return reply, false
+}
+
+// askerTopology is what the answer to q is ordered for: the asker's mode
+// and zone. A mode this replica does not know, or none (an asker that
+// sends none), orders nothing: the usual answer.
+func askerTopology(q *wire.ZoneQuery) *zone.Topology {
+	t := &zone.Topology{Zone: q.TopologyZone}
+	if m := zone.TopologyMode(q.TopologyMode); q.TopologyMode <= uint32(zone.TopologyOnly) {
+		t.Mode = m
+	}
+	return t
 }
 
 // Client asks other replicas. It is safe for concurrent use.
@@ -167,13 +178,14 @@ func (c *Client) receiveReply(ctx actor.Context) {
 // Ask sends one question to the replica whose actor remote listens on
 // remoteAddr and waits for its answer until ctx ends. Only that replica's
 // dispatch actor can answer it, and only with a reply that echoes the
-// question.
-func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16) (*dns.Msg, error) {
+// question. The answer is ordered for topo (the asker's zone).
+func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
 	id, ch := c.pending.add(remoteAddr, ServerName, func(r *wire.ZoneReply) bool {
 		return r.Zone == zoneKey && r.Name == name && r.Qtype == uint32(qtype)
 	})
 	defer c.pending.done(id)
-	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype)}
+	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype),
+		TopologyMode: uint32(topo.Mode), TopologyZone: topo.Zone}
 	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, ServerName), q, c.replies)
 	select {
 	case r := <-ch:

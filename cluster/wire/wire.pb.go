@@ -29,10 +29,17 @@ type ZoneQuery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id matches the reply to the waiting query: random (crypto/rand), so
 	// that no other member can guess the id of a question it was not asked.
-	Id            uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Zone          string `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"` // zone key, e.g. "ns1.svc.cluster.local."
-	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // lower-case, fully qualified
-	Qtype         uint32 `protobuf:"varint,4,opt,name=qtype,proto3" json:"qtype,omitempty"`
+	Id    uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Zone  string `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"` // zone key, e.g. "ns1.svc.cluster.local."
+	Name  string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // lower-case, fully qualified
+	Qtype uint32 `protobuf:"varint,4,opt,name=qtype,proto3" json:"qtype,omitempty"`
+	// topology_mode and topology_zone are what the asker's answer is
+	// ordered for (kubernetes.topology: 0 off, 1 prefer, 2 only, and the
+	// zone of the asker's node): a headless Service's endpoints for that
+	// zone first, or alone. A replica that does not read them answers in
+	// the usual order; an asker that does not send them gets it.
+	TopologyMode  uint32 `protobuf:"varint,5,opt,name=topology_mode,json=topologyMode,proto3" json:"topology_mode,omitempty"`
+	TopologyZone  string `protobuf:"bytes,6,opt,name=topology_zone,json=topologyZone,proto3" json:"topology_zone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -93,6 +100,20 @@ func (x *ZoneQuery) GetQtype() uint32 {
 		return x.Qtype
 	}
 	return 0
+}
+
+func (x *ZoneQuery) GetTopologyMode() uint32 {
+	if x != nil {
+		return x.TopologyMode
+	}
+	return 0
+}
+
+func (x *ZoneQuery) GetTopologyZone() string {
+	if x != nil {
+		return x.TopologyZone
+	}
+	return ""
 }
 
 // ZoneReply answers a ZoneQuery.
@@ -630,12 +651,14 @@ var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x17cluster/wire/wire.proto\x12\x0fshardns.wire.v1\"Y\n" +
+	"\x17cluster/wire/wire.proto\x12\x0fshardns.wire.v1\"\xa3\x01\n" +
 	"\tZoneQuery\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
-	"\x05qtype\x18\x04 \x01(\rR\x05qtype\"\x83\x01\n" +
+	"\x05qtype\x18\x04 \x01(\rR\x05qtype\x12#\n" +
+	"\rtopology_mode\x18\x05 \x01(\rR\ftopologyMode\x12#\n" +
+	"\rtopology_zone\x18\x06 \x01(\tR\ftopologyZone\"\x83\x01\n" +
 	"\tZoneReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06served\x18\x02 \x01(\bR\x06served\x12\x10\n" +

@@ -41,6 +41,7 @@ func ServiceWarnings(s *corev1.Service) (*model.Service, []string, error) {
 		return nil, nil, err
 	}
 	warnings := externalIPs(s, out)
+	out.PreferClose = preferClose(s.Spec.TrafficDistribution)
 	return out, warnings, nil
 }
 
@@ -162,6 +163,7 @@ func endpointSlice(e *discoveryv1.EndpointSlice, svc string) (*model.EndpointSli
 		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 			m.TargetPodName = ep.TargetRef.Name
 		}
+		m.Zone, m.ForZones = topology(ep)
 		m.Addresses = make([]netip.Addr, 0, len(ep.Addresses))
 		for _, a := range ep.Addresses {
 			ip, err := parseIP(a)
@@ -173,6 +175,43 @@ func endpointSlice(e *discoveryv1.EndpointSlice, svc string) (*model.EndpointSli
 		out.Endpoints = append(out.Endpoints, m)
 	}
 	return out, nil
+}
+
+// preferClose reports whether a trafficDistribution asks for endpoints
+// of the client's zone: PreferClose, its newer name PreferSameZone, and
+// PreferSameNode, whose fallback is the same zone (DNS does not know the
+// client's node). Anything else, unknown values included, asks nothing.
+func preferClose(td *string) bool {
+	if td == nil {
+		return false
+	}
+	switch *td {
+	case corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone,
+		corev1.ServiceTrafficDistributionPreferSameNode:
+		return true
+	}
+	return false
+}
+
+// topology returns the zone of ep and the zones it is hinted for. A hint
+// that names no zone makes the endpoint's hints malformed: it gets none,
+// so the service answers as if no endpoint were hinted (the EndpointSlice
+// API's rule for an endpoint without hints), never fewer records.
+func topology(ep discoveryv1.Endpoint) (zone string, forZones []string) {
+	if ep.Zone != nil {
+		zone = *ep.Zone
+	}
+	if ep.Hints == nil || len(ep.Hints.ForZones) == 0 {
+		return zone, nil
+	}
+	forZones = make([]string, 0, len(ep.Hints.ForZones))
+	for _, z := range ep.Hints.ForZones {
+		if z.Name == "" {
+			return zone, nil
+		}
+		forZones = append(forZones, z.Name)
+	}
+	return zone, forZones
 }
 
 // Namespace converts a Namespace.

@@ -44,3 +44,17 @@ func locality(labels map[string]string) (zone, region string) {
 	}
 	return zone, region
 }
+
+// NodeZone reads the zone label of the Node named name (the current one,
+// else the deprecated one). A Node without it is an error that says so.
+func (c *Client) NodeZone(ctx context.Context, name string) (string, error) {
+	var node corev1.Node
+	if err := c.core.Get().Resource("nodes").Name(name).Do(ctx).Into(&node); err != nil {
+		return "", fmt.Errorf("kubernetes: node %q: %w", name, err)
+	}
+	zone, _ := locality(node.Labels)
+	if zone == "" {
+		return "", fmt.Errorf("kubernetes: node %q has no %s label (nor the deprecated %s)", name, labelZone, labelZoneDeprecated)
+	}
+	return zone, nil
+}
