@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/acl"
+	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -34,6 +35,10 @@ type packedAnswer struct {
 	dir      *zone.Directory
 	rcode    int
 	zone     string // metrics label
+	// An owner's cached answer (serveOwner) is valid while the cluster
+	// cache holds src, and has the TTLs of each variant counted down.
+	src  *cache.Entry
+	ttls [][]ttlAt
 }
 
 // answerCache holds packed answers. It is bounded: when a shard is full,
@@ -239,7 +244,9 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 		route.Origin = key // the metrics label
 	case zone.RouteZone:
 		if snap = h.View.Zone(route.Key); snap == nil {
-			return nil, false // held elsewhere, or empty: the full path decides
+			// Held elsewhere: an owner's answer the cluster cache holds,
+			// or the full path.
+			return h.serveOwner(req, q, lname, name, t, out, start)
 		}
 	}
 	dir := h.View.Directory()
