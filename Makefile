@@ -48,12 +48,14 @@ deps:
 ## bench: dnsperf against shardns and CoreDNS side by side on a real apiserver with
 ## 1k services (queries per server CPU-second and their ratio, CPU at 20k qps,
 ## latency, RSS; CoreDNS is built once by integration/scripts/build-coredns.sh),
+## a node-local process against CoreDNS with NodeLocal DNSCache's Corefile on the
+## same cached questions (queries per server CPU-second and their ratio),
 ## Go benchmarks with -benchmem, the added latency of asking another replica, and
 ## how long queries fail when one of three replicas (rf 1) is killed under load, and
 ## sharded watches against CoreDNS: RSS at 10k and 20k services with 3 and 6 replicas,
 ## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates.
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 120m -run '^(TestDNSPerf|TestShardedMemory|TestShardedIngest|TestKillWindow)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 120m -run '^(TestDNSPerf|TestNodeLocalPerf|TestShardedMemory|TestShardedIngest|TestKillWindow)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration

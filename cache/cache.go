@@ -58,11 +58,14 @@ type Cache struct {
 
 type shard struct {
 	mu      sync.Mutex
-	entries map[Key]*entry
+	entries map[Key]*Entry
 	max     int
 }
 
-type entry struct {
+// Entry is one cached answer. It is never modified: a Put for the same key
+// stores a new Entry, so what a caller built from one (a packed response)
+// is current while Peek returns the same Entry.
+type Entry struct {
 	msg         *dns.Msg // as received, OPT removed; never modified
 	stored      time.Time
 	ttl         time.Duration
@@ -75,7 +78,7 @@ func New(cfg Config) *Cache {
 	c := &Cache{cfg: cfg, seed: maphash.MakeSeed()}
 	per := max(cfg.Size/shards, 1)
 	for i := range c.shards {
-		c.shards[i] = shard{entries: map[Key]*entry{}, max: per}
+		c.shards[i] = shard{entries: map[Key]*Entry{}, max: per}
 	}
 	return c
 }
@@ -89,31 +92,57 @@ func (c *Cache) shard(k Key) *shard {
 // (prefetch). Stale answers carry StaleTTL; the caller serves them only
 // after the upstreams failed.
 func (c *Cache) Get(k Key, now time.Time) (msg *dns.Msg, state State, prefetch bool) {
+	h, state, prefetch := c.Peek(k, now)
+	switch state {
+	case Fresh:
+		return withTTL(h.Entry.msg, h.Age, h.Remaining, false), Fresh, prefetch
+	case Stale:
+		return withTTL(h.Entry.msg, 0, StaleTTL*time.Second, true), Stale, false
+	}
+	return nil, Miss, false
+}
+
+// Hit is a cached answer as Peek finds it, not copied.
+type Hit struct {
+	Entry *Entry
+	// Age is how long ago it was stored; Remaining how long it stays
+	// fresh (at most 0 when stale). CountDown turns them into TTLs.
+	Age, Remaining time.Duration
+}
+
+// Peek is Get without the copy, for callers that keep what they build
+// from an entry (packed responses) and count its TTLs down themselves
+// with CountDown. It counts the hit and decides prefetch as Get does.
+func (c *Cache) Peek(k Key, now time.Time) (h Hit, state State, prefetch bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	e := s.entries[k]
 	s.mu.Unlock()
 	if e == nil {
-		return nil, Miss, false
+		return Hit{}, Miss, false
 	}
 	age := now.Sub(e.stored)
 	remaining := e.ttl - age
 	if remaining <= 0 {
 		if -remaining > c.cfg.ServeStale {
 			c.remove(k, e)
-			return nil, Miss, false
+			return Hit{}, Miss, false
 		}
-		return withTTL(e.msg, 0, StaleTTL*time.Second, true), Stale, false
+		return Hit{Entry: e, Age: age, Remaining: remaining}, Stale, false
 	}
 	hits := e.hits.Add(1)
 	if c.cfg.PrefetchHits > 0 && int(hits) >= c.cfg.PrefetchHits &&
 		remaining*100 < e.ttl*time.Duration(c.cfg.PrefetchPercent) && !e.prefetching.Swap(true) {
 		prefetch = true
 	}
-	return withTTL(e.msg, age, remaining, false), Fresh, prefetch
+	return Hit{Entry: e, Age: age, Remaining: remaining}, Fresh, prefetch
 }
 
-func (c *Cache) remove(k Key, e *entry) {
+// Msg is the answer as stored (OPT removed), with the TTLs it came with.
+// It is shared: callers must not modify it.
+func (e *Entry) Msg() *dns.Msg { return e.msg }
+
+func (c *Cache) remove(k Key, e *Entry) {
 	s := c.shard(k)
 	s.mu.Lock()
 	if s.entries[k] == e {
@@ -141,7 +170,7 @@ func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
 			break
 		}
 	}
-	s.entries[k] = &entry{msg: stored, stored: now, ttl: ttl}
+	s.entries[k] = &Entry{msg: stored, stored: now, ttl: ttl}
 	return true
 }
 
@@ -201,23 +230,30 @@ func withoutOPT(rrs []dns.RR) []dns.RR {
 // set to limit when fixed.
 func withTTL(m *dns.Msg, age, limit time.Duration, fixed bool) *dns.Msg {
 	out := m.Copy()
-	sub := uint32(age / time.Second)
-	capTTL := uint32((limit + time.Second - 1) / time.Second) // a partial second still counts
 	for _, sec := range [][]dns.RR{out.Answer, out.Ns, out.Extra} {
 		for _, rr := range sec {
 			h := rr.Header()
-			if h.Ttl > sub {
-				h.Ttl -= sub
-			} else {
-				h.Ttl = 0
-			}
-			h.Ttl = min(h.Ttl, capTTL)
+			h.Ttl = CountDown(h.Ttl, age, limit)
 			if fixed {
-				h.Ttl = capTTL
+				h.Ttl = CountDown(^uint32(0), 0, limit)
 			}
 		}
 	}
 	return out
+}
+
+// CountDown is the TTL a record stored with ttl carries after age, capped
+// at limit, the time its entry stays fresh: whole seconds of age are
+// taken off, and a partial second left still counts as one.
+func CountDown(ttl uint32, age, limit time.Duration) uint32 {
+	sub := uint32(age / time.Second)
+	capTTL := uint32((limit + time.Second - 1) / time.Second)
+	if ttl > sub {
+		ttl -= sub
+	} else {
+		ttl = 0
+	}
+	return min(ttl, capTTL)
 }
 
 // Len is the number of entries.

@@ -262,10 +262,17 @@ func withAAAA(queries []string) []string {
 // it at test end.
 func startCoreDNS(t *testing.T, bin, kubeconfig string) *benchServer {
 	t.Helper()
-	dir := t.TempDir()
 	dnsPort := freePort(t)
+	return runCoreDNS(t, bin, "coredns", dnsPort, benchCorefile(t, dnsPort, kubeconfig))
+}
+
+// runCoreDNS runs CoreDNS with the Corefile text, whose server listens on
+// dnsPort, and stops it at test end.
+func runCoreDNS(t *testing.T, bin, name string, dnsPort int, text []byte) *benchServer {
+	t.Helper()
+	dir := t.TempDir()
 	conf := filepath.Join(dir, "Corefile")
-	if err := os.WriteFile(conf, benchCorefile(t, dnsPort, kubeconfig), 0o644); err != nil {
+	if err := os.WriteFile(conf, text, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logf, err := os.Create(filepath.Join(dir, "coredns.log"))
@@ -293,7 +300,7 @@ func startCoreDNS(t *testing.T, bin, kubeconfig string) *benchServer {
 			t.Logf("coredns log:\n%s", b)
 		}
 	})
-	return &benchServer{name: "coredns", addr: fmt.Sprintf("127.0.0.1:%d", dnsPort), pid: cmd.Process.Pid}
+	return &benchServer{name: name, addr: fmt.Sprintf("127.0.0.1:%d", dnsPort), pid: cmd.Process.Pid}
 }
 
 // freePort is a loopback port that was free for UDP and TCP a moment ago.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -57,6 +58,7 @@ func (v *ownersView) Remote(key string) []string {
 	if order, ok := m.orders.Load(key); ok {
 		return order.([]string)
 	}
+	key = strings.Clone(key) // remembered: the fast path asks with the request's buffer
 	order := r.Order(key)
 	if order == nil {
 		order = []string{} // no owner yet: SERVFAIL, never NXDOMAIN

@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/acl"
+	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -37,6 +38,10 @@ type packedAnswer struct {
 	// nodeZone is the zone the answer was ordered for: a node relabelled
 	// into another zone orders its answers again.
 	nodeZone string
+	// An owner's cached answer (serveOwner) is valid while the cluster
+	// cache holds src, and has the TTLs of each variant counted down.
+	src  *cache.Entry
+	ttls [][]ttlAt
 }
 
 // answerCache holds packed answers. It is bounded: when a shard is full,
@@ -242,7 +247,9 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 		route.Origin = key // the metrics label
 	case zone.RouteZone:
 		if snap = h.View.Zone(route.Key); snap == nil {
-			return nil, false // held elsewhere, or empty: the full path decides
+			// Held elsewhere: an owner's answer the cluster cache holds,
+			// or the full path.
+			return h.serveOwner(req, q, lname, name, t, out, start)
 		}
 	}
 	dir := h.View.Directory()

@@ -73,6 +73,7 @@ type Handler struct {
 	Views []View
 
 	answers answerCache   // the fast path's packed answers
+	owned   answerCache   // the fast path's packed answers of owners (serveOwner)
 	metered meterCache    // the fast path's metric children
 	timed   atomic.Uint64 // fast-path answers, for sampling their duration
 }

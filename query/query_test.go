@@ -39,7 +39,7 @@ func query(name string, qtype uint16) *dns.Msg {
 	return m
 }
 
-func pack(t *testing.T, m *dns.Msg) []byte {
+func pack(t testing.TB, m *dns.Msg) []byte {
 	t.Helper()
 	b, err := m.Pack()
 	if err != nil {
@@ -49,7 +49,7 @@ func pack(t *testing.T, m *dns.Msg) []byte {
 }
 
 // serve runs one request and unpacks the response.
-func serve(t *testing.T, h *Handler, req []byte, tr Transport) *dns.Msg {
+func serve(t testing.TB, h *Handler, req []byte, tr Transport) *dns.Msg {
 	t.Helper()
 	out := h.Serve(req, tr, nil)
 	if out == nil {

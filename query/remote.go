@@ -293,7 +293,6 @@ func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.M
 
 // packOwner packs an owner's (or cached) answer for name as the answer to x.
 func (h *Handler) packOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
-	h.setAnswer(x, r, name, x.req.Question[0].Name, zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra,
-		Referral: !m.Authoritative}) // an owner's referral comes without AA
+	h.setAnswer(x, r, name, x.req.Question[0].Name, ownerResponse(m))
 	return h.pack(x, r, out)
 }

@@ -84,7 +84,7 @@ func silent(ctx context.Context) (*dns.Msg, error) { <-ctx.Done(); return nil, c
 
 func notServed(context.Context) (*dns.Msg, error) { return nil, fmt.Errorf("b: %w", ErrNotServed) }
 
-func movingHandler(t *testing.T, r *replicas, order ...string) (*Handler, *movingView) {
+func movingHandler(t testing.TB, r *replicas, order ...string) (*Handler, *movingView) {
 	t.Helper()
 	base := testHandler(t)
 	v := &movingView{StaticView: base.View.(*zone.StaticView)}
@@ -104,7 +104,7 @@ func askLate(t *testing.T, h *Handler) (*dns.Msg, time.Duration) {
 
 // askLateFor asks h for name and qtype, which it must answer late, and
 // returns the answer and how long it took.
-func askLateFor(t *testing.T, h *Handler, name string, qtype uint16) (*dns.Msg, time.Duration) {
+func askLateFor(t testing.TB, h *Handler, name string, qtype uint16) (*dns.Msg, time.Duration) {
 	t.Helper()
 	late := make(lateAnswers, 1)
 	start := time.Now()
