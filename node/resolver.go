@@ -108,6 +108,9 @@ func (c *core) stopPlane() {
 	if c.locality != nil {
 		c.locality.stop()
 	}
+	if c.clientWatch != nil {
+		c.clientWatch.Stop()
+	}
 }
 
 func fqdns(zones []string) []string {
