@@ -33,15 +33,17 @@ const (
 
 // Config is the whole configuration file.
 type Config struct {
-	Mode        string            `json:"mode"` // replica | nodelocal
-	DNS         DNSConfig         `json:"dns"`
-	HTTP        HTTPConfig        `json:"http"`
-	Kubernetes  KubernetesConfig  `json:"kubernetes"`
-	Istio       IstioConfig       `json:"istio"`
-	Manifests   ManifestsConfig   `json:"manifests"`
-	Forward     ForwardConfig     `json:"forward"`
-	Cache       CacheConfig       `json:"cache"`
-	Autopath    AutopathConfig    `json:"autopath"`
+	Mode       string           `json:"mode"` // replica | nodelocal
+	DNS        DNSConfig        `json:"dns"`
+	HTTP       HTTPConfig       `json:"http"`
+	Kubernetes KubernetesConfig `json:"kubernetes"`
+	Istio      IstioConfig      `json:"istio"`
+	Manifests  ManifestsConfig  `json:"manifests"`
+	Forward    ForwardConfig    `json:"forward"`
+	Cache      CacheConfig      `json:"cache"`
+	Autopath   AutopathConfig   `json:"autopath"`
+	// NodeLocal is what a node-local process knows of its node's pods.
+	NodeLocal   NodeLocalConfig   `json:"nodeLocal"`
 	Cluster     ClusterConfig     `json:"cluster"`
 	LoadBalance LoadBalanceConfig `json:"loadbalance"`
 	Log         LogConfig         `json:"log"`
@@ -460,6 +462,7 @@ func Default() *Config {
 			ReplicationFactor: &rf, Label: "shardns", HandoffGrace: Duration(15e9),
 			DispatchTimeout: Duration(5e8), Gossip: "lan"},
 		LoadBalance: LoadBalanceConfig{Enabled: true},
+		NodeLocal:   NodeLocalConfig{AAAA: AAAAAnswer},
 		Log:         LogConfig{Level: "info", Format: "text", Errors: true},
 		Memory:      MemoryConfig{Limit: MemoryLimitAuto},
 		Files:       FilesConfig{Interval: Duration(2e9)},
@@ -598,9 +601,11 @@ func (c *Config) validate() error {
 			bad(fmt.Sprintf("manifests.files[%d]", i), "is empty")
 		}
 	}
-	if c.Autopath.Enabled && (c.Kubernetes.Pods != "verified" || !c.Kubernetes.Enabled) {
-		bad("autopath.enabled", "needs kubernetes.pods: verified, to know the namespace of each client pod")
+	if c.Autopath.Enabled && c.Mode != ModeNodeLocal && (c.Kubernetes.Pods != "verified" || !c.Kubernetes.Enabled) {
+		bad("autopath.enabled", "needs kubernetes.pods: verified, to know the namespace of each client pod "+
+			"(or a node-local process in front, mode: nodelocal, which knows its node's pods)")
 	}
+	c.validateNodeLocalClients(bad)
 	c.validateResolver(bad)
 	c.validateCluster(bad)
 	c.validateBeyond(bad)
@@ -765,9 +770,6 @@ func (c *Config) validateNodeLocal(bad func(key, format string, args ...any)) {
 	}
 	if len(c.Files.Zones) > 0 {
 		bad("files.zones", "a nodelocal process serves no zone files; give them to the replicas")
-	}
-	if c.Autopath.Enabled {
-		bad("autopath.enabled", "needs the pods of the cluster, which a nodelocal process does not watch")
 	}
 }
 

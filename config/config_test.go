@@ -81,6 +81,29 @@ func TestParseNodeLocal(t *testing.T) {
 	}
 }
 
+// A node-local process learns its clients from its node's pods: autopath
+// and the AAAA policy need no pods: verified anywhere.
+func TestParseNodeLocalClients(t *testing.T) {
+	cases := []struct {
+		yaml    string
+		watches bool
+	}{
+		{"", false},
+		{"autopath: {enabled: true}\nkubernetes: {pods: disabled}\n", true},
+		{"nodeLocal: {aaaa: nodata, nodeName: node-a}\nkubernetes: {pods: insecure}\n", true},
+		{"nodeLocal: {aaaa: answer}\n", false},
+	}
+	for _, tc := range cases {
+		cfg, err := Parse([]byte("mode: nodelocal\ncluster: {replicas: [\"10.0.0.5:8090\"], credentialFile: /c}\n" + tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if cfg.WatchesClients() != tc.watches {
+			t.Errorf("%q: WatchesClients() = %v, want %v", tc.yaml, cfg.WatchesClients(), tc.watches)
+		}
+	}
+}
+
 // Every error names the key a user has to fix.
 func TestParseRejects(t *testing.T) {
 	cases := []struct {
@@ -140,7 +163,10 @@ func TestParseRejects(t *testing.T) {
 		{"external ttl", "kubernetes: {enabled: false, external: {zones: [example.org], ttl: 3601}}\n", "kubernetes.external.ttl"},
 		{"external fallthrough", "kubernetes: {enabled: false, external: {zones: [example.org], fallthrough: [\"a b\"]}}\n", "kubernetes.external.fallthrough[0]"},
 		{"unknown external key", "kubernetes: {enabled: false, external: {zones: [example.org], headles: true}}\n", `"headles"`},
-		{"nodelocal with autopath", "mode: nodelocal\ncluster: {join: [\"127.0.0.1:7946\"]}\nautopath: {enabled: true}\nkubernetes: {pods: verified}\n", "autopath.enabled"},
+		{"replica autopath without verified pods", "autopath: {enabled: true}\n", "autopath.enabled"},
+		{"nodeLocal keys on a replica", "nodeLocal: {aaaa: nodata}\n", "nodeLocal: is read in mode: nodelocal only"},
+		{"nodeLocal aaaa policy", "mode: nodelocal\ncluster: {replicas: [\"127.0.0.1:8090\"], remote: \"127.0.0.1:8091\"}\nnodeLocal: {aaaa: drop}\n", "nodeLocal.aaaa"},
+		{"nodeLocal node name", "mode: nodelocal\ncluster: {replicas: [\"127.0.0.1:8090\"], remote: \"127.0.0.1:8091\"}\nnodeLocal: {nodeName: \"a b\"}\n", "nodeLocal.nodeName"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -909,6 +909,23 @@ func TestDeployNodeLocal(t *testing.T) {
 			t.Errorf("the node-local Role may read Secrets %v, want shardns-nodelocal-credential only", r.ResourceNames)
 		}
 	}
+	// Its clients are its node's pods: it knows its node, and may list
+	// and watch pods, nothing more cluster-wide.
+	nodeName := false
+	for _, e := range c.Env {
+		if e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName" {
+			nodeName = true
+		}
+	}
+	if !nodeName {
+		t.Errorf("the node-local container has no NODE_NAME from spec.nodeName: %+v", c.Env)
+	}
+	var nlCluster rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "shardns-nodelocal", &nlCluster)
+	if len(nlCluster.Rules) != 1 || !slices.Equal(nlCluster.Rules[0].Resources, []string{"pods"}) ||
+		!slices.Equal(nlCluster.Rules[0].Verbs, []string{"list", "watch"}) {
+		t.Errorf("the node-local ClusterRole grants %+v, want list and watch of pods only", nlCluster.Rules)
+	}
 	var np networkingv1.NetworkPolicy
 	find(t, objs, "NetworkPolicy", "shardns-from-nodelocal", &np)
 	for _, rule := range np.Spec.Ingress {

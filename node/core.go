@@ -34,21 +34,26 @@ import (
 // plane. A reload builds a new core beside the old one and swaps it in
 // once it has synced, so no query sees a half-loaded state.
 type core struct {
-	cfg       *config.Config
-	log       *slog.Logger
-	system    *actor.ActorSystem
-	answer    *zone.Config
-	table     *zone.Table
-	view      zone.View      // what queries are answered from: the table, or the ring's owners
-	pods      *zone.PodIndex // autopath's client index; nil without autopath
-	synced    atomic.Bool
-	loaded    atomic.Bool // no zone gained from another replica is still loading
-	manager   *actor.PID
-	kube      *actor.PID   // the Kubernetes source; nil without one
-	actors    []*actor.PID // in start order
-	cluster   *query.Cluster
-	forwarder *forward.Forwarder // the default upstreams'
-	upstream  *query.Upstream
+	cfg    *config.Config
+	log    *slog.Logger
+	system *actor.ActorSystem
+	answer *zone.Config
+	table  *zone.Table
+	view   zone.View      // what queries are answered from: the table, or the ring's owners
+	pods   *zone.PodIndex // autopath's client index; nil without autopath
+	// clients is a node-local process's directory of its node's pods,
+	// kept by clientWatch; nil when neither autopath nor nodeLocal.aaaa
+	// needs it.
+	clients     *zone.ClientIndex
+	clientWatch *kubesource.NodePodWatch
+	synced      atomic.Bool
+	loaded      atomic.Bool // no zone gained from another replica is still loading
+	manager     *actor.PID
+	kube        *actor.PID   // the Kubernetes source; nil without one
+	actors      []*actor.PID // in start order
+	cluster     *query.Cluster
+	forwarder   *forward.Forwarder // the default upstreams'
+	upstream    *query.Upstream
 
 	// The resolver plane in front of the zones, and the forwarders of the
 	// stub domains.
@@ -226,6 +231,14 @@ func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handl
 		Modify: modifiers(c.cfg, server, m)}
 	if c.pods != nil {
 		h.Autopath = c.pods
+	}
+	if c.clients != nil {
+		if c.cfg.Autopath.Enabled {
+			h.Autopath = c.clients
+		}
+		if c.cfg.NodeLocal.AAAA == config.AAAANoData {
+			h.IPv4Clients = c.clients
+		}
 	}
 	if c.cfg.Log.Queries {
 		h.QueryLog = c.log.With("component", "query")

@@ -179,6 +179,12 @@ func (n *Node) registerStateMetrics() {
 		}
 		return 0
 	})
+	gauge("client_pods_held", "Pods a node-local process holds to know its clients: its own node's only.", func() float64 {
+		if c := n.core.Load(); c != nil && c.clients != nil {
+			return float64(c.clients.Load().Pods())
+		}
+		return 0
+	})
 	gauge("records_held", "Records in the zones this replica serves.", func() float64 {
 		total := 0
 		if c := n.core.Load(); c != nil {

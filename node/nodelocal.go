@@ -1,13 +1,16 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/metrics"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -100,6 +103,44 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if err = c.buildViews(listen, m.Forward); err != nil {
 		return nil, err
 	}
+	if err = c.watchClients(); err != nil { // last: nothing fails after the watch starts
+		return nil, err
+	}
 	c.log.Info("node-local mode: cluster names are asked of their owners", "zones", c.cfg.Kubernetes.Zones)
 	return c, nil
+}
+
+// watchClients starts the watch of this node's pods when autopath or the
+// AAAA policy needs to know the clients: only this node's, selected by
+// the API server (spec.nodeName), so no process of the cluster watches
+// every Pod. Until the first list every client is unknown and gets the
+// ordinary answers.
+func (c *core) watchClients() error {
+	if !c.cfg.WatchesClients() {
+		return nil
+	}
+	nodeName := c.cfg.NodeLocal.NodeName
+	if nodeName == "" {
+		nodeName = os.Getenv("NODE_NAME")
+	}
+	if nodeName == "" {
+		return errors.New("nodeLocal: the name of this node is unknown: set nodeLocal.nodeName or the NODE_NAME " +
+			"environment variable (from spec.nodeName); autopath and nodeLocal.aaaa need this node's pods")
+	}
+	k := c.cfg.Kubernetes
+	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	if err != nil {
+		return err
+	}
+	c.clients = &zone.ClientIndex{}
+	log := c.log.With("component", "clients")
+	first := true
+	c.clientWatch = kubesource.WatchNodePods(client, nodeName, log, func(pods []zone.NodePod) {
+		c.clients.Set(zone.NewClients(pods))
+		if first {
+			first = false
+			log.Info("the pods of this node are known: autopath and the AAAA policy apply to them", "node", nodeName, "pods", len(pods))
+		}
+	})
+	return nil
 }

@@ -117,6 +117,9 @@ func (c *core) stopPlane() {
 	if c.topology != nil {
 		c.topology.stop()
 	}
+	if c.clientWatch != nil {
+		c.clientWatch.Stop()
+	}
 }
 
 func fqdns(zones []string) []string {

@@ -12,8 +12,9 @@ import (
 
 func TestAutopath(t *testing.T) {
 	h := testHandler(t)
-	h.Autopath = &zone.PodIndex{}
-	h.Autopath.Set(netip.MustParseAddr("10.9.0.7"), "ns")
+	pods := &zone.PodIndex{}
+	pods.Set(netip.MustParseAddr("10.9.0.7"), "ns")
+	h.Autopath = pods
 	pod := Transport{Client: netip.MustParseAddrPort("10.9.0.7:5000")}
 	stranger := Transport{Client: netip.MustParseAddrPort("10.9.0.8:5000")}
 	cases := []struct {

@@ -202,7 +202,7 @@ func sizeLimit(t Transport, q wireQuestion) uint16 {
 // serveFast answers req from a packed answer, building it when missing or
 // stale. ok is false when the request needs the full path.
 func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, ok bool) {
-	if h.Autopath != nil || h.QueryLog != nil || h.Modify != nil {
+	if h.Autopath != nil || h.IPv4Clients != nil || h.QueryLog != nil || h.Modify != nil {
 		return nil, false
 	}
 	var start time.Time

@@ -39,7 +39,11 @@ type Handler struct {
 	// fallthrough zones; nil refuses them.
 	Upstream *Upstream
 	// Autopath, when set, walks the client pod's search path on the server.
-	Autopath *zone.PodIndex
+	Autopath ClientNamespaces
+	// IPv4Clients, when set, answers AAAA questions from the clients it
+	// reports IPv4-only with NODATA, asking no one: they cannot use the
+	// answer (a node-local process's nodeLocal.aaaa: nodata).
+	IPv4Clients interface{ IPv4Only(netip.Addr) bool }
 	// LoadBalance shuffles the order of A and AAAA records in each answer.
 	LoadBalance bool
 	// QueryLog logs every query; ErrorLog logs failures (SERVFAIL causes).
@@ -189,6 +193,9 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 			return h.pack(x, r, out)
 		}
 		q = x.req.Question[0]
+	}
+	if q.Qtype == dns.TypeAAAA && h.IPv4Clients != nil && x.t.Client.IsValid() && h.IPv4Clients.IPv4Only(x.t.Client.Addr()) {
+		return h.pack(x, r, out) // NODATA: no records, NOERROR
 	}
 	if h.Template != nil {
 		// Templates may answer any class (CoreDNS's .invalid example

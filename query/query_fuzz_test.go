@@ -128,8 +128,9 @@ var podClient = netip.MustParseAddrPort("10.9.0.7:5000")
 func fuzzHandlers(tb testing.TB) (plain, pod *Handler) {
 	plain = testHandler(tb)
 	pod = testHandler(tb)
-	pod.Autopath = &zone.PodIndex{}
-	pod.Autopath.Set(netip.MustParseAddr("10.9.0.7"), "ns")
+	pods := &zone.PodIndex{}
+	pods.Set(netip.MustParseAddr("10.9.0.7"), "ns")
+	pod.Autopath = pods
 	_, pod.Metrics = metrics.New("fuzz")
 	pod.Server = "dns://127.0.0.1:53"
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
