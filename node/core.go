@@ -183,7 +183,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		c.spawn(istio.NewProps(*mesh))
 	}
 	if imports != nil {
-		imports.Manager = manager
+		imports.Manager, imports.Kubernetes = manager, c.kube
 		c.spawn(multicluster.NewProps(*imports))
 	}
 	return c.startPlane(c, nil)
