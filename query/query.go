@@ -35,6 +35,9 @@ type Handler struct {
 	View    zone.View
 	Metrics *metrics.All // may be nil in tests
 	Server  string       // the server label of metrics, e.g. dns://127.0.0.1:53
+	// ViewName is the view label of metrics: the name of the view this
+	// handler answers for, "" outside views (CoreDNS's metrics.WithView).
+	ViewName string
 	// Upstream answers names outside the cluster zones, and NXDOMAIN in the
 	// fallthrough zones; nil refuses them.
 	Upstream *Upstream
