@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,9 +76,12 @@ type Handler struct {
 	// holds; the rest are answered here. Nil: nothing is evaluated.
 	Views []View
 
-	answers answerCache   // the fast path's packed answers
-	metered meterCache    // the fast path's metric children
-	timed   atomic.Uint64 // fast-path answers, for sampling their duration
+	answers answerCache // the fast path's packed answers
+	metered meterCache  // the fast path's metric children
+	// templateMatches are the fast path's template match counters, by
+	// template.Match.
+	templateMatches sync.Map
+	timed           atomic.Uint64 // fast-path answers, for sampling their duration
 }
 
 // Transport is how a request arrived.
