@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 // The Multi-Cluster Services API against a real apiserver: no MCS
@@ -182,4 +186,71 @@ forward: {upstreams: []}
 `, cp.Kubeconfig), true)
 	n.eventually(t, "web.plain.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, svc.Spec.ClusterIP)
 	n.eventually(t, "web.plain.svc.clusterset.local", dns.TypeA, dns.RcodeNameError)
+}
+
+// With an apiserver that shards watches, three replicas (replication
+// factor 1) each receive the ServiceImports and imported EndpointSlices
+// of the namespaces they own only, as their Services: namespaces created
+// once the ring has settled reach their owner's watches, and of the
+// others at most the few whose hash falls inside its ranges. Every
+// replica answers every clusterset.local name.
+func TestShardedMulticlusterWatches(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	dyn := installServiceImportCRD(t, cp)
+	const mcs = "multicluster: [clusterset.local]"
+	a := startReplicaProcessKube(t, cp, "m0", nil, 1, "gossip: fast\n  handoffGrace: 5s", 0, mcs)
+	b := startReplicaProcessKube(t, cp, "m1", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 0, mcs)
+	d := startReplicaProcessKube(t, cp, "m2", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 0, mcs)
+	rs := []*replicaProcess{a, b, d}
+	settled(t, rs, 3)
+	imports := func(r *replicaProcess) (float64, float64) {
+		m := mustMetrics(t, r.http)
+		if m.sum("shardns_kubernetes_sharded_watch") != 1 {
+			t.Fatalf("%s does not shard its watches", r.http)
+		}
+		return m.sumWith("shardns_kubernetes_events_total", `kind="ServiceImport"`),
+			m.sumWith("shardns_kubernetes_events_total", `kind="MultiClusterSlice"`)
+	}
+	before := map[*replicaProcess][2]float64{}
+	for _, r := range rs {
+		i, s := imports(r)
+		before[r] = [2]float64{i, s}
+	}
+
+	const n = 18
+	for i := range n {
+		ns := fmt.Sprintf("mcsshard%d", i)
+		mkNamespace(t, cp.Client, ns, nil)
+		mkServiceImport(t, dyn, ns, "web", "ClusterSetIP", []string{fmt.Sprintf("10.43.%d.10", i)}, importPort("http", "TCP", 80))
+		mkImportedSlice(t, cp, ns, "web", "east", "web-east", discoveryv1.AddressTypeIPv4, ep{ip: fmt.Sprintf("172.21.%d.1", i)})
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for _, r := range rs {
+			for i := range n {
+				if err := answerIs(r.addr, fmt.Sprintf("web.mcsshard%d.svc.clusterset.local.", i), fmt.Sprintf("10.43.%d.10", i)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	ring := cluster.NewRing("", []cluster.Member{{Name: "m0", Owner: true}, {Name: "m1", Owner: true}, {Name: "m2", Owner: true}}, 1)
+	var shares []string
+	for i, r := range rs {
+		owned := 0
+		for j := range n {
+			if ring.Owns(fmt.Sprintf("m%d", i), fmt.Sprintf("mcsshard%d.svc.cluster.local.", j)) {
+				owned++
+			}
+		}
+		imps, slices := imports(r)
+		imps, slices = imps-before[r][0], slices-before[r][1]
+		shares = append(shares, fmt.Sprintf("m%d owns %d: %.0f/%.0f", i, owned, imps, slices))
+		for _, got := range []float64{imps, slices} {
+			if got < float64(owned) || got > float64(owned)+n/4 {
+				t.Errorf("m%d received %.0f ServiceImports and %.0f imported slices of the %d new namespaces, owning %d", i, imps, slices, n, owned)
+			}
+		}
+	}
+	t.Logf("ServiceImports/imported slices of %d new namespaces received by each of 3 replicas: %s", n, strings.Join(shares, ", "))
 }

@@ -34,6 +34,15 @@ type ACL struct {
 	Allowed                    *prometheus.CounterVec // server, view
 }
 
+// Template are the record templates' metrics, as CoreDNS's template
+// plugin's.
+type Template struct {
+	Matches *prometheus.CounterVec // server, zone, view, class, type: questions a template answered
+	// Record templates that failed to execute, and those whose text was
+	// no valid record: server, zone, view, class, type, section, template.
+	TemplateFailures, RRFailures *prometheus.CounterVec
+}
+
 // Forward are the forwarder's metrics.
 type Forward struct {
 	Requests         *prometheus.CounterVec   // to
@@ -111,6 +120,7 @@ type Kubernetes struct {
 type All struct {
 	DNS        *DNS
 	ACL        *ACL
+	Template   *Template
 	Forward    *Forward
 	Cache      *Cache
 	Cluster    *Cluster
@@ -190,6 +200,19 @@ func New(version string) (*prometheus.Registry, *All) {
 		Filtered: aclCounter("filtered_requests_total", "Counter of DNS requests being filtered.", "server", "zone", "view"),
 		Dropped:  aclCounter("dropped_requests_total", "Counter of DNS requests being dropped.", "server", "zone", "view"),
 		Allowed:  aclCounter("allowed_requests_total", "Counter of DNS requests being allowed.", "server", "view"),
+	}
+	templateCounter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "template",
+			Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	tmpl := &Template{
+		Matches: templateCounter("matches_total", "Counter of template regex matches.", "server", "zone", "view", "class", "type"),
+		TemplateFailures: templateCounter("template_failures_total", "Counter of go template failures.",
+			"server", "zone", "view", "class", "type", "section", "template"),
+		RRFailures: templateCounter("rr_failures_total", "Counter of mis-templated RRs.",
+			"server", "zone", "view", "class", "type", "section", "template"),
 	}
 	f := &Forward{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "forward",
@@ -277,5 +300,5 @@ func New(version string) (*prometheus.Registry, *All) {
 	reloadFailed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Name: "reload_failed_total",
 		Help: "Counter of configuration changes rejected; the running configuration kept serving."})
 	reg.MustRegister(reloadFailed)
-	return reg, &All{DNS: d, ACL: acl, Forward: f, Cache: c, Cluster: cl, Kubernetes: k, ReloadFailed: reloadFailed}
+	return reg, &All{DNS: d, ACL: acl, Template: tmpl, Forward: f, Cache: c, Cluster: cl, Kubernetes: k, ReloadFailed: reloadFailed}
 }

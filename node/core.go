@@ -190,7 +190,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		c.spawn(istio.NewProps(*mesh))
 	}
 	if imports != nil {
-		imports.Manager = manager
+		imports.Manager, imports.Kubernetes = manager, c.kube
 		c.spawn(multicluster.NewProps(*imports))
 	}
 	return c.startPlane(c, nil)
@@ -217,7 +217,9 @@ type coreSharding struct {
 func (c *core) handler(server string, m *metrics.All) *query.Handler {
 	h := c.planeHandler(c, server, m)
 	for _, v := range c.views {
-		h.Views = append(h.Views, query.View{Name: v.name, Conditions: v.conditions, Handler: c.planeHandler(v.plane, server, m)})
+		vh := c.planeHandler(v.plane, server, m)
+		vh.ViewName = v.name // its metrics carry the view label, as CoreDNS's
+		h.Views = append(h.Views, query.View{Name: v.name, Conditions: v.conditions, Handler: vh})
 	}
 	return h
 }

@@ -42,12 +42,12 @@ func (h *Handler) countACL(action acl.Action, zone string) {
 	m := h.Metrics.ACL
 	switch action {
 	case acl.Block:
-		m.Blocked.WithLabelValues(h.Server, zone, "").Inc()
+		m.Blocked.WithLabelValues(h.Server, zone, h.ViewName).Inc()
 	case acl.Filter:
-		m.Filtered.WithLabelValues(h.Server, zone, "").Inc()
+		m.Filtered.WithLabelValues(h.Server, zone, h.ViewName).Inc()
 	case acl.Drop:
-		m.Dropped.WithLabelValues(h.Server, zone, "").Inc()
+		m.Dropped.WithLabelValues(h.Server, zone, h.ViewName).Inc()
 	default:
-		m.Allowed.WithLabelValues(h.Server, "").Inc()
+		m.Allowed.WithLabelValues(h.Server, h.ViewName).Inc()
 	}
 }

@@ -223,7 +223,8 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 	}
 	if h.Rewrite != nil || h.Template != nil || h.Hosts != nil || h.Federation != nil {
 		if h.Template != nil && (h.Rewrite == nil || !h.Rewrite.Matches(name, q.qtype)) {
-			if rcode, ok := h.Template.Bare(name, dns.ClassINET, q.qtype); ok {
+			if rcode, match, ok := h.Template.Bare(name, dns.ClassINET, q.qtype); ok {
+				h.countBare(match)
 				return h.serveBare(req, q, t, rcode, out, start), true
 			}
 		}

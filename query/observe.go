@@ -33,11 +33,11 @@ func (h *Handler) observe(x *exchange, rcode, respSize int) {
 		family = "2"
 	}
 	p := proto(x.t)
-	m.Requests.WithLabelValues(h.Server, x.zone, "", p, family, qtype).Inc()
-	m.Responses.WithLabelValues(h.Server, x.zone, "", rcodeLabel(rcode), "").Inc()
-	m.Duration.WithLabelValues(h.Server, x.zone, "", qtype).Observe(time.Since(x.start).Seconds())
-	m.RequestSize.WithLabelValues(h.Server, x.zone, "", p).Observe(float64(x.reqSize))
-	m.ResponseSize.WithLabelValues(h.Server, x.zone, "", p).Observe(float64(respSize))
+	m.Requests.WithLabelValues(h.Server, x.zone, h.ViewName, p, family, qtype).Inc()
+	m.Responses.WithLabelValues(h.Server, x.zone, h.ViewName, rcodeLabel(rcode), "").Inc()
+	m.Duration.WithLabelValues(h.Server, x.zone, h.ViewName, qtype).Observe(time.Since(x.start).Seconds())
+	m.RequestSize.WithLabelValues(h.Server, x.zone, h.ViewName, p).Observe(float64(x.reqSize))
+	m.ResponseSize.WithLabelValues(h.Server, x.zone, h.ViewName, p).Observe(float64(respSize))
 }
 
 // logError logs why a request failed, when the error log is on.
@@ -130,11 +130,11 @@ func (h *Handler) observeFast(e *packedAnswer, t Transport, qtype uint16, reqSiz
 			family = "2"
 		}
 		v, _ = h.metered.m.LoadOrStore(k, &meters{
-			requests:  m.Requests.WithLabelValues(h.Server, e.zone, "", p, family, ql),
-			responses: m.Responses.WithLabelValues(h.Server, e.zone, "", rcodeLabel(e.rcode), ""),
-			duration:  m.Duration.WithLabelValues(h.Server, e.zone, "", ql),
-			reqSize:   m.RequestSize.WithLabelValues(h.Server, e.zone, "", p),
-			respSize:  m.ResponseSize.WithLabelValues(h.Server, e.zone, "", p),
+			requests:  m.Requests.WithLabelValues(h.Server, e.zone, h.ViewName, p, family, ql),
+			responses: m.Responses.WithLabelValues(h.Server, e.zone, h.ViewName, rcodeLabel(e.rcode), ""),
+			duration:  m.Duration.WithLabelValues(h.Server, e.zone, h.ViewName, ql),
+			reqSize:   m.RequestSize.WithLabelValues(h.Server, e.zone, h.ViewName, p),
+			respSize:  m.ResponseSize.WithLabelValues(h.Server, e.zone, h.ViewName, p),
 		})
 	}
 	ms := v.(*meters)

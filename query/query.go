@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,9 @@ type Handler struct {
 	View    zone.View
 	Metrics *metrics.All // may be nil in tests
 	Server  string       // the server label of metrics, e.g. dns://127.0.0.1:53
+	// ViewName is the view label of metrics: the name of the view this
+	// handler answers for, "" outside views (CoreDNS's metrics.WithView).
+	ViewName string
 	// Upstream answers names outside the cluster zones, and NXDOMAIN in the
 	// fallthrough zones; nil refuses them.
 	Upstream *Upstream
@@ -76,10 +80,13 @@ type Handler struct {
 	// holds; the rest are answered here. Nil: nothing is evaluated.
 	Views []View
 
-	answers answerCache   // the fast path's packed answers
-	owned   answerCache   // the fast path's packed answers of owners (serveOwner)
-	metered meterCache    // the fast path's metric children
-	timed   atomic.Uint64 // fast-path answers, for sampling their duration
+	answers answerCache // the fast path's packed answers
+	owned   answerCache // the fast path's packed answers of owners (serveOwner)
+	metered meterCache  // the fast path's metric children
+	// templateMatches are the fast path's template match counters, by
+	// template.Match.
+	templateMatches sync.Map
+	timed           atomic.Uint64 // fast-path answers, for sampling their duration
 }
 
 // Transport is how a request arrived.

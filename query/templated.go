@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/template"
 )
@@ -22,6 +23,7 @@ func (h *Handler) answerTemplate(x *exchange, r *dns.Msg, name string, out []byt
 	q := x.req.Question[0]
 	resp := h.Template.Answer(template.Question{Msg: x.req, Name: name, Remote: remoteIP(x.t.Client),
 		Request: exprRequest(x.req, x.reqSize, x.t)})
+	h.countTemplate(resp)
 	switch resp.Verdict {
 	case template.Pass:
 		return nil, false
@@ -90,6 +92,38 @@ func (h *Handler) lookup(x *exchange, target string) *dns.Msg {
 		return nil
 	}
 	return m
+}
+
+// countTemplate counts what the templates did with a question, as
+// CoreDNS's template metrics do: a match, and a record template that
+// failed to execute or made no valid record.
+func (h *Handler) countTemplate(resp template.Response) {
+	if h.Metrics == nil || h.Metrics.Template == nil || resp.Match.Zone == "" {
+		return
+	}
+	m, l := h.Metrics.Template, resp.Match
+	m.Matches.WithLabelValues(h.Server, l.Zone, h.ViewName, l.Class, l.Type).Inc()
+	if f := resp.Failure; f != nil {
+		failures := m.TemplateFailures
+		if f.RR {
+			failures = m.RRFailures
+		}
+		failures.WithLabelValues(h.Server, l.Zone, h.ViewName, l.Class, l.Type, f.Section, f.Template).Inc()
+	}
+}
+
+// countBare counts a match answered on the fast path; the counter of
+// each match is kept, so that it allocates nothing.
+func (h *Handler) countBare(match template.Match) {
+	if h.Metrics == nil || h.Metrics.Template == nil {
+		return
+	}
+	c, ok := h.templateMatches.Load(match)
+	if !ok {
+		c, _ = h.templateMatches.LoadOrStore(match,
+			h.Metrics.Template.Matches.WithLabelValues(h.Server, match.Zone, h.ViewName, match.Class, match.Type))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // lateReply receives the answer of a lookup that is answered late.

@@ -1,15 +1,20 @@
 package query
 
 import (
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/internal/testutil"
+	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/template"
 )
 
@@ -225,4 +230,73 @@ func TestFastPathBareTemplate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { fast.Serve(req, Transport{}, make([]byte, 0, 512)) }); n > 1 && !raceEnabled {
 		t.Fatalf("a bare templated answer allocates %v times", n)
 	}
+}
+
+// The templates' metrics count as CoreDNS's: a question a template
+// matched, on the fast path too, by the template's zone and the
+// question's class and type; a record template that did not execute, or
+// made no valid record, by section and template. A name no pattern
+// matches fails without a match.
+func TestTemplateMetrics(t *testing.T) {
+	h := withTemplates(t, testHandler(t),
+		template.Config{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
+		template.Config{Type: "A", Zones: []string{"example"},
+			Match:  []string{`^ip-(?P<a>[0-9]+)-(?P<b>[0-9]+)[.]example[.]$`},
+			Answer: []string{"{{ .Name }} 60 IN A 10.0.{{ .Group.a }}.{{ .Group.b }}"}},
+		template.Config{Type: "A", Zones: []string{"broken"}, Answer: []string{"{{ .Name }} 60 IN A not-an-address"}},
+		template.Config{Type: "A", Zones: []string{"exec"}, Answer: []string{"{{ .Nope }} 60 IN A 10.0.0.1"}})
+	reg, m := metrics.New("test")
+	h.Metrics, h.Server = m, "dns://:53"
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"web.ns.svc.cluster.local.", dns.TypeAAAA}, {"web.ns.svc.cluster.local.", dns.TypeAAAA},
+		{"web.ns.svc.cluster.local.", dns.TypeA}, {"ip-1-2.example.", dns.TypeA}, {"www.example.", dns.TypeA},
+		{"x.broken.", dns.TypeA}, {"x.exec.", dns.TypeA},
+	} {
+		serve(t, h, pack(t, query(q.name, q.qtype)), Transport{})
+	}
+	got := counters(t, reg, "shardns_template_")
+	want := map[string]float64{
+		`shardns_template_matches_total{class="IN",server="dns://:53",type="AAAA",view="",zone="."}`:     2,
+		`shardns_template_matches_total{class="IN",server="dns://:53",type="A",view="",zone="example."}`: 1,
+		`shardns_template_matches_total{class="IN",server="dns://:53",type="A",view="",zone="broken."}`:  1,
+		`shardns_template_matches_total{class="IN",server="dns://:53",type="A",view="",zone="exec."}`:    1,
+		`shardns_template_rr_failures_total{class="IN",section="answer",server="dns://:53",` +
+			`template="{{.Name}} 60 IN A not-an-address",type="A",view="",zone="broken."}`: 1,
+		`shardns_template_template_failures_total{class="IN",section="answer",server="dns://:53",` +
+			`template="{{.Nope}} 60 IN A 10.0.0.1",type="A",view="",zone="exec."}`: 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("template metrics:\n%v\nwant\n%v", got, want)
+	}
+	a := pack(t, query("web.ns.svc.cluster.local.", dns.TypeAAAA))
+	if n := testing.AllocsPerRun(100, func() { h.Serve(a, Transport{}, make([]byte, 0, 512)) }); n > 1 && !raceEnabled {
+		t.Fatalf("a bare template's answer, counted, allocates %v times on the fast path", n)
+	}
+}
+
+// counters are the counters of reg whose names start with prefix, by
+// name and labels.
+func counters(t *testing.T, reg *prometheus.Registry, prefix string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), prefix) {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var labels []string
+			for _, l := range s.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = s.GetCounter().GetValue()
+		}
+	}
+	return got
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"maps"
 	"net/netip"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/shardns/shardns/expression"
 	"github.com/shardns/shardns/hosts"
+	"github.com/shardns/shardns/metrics"
 )
 
 // viewHandler is CoreDNS's view README example: test. answers from the
@@ -92,5 +94,44 @@ func BenchmarkServeWithViews(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		out = h.Serve(req, tr, out[:0])
+	}
+}
+
+// A query a view answers is counted with the view's name in the view
+// label, as CoreDNS's metrics plugin counts it; the others with none.
+func TestViewsLabelTheirMetrics(t *testing.T) {
+	h := viewHandler(t)
+	reg, m := metrics.New("test")
+	h.Metrics = m
+	for i := range h.Views {
+		h.Views[i].Handler.Metrics = m
+		h.Views[i].Handler.ViewName = h.Views[i].Name
+	}
+	for _, client := range []string{"127.0.0.2:4000", "127.0.0.3:4000", "192.168.3.4:4000", "10.0.0.1:4000"} {
+		serve(t, h, pack(t, query("test.", dns.TypeA)), Transport{Client: netip.MustParseAddrPort(client)})
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "shardns_dns_requests_total" && f.GetName() != "shardns_dns_responses_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "view" {
+					got[f.GetName()+"{view="+l.GetValue()+"}"] += s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{
+		"shardns_dns_requests_total{view=example1}": 2, "shardns_dns_requests_total{view=example2}": 1, "shardns_dns_requests_total{view=}": 1,
+		"shardns_dns_responses_total{view=example1}": 2, "shardns_dns_responses_total{view=example2}": 1, "shardns_dns_responses_total{view=}": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("requests and responses by view: %v, want %v", got, want)
 	}
 }

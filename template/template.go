@@ -87,6 +87,23 @@ type Response struct {
 	// Err says why a Failed verdict is a failure, for the error log; nil
 	// when the template asked for SERVFAIL itself.
 	Err error
+	// Match is the template that matched, for its metrics; Failure, of a
+	// Failed verdict, the record template that failed.
+	Match   Match
+	Failure *Failure
+}
+
+// Match labels a question a template matched as CoreDNS's template
+// metrics do: the template's zone, and the class and type its records
+// see. Zone is "" when no template matched.
+type Match struct{ Zone, Class, Type string }
+
+// Failure is a record template that failed: its section (answer,
+// additional or authority) and text, and whether it executed but made no
+// valid record (RR) rather than failing to execute.
+type Failure struct {
+	Section, Template string
+	RR                bool
 }
 
 // Claims reports whether the templates decide the question (answer it or
@@ -101,17 +118,30 @@ func (ts *Templates) Claims(name string, qclass, qtype uint16) bool {
 
 // Bare reports the rcode of a question that a template answers with no
 // record and no extended error, CoreDNS's common `template ANY AAAA {
-// rcode NOERROR }`: such an answer is the question alone, the same for
-// every client, and the fast path can write it. ok is false for any other
-// question. It allocates nothing.
-func (ts *Templates) Bare(name string, qclass, qtype uint16) (rcode int, ok bool) {
+// rcode NOERROR }`, and the zone of that template (its metrics' label):
+// such an answer is the question alone, the same for every client, and
+// the fast path can write it. ok is false for any other question. It
+// allocates nothing.
+func (ts *Templates) Bare(name string, qclass, qtype uint16) (rcode int, match Match, ok bool) {
 	t, matched := ts.decide(name, qclass, qtype)
 	if t == nil || !matched || len(t.answer)+len(t.authority)+len(t.additional) > 0 || t.ede != nil ||
 		len(t.vars)+len(t.conds) > 0 ||
 		t.rcode == dns.RcodeServerFailure || t.rcode > 0xF {
-		return 0, false
+		return 0, Match{}, false
 	}
-	return t.rcode, true
+	return t.rcode, t.labels(matchZone(name, t.zones), qclass, qtype), true
+}
+
+// labels are the match of a question of qclass and qtype in zone: the
+// class and type its records see, the template's for ANY.
+func (t *compiled) labels(zone string, qclass, qtype uint16) Match {
+	if qclass == dns.ClassANY {
+		qclass = t.class
+	}
+	if qtype == dns.TypeANY {
+		qtype = t.qtype
+	}
+	return Match{Zone: zone, Class: dns.ClassToString[qclass], Type: dns.TypeToString[qtype]}
 }
 
 // decide is the template that decides the question, and whether one of
@@ -239,15 +269,9 @@ type data struct {
 func (*data) Meta(string) string { return "" }
 
 func (t *compiled) data(q Question, question dns.Question, zone string, re *regexp.Regexp, m []string) *data {
+	l := t.labels(zone, question.Qclass, question.Qtype)
 	d := &data{Zone: zone, Name: q.Name, Regex: re.String(), Match: m, Group: make(map[string]string, len(m)),
-		Message: q.Msg, Question: &question, Remote: q.Remote,
-		Class: dns.ClassToString[question.Qclass], Type: dns.TypeToString[question.Qtype]}
-	if question.Qclass == dns.ClassANY {
-		d.Class = dns.ClassToString[t.class]
-	}
-	if question.Qtype == dns.TypeANY {
-		d.Type = dns.TypeToString[t.qtype]
-	}
+		Message: q.Msg, Question: &question, Remote: q.Remote, Class: l.Class, Type: l.Type}
 	for i, s := range m {
 		d.Group[strconv.Itoa(i)] = s
 	}
@@ -261,18 +285,20 @@ func (t *compiled) data(q Question, question dns.Question, zone string, re *rege
 
 // respond executes the record templates of a matched template.
 func (t *compiled) respond(d *data) Response {
+	match := Match{Zone: d.Zone, Class: d.Class, Type: d.Type}
 	if t.rcode == dns.RcodeServerFailure {
-		return Response{Verdict: Failed}
+		return Response{Verdict: Failed, Match: match}
 	}
-	r := Response{Verdict: Answered, Rcode: t.rcode, ExtendedError: t.ede}
+	r := Response{Verdict: Answered, Rcode: t.rcode, ExtendedError: t.ede, Match: match}
 	for _, s := range []struct {
-		tmpls []*texttemplate.Template
-		dest  *[]dns.RR
-	}{{t.answer, &r.Answer}, {t.additional, &r.Extra}, {t.authority, &r.Ns}} {
+		section string
+		tmpls   []*texttemplate.Template
+		dest    *[]dns.RR
+	}{{"answer", t.answer, &r.Answer}, {"additional", t.additional, &r.Extra}, {"authority", t.authority, &r.Ns}} {
 		for _, tmpl := range s.tmpls {
-			rr, err := execute(tmpl, d)
+			rr, failure, err := execute(s.section, tmpl, d)
 			if err != nil {
-				return Response{Verdict: Failed, Err: err}
+				return Response{Verdict: Failed, Err: err, Match: match, Failure: failure}
 			}
 			*s.dest = append(*s.dest, rr)
 		}
@@ -280,20 +306,21 @@ func (t *compiled) respond(d *data) Response {
 	return r
 }
 
-// execute makes one record.
-func execute(tmpl *texttemplate.Template, d *data) (dns.RR, error) {
+// execute makes one record of section; a failure says how it failed.
+func execute(section string, tmpl *texttemplate.Template, d *data) (dns.RR, *Failure, error) {
 	var b bytes.Buffer
 	if err := tmpl.Execute(&b, d); err != nil {
-		return nil, fmt.Errorf("%s template: %w", tmpl.Name(), err)
+		return nil, &Failure{Section: section, Template: tmpl.Root.String()}, fmt.Errorf("%s template: %w", tmpl.Name(), err)
 	}
 	rr, err := dns.NewRR(b.String())
 	if err == nil && rr == nil {
 		err = fmt.Errorf("no record in %q", b.String())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s template made no valid record: %w", tmpl.Name(), err)
+		return nil, &Failure{Section: section, Template: tmpl.Root.String(), RR: true},
+			fmt.Errorf("%s template made no valid record: %w", tmpl.Name(), err)
 	}
-	return rr, nil
+	return rr, nil, nil
 }
 
 // Chases reports whether the answer to a question of type qtype has CNAME

@@ -193,17 +193,23 @@ func TestFields(t *testing.T) {
 	}
 }
 
+// A record template that fails says which, in which section and how,
+// for the metrics CoreDNS labels so (template_failures_total: it did not
+// execute; rr_failures_total: it made no valid record).
 func TestTemplateFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		answer string
 		rcode  string
+		fail   *Failure // the template's text as CoreDNS labels it: parsed and printed again
 	}{
-		{"not a record", "{{ .Name }} 60 IN A not-an-address", ""},
-		{"empty", "{{ if false }}x{{ end }}", ""},
-		{"execution fails", "{{ .Name }} 60 IN A 10.0.0.{{ parseInt .Name 10 8 }}", ""},
-		{"unknown field", "{{ .Nope }} 60 IN A 10.0.0.1", ""},
-		{"rcode SERVFAIL", "{{ .Name }} 60 IN A 10.0.0.1", "SERVFAIL"},
+		{"not a record", "{{ .Name }} 60 IN A not-an-address", "",
+			&Failure{Section: "answer", Template: "{{.Name}} 60 IN A not-an-address", RR: true}},
+		{"empty", "{{ if false }}x{{ end }}", "", &Failure{Section: "answer", Template: "{{if false}}x{{end}}", RR: true}},
+		{"execution fails", "{{ .Name }} 60 IN A 10.0.0.{{ parseInt .Name 10 8 }}", "",
+			&Failure{Section: "answer", Template: "{{.Name}} 60 IN A 10.0.0.{{parseInt .Name 10 8}}"}},
+		{"unknown field", "{{ .Nope }} 60 IN A 10.0.0.1", "", &Failure{Section: "answer", Template: "{{.Nope}} 60 IN A 10.0.0.1"}},
+		{"rcode SERVFAIL", "{{ .Name }} 60 IN A 10.0.0.1", "SERVFAIL", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, err := Compile([]Config{{Type: "A", Answer: []string{tc.answer}, Rcode: tc.rcode}})
@@ -212,10 +218,43 @@ func TestTemplateFailures(t *testing.T) {
 			}
 			req := new(dns.Msg)
 			req.SetQuestion("www.example.", dns.TypeA)
-			if r := ts.Answer(Question{Msg: req, Name: "www.example."}); r.Verdict != Failed {
+			r := ts.Answer(Question{Msg: req, Name: "www.example."})
+			if r.Verdict != Failed {
 				t.Fatalf("verdict %d, want Failed; answer %v", r.Verdict, r.Answer)
 			}
+			if want := (Match{Zone: ".", Class: "IN", Type: "A"}); r.Match != want {
+				t.Errorf("match %+v, want %+v", r.Match, want)
+			}
+			if (r.Failure == nil) != (tc.fail == nil) || r.Failure != nil && *r.Failure != *tc.fail {
+				t.Errorf("failure %+v, want %+v", r.Failure, tc.fail)
+			}
 		})
+	}
+}
+
+// An answer says which template matched, with the class and type its
+// records see (the template's for a question of ANY); a question no
+// template matches says none.
+func TestAnswerMatch(t *testing.T) {
+	ts, err := Compile(append(slices.Clone(aAndPTR), withNS[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		qtype uint16
+		want  Match
+	}{
+		{"ip-10-1-2-3.example.", dns.TypeA, Match{Zone: "example.", Class: "IN", Type: "A"}},
+		{"3.2.1.10.in-addr.arpa.", dns.TypePTR, Match{Zone: "in-addr.arpa.", Class: "IN", Type: "PTR"}},
+		{"ip-10-1-2-3.example.", dns.TypeMX, Match{Zone: "example.", Class: "IN", Type: "MX"}},
+		{"www.example.", dns.TypeA, Match{}}, // falls through
+	} {
+		req := new(dns.Msg)
+		req.SetQuestion(c.name, c.qtype)
+		if r := ts.Answer(Question{Msg: req, Name: c.name}); r.Match != c.want {
+			t.Errorf("%s %s: match %+v, want %+v", c.name, dns.TypeToString[c.qtype], r.Match, c.want)
+		}
 	}
 }
 
@@ -287,18 +326,23 @@ func TestBare(t *testing.T) {
 		name  string
 		qtype uint16
 		rcode int
+		zone  string
 		ok    bool
 	}{
-		{"www.example.org.", dns.TypeAAAA, dns.RcodeSuccess, true},
-		{"www.example.org.", dns.TypeA, 0, false},                 // passes on
-		{"x.invalid.", dns.TypeAAAA, 0, false},                    // a SOA and an extended error
-		{"foogle.com.", dns.TypeA, 0, false},                      // a CNAME
-		{"www.foogle.com.", dns.TypeA, 0, false},                  // SERVFAIL
-		{"www.foogle.com.", dns.TypeAAAA, dns.RcodeSuccess, true}, // the AAAA template comes first
+		{"www.example.org.", dns.TypeAAAA, dns.RcodeSuccess, ".", true},
+		{"www.example.org.", dns.TypeA, 0, "", false},                  // passes on
+		{"x.invalid.", dns.TypeAAAA, 0, "", false},                     // a SOA and an extended error
+		{"foogle.com.", dns.TypeA, 0, "", false},                       // a CNAME
+		{"www.foogle.com.", dns.TypeA, 0, "", false},                   // SERVFAIL
+		{"www.foogle.com.", dns.TypeAAAA, dns.RcodeSuccess, ".", true}, // the AAAA template comes first
 	} {
-		rcode, ok := ts.Bare(c.name, dns.ClassINET, c.qtype)
-		if rcode != c.rcode || ok != c.ok {
-			t.Errorf("%s %s: %d %v, want %d %v", c.name, dns.TypeToString[c.qtype], rcode, ok, c.rcode, c.ok)
+		rcode, match, ok := ts.Bare(c.name, dns.ClassINET, c.qtype)
+		want := Match{}
+		if c.ok {
+			want = Match{Zone: c.zone, Class: "IN", Type: dns.TypeToString[c.qtype]}
+		}
+		if rcode != c.rcode || match != want || ok != c.ok {
+			t.Errorf("%s %s: %d %+v %v, want %d %+v %v", c.name, dns.TypeToString[c.qtype], rcode, match, ok, c.rcode, want, c.ok)
 		}
 	}
 }

@@ -32,8 +32,9 @@ type interestView struct {
 type InterestChanged struct{}
 
 // Serves reports whether objects of kind in namespace feed a zone this
-// replica owns: a service zone for Services and EndpointSlices, a pod zone
-// for Pods. Their reverse records do not count: reverse zones are keyed by
+// replica owns: a service zone for Services and EndpointSlices, and for
+// ServiceImports and imported slices (multicluster names take their
+// namespace's service zone key), a pod zone for Pods. Their reverse records do not count: reverse zones are keyed by
 // address and mix every namespace.
 func (i *Interest) Serves(kind model.Kind, namespace string) bool {
 	if i == nil {
@@ -46,7 +47,7 @@ func (i *Interest) Serves(kind model.Kind, namespace string) bool {
 	for _, origin := range v.cfg.Domains.Cluster {
 		var key string
 		switch kind {
-		case model.KindService, model.KindEndpointSlice:
+		case model.KindService, model.KindEndpointSlice, model.KindServiceImport, model.KindMultiClusterSlice:
 			key = zone.ServiceZoneKey(namespace, origin)
 		case model.KindPod:
 			if !v.cfg.Domains.PodZones {

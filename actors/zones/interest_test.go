@@ -12,7 +12,8 @@ import (
 
 // A replica that has not announced itself an owner is interested in the
 // namespaces it will own once it has, so that its sources list them
-// before it announces; an announced one in what it owns.
+// before it announces; an announced one in what it owns. The
+// Multi-Cluster Services objects of a namespace follow its Services.
 func TestInterestOfAReplicaNotAnnouncedYet(t *testing.T) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	owners := []ring.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}, {Name: "r2", Owner: true}}
@@ -25,7 +26,7 @@ func TestInterestOfAReplicaNotAnnouncedYet(t *testing.T) {
 	for i := range 200 {
 		ns := fmt.Sprintf("team-%03d", i)
 		owns := announced.Owns("r3", zone.ServiceZoneKey(ns, "cluster.local."))
-		for _, kind := range []model.Kind{model.KindService, model.KindEndpointSlice} {
+		for _, kind := range []model.Kind{model.KindService, model.KindEndpointSlice, model.KindServiceImport, model.KindMultiClusterSlice} {
 			if got := before.Serves(kind, ns); got != owns {
 				t.Fatalf("%s of %s: interest before announcing %v, want %v (what r3 owns once announced)", kind, ns, got, owns)
 			}

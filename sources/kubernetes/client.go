@@ -2,7 +2,8 @@
 // EndpointSlices (discovery.k8s.io/v1), Namespaces and, with pods
 // verified, Pods, converts them to model objects through sources/kubeobj
 // and sends the changes to the zone manager, the same path the manifest
-// source takes.
+// source takes. It also watches the namespaced kinds other sources hand
+// it (extra.go), so that those follow the ring as Services do.
 //
 // Informer caches hold model objects, not API objects (see cached.go),
 // frozen into a few bytes per endpoint (model.Frozen): the zones keep the

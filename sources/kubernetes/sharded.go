@@ -54,6 +54,7 @@ type shardedKind struct {
 	resource string
 	object   func() runtime.Object
 	tweak    func(*metav1.ListOptions)
+	extra    *Kind // another source's kind (resource, object and tweak unused)
 	// current are the informers running: the one a ring change made, then
 	// one for each batch of new namespaces this replica owns.
 	current []*shardInformer
@@ -131,11 +132,14 @@ func (s *Source) startSharded(ctx actor.Context) {
 		s.kinds = append(s.kinds, &shardedKind{kind: model.KindEndpointSlice, resource: "endpointslices",
 			object: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, tweak: s.objectsTweak()})
 	}
-	fixed := []watched{{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak())}}
+	fixed := []watched{{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak()), nil}}
 	if s.cfg.Pods && s.cfg.PodsEverywhere {
-		fixed = append(fixed, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil)})
+		fixed = append(fixed, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil), nil})
 	} else if s.cfg.Pods {
 		s.kinds = append(s.kinds, &shardedKind{kind: model.KindPod, resource: "pods", object: func() runtime.Object { return &corev1.Pod{} }})
+	}
+	for _, k := range s.extras {
+		s.kinds = append(s.kinds, &shardedKind{kind: k.Kind, extra: k})
 	}
 	var synced []cache.InformerSynced
 	for _, w := range fixed {
@@ -407,15 +411,21 @@ func (s *Source) replace(k *shardedKind, owned map[string]bool, all []string) {
 func (s *Source) addInformer(k *shardedKind, ranges []cluster.HashRange) {
 	selector := cluster.ShardSelector(cluster.NamespaceField, ranges)
 	tweak := k.tweak
-	lw := s.cfg.Client.listWatch(k.resource, func(o *metav1.ListOptions) {
+	withSelector := func(o *metav1.ListOptions) {
 		if tweak != nil {
 			tweak(o)
 		}
 		o.ShardSelector = selector
-	})
-	informer := cache.NewSharedIndexInformer(lw, k.object(), 0, cache.Indexers{})
+	}
+	var w watched
+	if k.extra != nil {
+		w = s.extraWatched(k.extra, withSelector)
+	} else {
+		w = watched{k.kind, cache.NewSharedIndexInformer(s.cfg.Client.listWatch(k.resource, withSelector), k.object(), 0, cache.Indexers{}), nil}
+	}
+	informer := w.informer
 	si := &shardInformer{informer: informer, stop: make(chan struct{})}
-	si.synced, si.held = s.register(watched{k.kind, informer}, k)
+	si.synced, si.held = s.register(w, k)
 	if len(k.retired) > 0 {
 		// What a replaced informer held in the namespaces still owned
 		// comes back in this one's list: reuse it (heldEntries).
@@ -448,6 +458,7 @@ func (s *Source) onShardsSynced(ctx actor.Context, msg *shardsSynced) {
 		s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(s.started).Round(time.Millisecond))
 		ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
 	}
+	s.callListed()
 	waiting := s.replaysWaiting
 	s.replaysWaiting = nil
 	for _, id := range waiting {

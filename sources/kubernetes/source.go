@@ -73,12 +73,14 @@ type Source struct {
 	exposed func(string) bool
 	wg      sync.WaitGroup
 	shardState
+	extraState
 }
 
 // watched is one informer and the kind it delivers.
 type watched struct {
 	kind     model.Kind
 	informer cache.SharedIndexInformer
+	extra    *Kind // another source's kind; nil for this source's own
 }
 
 // NewProps returns the props of a Source.
@@ -107,6 +109,8 @@ func (s *Source) Receive(ctx actor.Context) {
 		s.reshard(ctx)
 	case *zones.WatchEverything:
 		s.onWatchEverything(ctx)
+	case *WatchKinds:
+		s.onWatchKinds(ctx, msg)
 	case *namespacesChanged:
 		s.reshard(ctx)
 	case *shardsSynced:
@@ -166,7 +170,14 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 		s.cfg.Logger.Warn("kubernetes watch failed; serving the last known state and retrying",
 			"kind", kind.String(), "err", err)
 	})
+	root, manager := s.root, s.cfg.Manager
+	send := s.generationGuard(sharded, func(c model.Change) {
+		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
+	})
 	held := &heldEntries{own: w.informer.GetStore()}
+	if w.extra != nil {
+		return s.registerExtra(w, send), held
+	}
 	if err := w.informer.SetTransform(transformFor(s.exposed, held, func(warnings []string) {
 		for _, w := range warnings {
 			s.cfg.Logger.Warn("serving the object without what the API served malformed", "warning", w)
@@ -177,10 +188,6 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 	})); err != nil {
 		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
 	}
-	root, manager := s.root, s.cfg.Manager
-	send := s.generationGuard(sharded, func(c model.Change) {
-		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
-	})
 	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger,
 		events: s.cfg.Events, skipped: s.cfg.Skipped})
 	if err != nil {
@@ -196,15 +203,19 @@ func (s *Source) startFull(ctx actor.Context) {
 		s.cfg.ShardedWatch.Set(0)
 	}
 	list := []watched{
-		{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak())},
-		{model.KindService, s.newInformer("services", &corev1.Service{}, s.objectsTweak())},
+		{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak()), nil},
+		{model.KindService, s.newInformer("services", &corev1.Service{}, s.objectsTweak()), nil},
 	}
 	if !s.cfg.NoEndpoints {
-		list = append(list, watched{model.KindEndpointSlice, s.newInformer("endpointslices", &discoveryv1.EndpointSlice{}, s.objectsTweak())})
+		list = append(list, watched{model.KindEndpointSlice, s.newInformer("endpointslices", &discoveryv1.EndpointSlice{}, s.objectsTweak()), nil})
 	}
 	if s.cfg.Pods {
-		list = append(list, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil)})
+		list = append(list, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil), nil})
 	}
+	for _, k := range s.extras {
+		list = append(list, s.extraWatched(k, nil))
+	}
+	listed := s.takeListed()
 	var synced []cache.InformerSynced
 	for _, w := range list {
 		reg, _ := s.register(w, nil)
@@ -218,6 +229,9 @@ func (s *Source) startFull(ctx actor.Context) {
 		if cache.WaitForCacheSync(s.stop, synced...) {
 			s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(s.started).Round(time.Millisecond))
 			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
+			for _, f := range listed {
+				f()
+			}
 		}
 	})
 }
@@ -228,8 +242,7 @@ func (s *Source) startFull(ctx actor.Context) {
 func (s *Source) replay(ctx actor.Context, id uint64) {
 	var changes []model.Change
 	for _, w := range s.informers() {
-		h := &handler{kind: w.kind, exposed: s.exposed, log: s.cfg.Logger,
-			send: func(c model.Change) { changes = append(changes, c) }}
+		h := s.replayHandler(w, func(c model.Change) { changes = append(changes, c) })
 		for _, obj := range byNamespace(w.informer.GetStore().List()) {
 			h.OnAdd(obj, false)
 		}
@@ -279,7 +292,7 @@ func (s *Source) informers() []watched {
 	list := slices.Clone(s.fixed)
 	for _, k := range s.kinds {
 		for _, si := range k.current {
-			list = append(list, watched{k.kind, si.informer})
+			list = append(list, watched{k.kind, si.informer, k.extra})
 		}
 	}
 	return list

@@ -10,9 +10,14 @@
 // A cluster without the ServiceImport resource is not an error: the
 // source says so once, reports itself synced with nothing to answer, and
 // checks again now and then, so installing an MCS implementation later
-// needs no restart. The objects are watched whole on every replica, as
-// ServiceEntries are: they are few (the services a ClusterSet exports),
-// and the zone manager keeps those of the namespaces it owns.
+// needs no restart.
+//
+// Once ServiceImports are served, the Kubernetes source watches the two
+// kinds for this one (kubernetes.WatchKinds): a namespace's MCS objects
+// build that namespace's zone, so they follow the ring exactly as its
+// Services do, sharded watches included, from the same detection,
+// reshard, replay and widening. This source discovers, converts and says
+// when they have listed.
 package multicluster
 
 import (
@@ -39,6 +44,7 @@ import (
 	"github.com/shardns/shardns/sources/crdwait"
 	"github.com/shardns/shardns/sources/istio"
 	"github.com/shardns/shardns/sources/kubeobj"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
 )
 
 // SourceName identifies this source in zone batches and logs.
@@ -55,7 +61,9 @@ var (
 type Config struct {
 	Client    dynamic.Interface
 	Discovery istio.Discovery // lists what a group version serves
-	Manager   *actor.PID      // receives the changes
+	Manager   *actor.PID      // receives the changes and Synced
+	// Kubernetes is the Kubernetes source, which watches the objects.
+	Kubernetes *actor.PID
 	// Namespaces are kubernetes.namespaces: empty serves every namespace.
 	Namespaces []string
 	// LabelSelector is kubernetes.labelSelector, applied to the imported
@@ -70,19 +78,12 @@ type Config struct {
 	Recheck time.Duration
 }
 
-// Source is the actor owning the discovery loop and the two informers.
-// Their goroutines stop, and are waited for, when the actor stops.
+// Source is the actor owning the discovery loop. Its goroutine stops,
+// and is waited for, when the actor stops.
 type Source struct {
-	cfg       Config
-	stop      chan struct{}
-	informers []watched // empty until discovery found ServiceImports
-	wg        sync.WaitGroup
-}
-
-// watched is one informer and the kind of object it delivers.
-type watched struct {
-	kind     model.Kind
-	informer cache.SharedIndexInformer
+	cfg  Config
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
 // served tells the source that the API server serves ServiceImports.
@@ -109,7 +110,8 @@ func (s *Source) Receive(ctx actor.Context) {
 	case *served:
 		s.watch(ctx)
 	case *zones.Replay:
-		s.replay(ctx, msg.ID)
+		// The Kubernetes source replays the objects it watches for this one.
+		ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: msg.ID})
 	case *actor.Stopping:
 		if s.stop != nil {
 			close(s.stop)
@@ -161,64 +163,65 @@ func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
 	}
 }
 
-// watch starts the informers of ServiceImports and imported slices and
-// reports the source synced once both have listed.
+// watch has the Kubernetes source watch ServiceImports and imported
+// slices, and reports this source synced once both have listed.
 func (s *Source) watch(ctx actor.Context) {
 	root, manager, self := ctx.ActorSystem().Root, s.cfg.Manager, ctx.Self()
-	sliceSelector, err := importedSliceSelector(s.cfg.LabelSelector)
+	kinds, err := Kinds(s.cfg)
 	if err != nil {
 		// kubernetes.labelSelector was validated at start: only a bug gets here.
 		panic(fmt.Sprintf("multicluster source: %v", err))
 	}
-	exposed := exposedFunc(s.cfg.Namespaces)
-	send := func(c model.Change) {
-		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
-	}
-	s.informers = []watched{
-		{model.KindServiceImport, s.informer(ServiceImports, "")},
-		{model.KindMultiClusterSlice, s.informer(EndpointSlices, sliceSelector)},
-	}
-	var synced []cache.InformerSynced
-	for _, w := range s.informers {
-		if err := w.informer.SetTransform(transformFor(w.kind, s.cfg.Logger)); err != nil {
-			panic(fmt.Sprintf("multicluster source: setting the transform of a new informer: %v", err))
-		}
-		kind := w.kind
-		w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-			s.cfg.Logger.Warn("watch failed; serving the last known state and retrying", "kind", kind.String(), "err", err)
-		})
-		reg, err := w.informer.AddEventHandler(&handler{kind: w.kind, exposed: exposed, send: send, log: s.cfg.Logger})
-		if err != nil {
-			panic(fmt.Sprintf("multicluster source: adding a handler to a new informer: %v", err))
-		}
-		synced = append(synced, reg.HasSynced)
-		s.wg.Go(func() { w.informer.Run(s.stop) })
-	}
-	s.wg.Go(func() {
-		start := time.Now()
-		if cache.WaitForCacheSync(s.stop, synced...) {
-			s.cfg.Logger.Info("ServiceImport initial list done", "took", time.Since(start).Round(time.Millisecond))
-			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
-		}
-	})
+	start := time.Now()
+	root.Send(s.cfg.Kubernetes, &kubesource.WatchKinds{Kinds: kinds, Listed: func() {
+		s.cfg.Logger.Info("ServiceImport initial list done", "took", time.Since(start).Round(time.Millisecond))
+		root.Send(manager, &zones.Synced{Source: SourceName, From: self})
+	}})
 }
 
-// informer returns an informer of gvr in every namespace, its list and
-// watch restricted to labelSelector.
-func (s *Source) informer(gvr schema.GroupVersionResource, labelSelector string) cache.SharedIndexInformer {
-	resource := s.cfg.Client.Resource(gvr)
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = labelSelector }
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
-			return resource.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
-			return resource.Watch(ctx, o)
-		},
-	}, s.cfg.Client)
-	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+// Kinds are ServiceImports and imported slices as the Kubernetes source
+// watches them: converted on the way into its caches, sent as this
+// source's model objects, of the namespaces kubernetes.namespaces exposes.
+func Kinds(cfg Config) ([]kubesource.Kind, error) {
+	sliceSelector, err := importedSliceSelector(cfg.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	exposed := exposedFunc(cfg.Namespaces)
+	kind := func(k model.Kind, gvr schema.GroupVersionResource, labelSelector string) kubesource.Kind {
+		return kubesource.Kind{Kind: k, ListWatch: listWatch(cfg.Client, gvr, labelSelector),
+			Object:    func() runtime.Object { return &unstructured.Unstructured{} },
+			Transform: transformFor(k, cfg.Logger),
+			Handler: func(send func(model.Change)) cache.ResourceEventHandler {
+				return &handler{kind: k, exposed: exposed, send: send, log: cfg.Logger}
+			}}
+	}
+	return []kubesource.Kind{
+		kind(model.KindServiceImport, ServiceImports, ""),
+		kind(model.KindMultiClusterSlice, EndpointSlices, sliceSelector),
+	}, nil
+}
+
+// listWatch lists and watches gvr in every namespace, restricted to
+// labelSelector, with the watching source's options (its shard selector).
+func listWatch(client dynamic.Interface, gvr schema.GroupVersionResource, labelSelector string) func(func(*metav1.ListOptions)) cache.ListerWatcher {
+	return func(tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+		resource := client.Resource(gvr)
+		set := func(o *metav1.ListOptions) {
+			tweak(o)
+			o.LabelSelector = labelSelector
+		}
+		return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				set(&o)
+				return resource.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				set(&o)
+				return resource.Watch(ctx, o)
+			},
+		}, client)
+	}
 }
 
 // importedSliceSelector selects the slices labelled with the service they
@@ -245,20 +248,4 @@ func exposedFunc(namespaces []string) func(string) bool {
 		set[n] = true
 	}
 	return func(ns string) bool { return set[ns] }
-}
-
-// replay sends every object the informer caches hold, so the zone
-// manager can load zones this replica gained. It reads local caches only.
-func (s *Source) replay(ctx actor.Context, id uint64) {
-	var changes []model.Change
-	exposed := exposedFunc(s.cfg.Namespaces)
-	for _, w := range s.informers {
-		h := &handler{kind: w.kind, exposed: exposed, log: s.cfg.Logger,
-			send: func(c model.Change) { changes = append(changes, c) }}
-		for _, obj := range w.informer.GetStore().List() {
-			h.OnAdd(obj, false)
-		}
-	}
-	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
-	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
 }

@@ -17,10 +17,12 @@ import (
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
+	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -64,7 +66,9 @@ func serve(t *testing.T, served bool, objs ...runtime.Object) func(name string) 
 		Sources: []string{SourceName}, Now: time.Now, Logger: quiet, Synced: &synced}))
 	ns := &model.Namespace{Name: "shop"}
 	system.Root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{{Key: ns.Key(), Object: ns}}})
-	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf(served), Manager: manager, Logger: quiet}))
+	host := system.Root.Spawn(actor.PropsFromFunc(watchWhole(t, manager)))
+	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf(served), Manager: manager,
+		Kubernetes: host, Logger: quiet}))
 	t.Cleanup(func() { system.Root.StopFuture(src).Wait() })
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if !synced.Load() {
@@ -79,6 +83,44 @@ func serve(t *testing.T, served bool, objs ...runtime.Object) func(name string) 
 			got = append(got, rr.(*dns.A).A.String())
 		}
 		return r.Rcode, got
+	}
+}
+
+// watchWhole stands in for the Kubernetes source, whose own tests run
+// against a real API server: it watches the kinds asked for whole, as
+// the Kubernetes source does where the API server does not shard.
+func watchWhole(t *testing.T, manager *actor.PID) actor.ReceiveFunc {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	return func(ctx actor.Context) {
+		msg, ok := ctx.Message().(*kubesource.WatchKinds)
+		if !ok {
+			return
+		}
+		root := ctx.ActorSystem().Root
+		send := func(c model.Change) {
+			root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{c}})
+		}
+		var synced []cache.InformerSynced
+		for _, k := range msg.Kinds {
+			informer := cache.NewSharedIndexInformer(k.ListWatch(func(*metav1.ListOptions) {}), k.Object(), 0, cache.Indexers{})
+			if err := informer.SetTransform(k.Transform); err != nil {
+				t.Error(err)
+				return
+			}
+			reg, err := informer.AddEventHandler(k.Handler(send))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			synced = append(synced, reg.HasSynced)
+			go informer.Run(stop)
+		}
+		go func() {
+			if cache.WaitForCacheSync(stop, synced...) {
+				msg.Listed()
+			}
+		}()
 	}
 }
 
