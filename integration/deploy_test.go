@@ -746,6 +746,30 @@ func TestDeployFederationComponent(t *testing.T) {
 	}
 }
 
+// The topology component grants get on nodes, nothing else, to the
+// replicas and to the node-local processes, which read their own Node's
+// zone.
+func TestDeployTopologyComponent(t *testing.T) {
+	objs := renderWithComponent(t, "topology")
+	var role rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "shardns-topology", &role)
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"nodes"}) ||
+		!slices.Equal(role.Rules[0].Verbs, []string{"get"}) || !slices.Equal(role.Rules[0].APIGroups, []string{""}) {
+		t.Errorf("topology ClusterRole rules %+v, want get on nodes only", role.Rules)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	find(t, objs, "ClusterRoleBinding", "shardns-topology", &binding)
+	var names []string
+	for _, s := range binding.Subjects {
+		if s.Kind == "ServiceAccount" && s.Namespace == "kube-system" {
+			names = append(names, s.Name)
+		}
+	}
+	if binding.RoleRef.Name != role.Name || !slices.Equal(names, []string{"shardns", "shardns-nodelocal"}) {
+		t.Errorf("topology binding %+v, want the shardns and shardns-nodelocal service accounts bound to %s", binding, role.Name)
+	}
+}
+
 func TestDeployServiceMonitorComponent(t *testing.T) {
 	objs := renderWithComponent(t, "servicemonitor")
 	sm := find(t, objs, "ServiceMonitor", "shardns", nil)
