@@ -153,16 +153,27 @@ func converged(rs []*nsReplica, qs []loadQuestion) error {
 	return nil
 }
 
-// servesAsBefore reports a replica that does not serve (from its own
-// state) exactly the zones it served before, or nil.
-func servesAsBefore(rs []*nsReplica, served map[string][]string) error {
+// servedOnce reports a zone that more than one replica serves from its
+// own state, or that none does, or nil: with replicationFactor 1 each of
+// the 2×partitionNamespaces zones has one owner, and nothing else is
+// held over from a handoff.
+func servedOnce(rs []*nsReplica) error {
+	by := map[string][]string{}
 	for _, r := range rs {
 		ring, err := r.ring(nil)
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(ring.Served, served[r.http]) {
-			return fmt.Errorf("%s serves %v, before the cut %v", ring.Self, ring.Served, served[r.http])
+		for _, z := range ring.Served {
+			by[z] = append(by[z], ring.Self)
+		}
+	}
+	if len(by) != 2*partitionNamespaces {
+		return fmt.Errorf("%d zones served, want %d", len(by), 2*partitionNamespaces)
+	}
+	for z, who := range by {
+		if len(who) != 1 {
+			return fmt.Errorf("%s is served by %v", z, who)
 		}
 	}
 	return nil
@@ -204,11 +215,10 @@ func TestPartition(t *testing.T) {
 	if n := servedServiceZones(t, victim.replicaProcess); n == 0 {
 		t.Fatalf("the replica to cut off serves no service zone: the test would prove nothing")
 	}
-	served := map[string][]string{} // by replica: what it serves with all three up
+	testutil.Eventually(t, 60*time.Second, func() error { return servedOnce(rs) })
 	for _, r := range rs {
 		ring, _ := r.ring(nil)
 		t.Logf("%s serves %v", ring.Self, ring.Served)
-		served[r.http] = ring.Served
 	}
 
 	var targets []string
@@ -224,17 +234,24 @@ func TestPartition(t *testing.T) {
 	}
 	l := startKillLoad(targets, partitionRate, next)
 	var phases []partitionPhase
-	for _, inboundOnly := range []bool{false, true} {
-		testutil.Eventually(t, 10*time.Second, func() error { // some answers before each cut
-			if n := len(l.finishedSoFar()); n < len(phases)*1000+300 {
-				return fmt.Errorf("%d answers so far", n)
+	// settle waits until the zones held over from the last cut are dropped
+	// (zones kept for cluster.handoffGrace after a handoff are answered in
+	// place, and would hide a failure) and some answers more came in.
+	settle := func() {
+		testutil.Eventually(t, 60*time.Second, func() error { return servedOnce(rs) })
+		if len(phases) > 0 {
+			phases[len(phases)-1].settled = time.Since(l.start)
+		}
+		n := len(l.finishedSoFar())
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if m := len(l.finishedSoFar()); m < n+300 {
+				return fmt.Errorf("%d answers since the replicas settled", m-n)
 			}
 			return nil
 		})
-		// Each cut starts from the ring of three with nothing held over
-		// from the last (zones kept for cluster.handoffGrace after a
-		// handoff are answered in place, and would hide a failure).
-		testutil.Eventually(t, 60*time.Second, func() error { return servesAsBefore(rs, served) })
+	}
+	for _, inboundOnly := range []bool{false, true} {
+		settle()
 		ph := partitionPhase{inboundOnly: inboundOnly, cut: time.Since(l.start)}
 		lab.cut(victim.ns, peers, inboundOnly)
 		// The partition lasts partitionCut; the load runs meanwhile.
@@ -247,12 +264,7 @@ func TestPartition(t *testing.T) {
 		ph.converged = time.Since(l.start)
 		phases = append(phases, ph)
 	}
-	testutil.Eventually(t, 10*time.Second, func() error { // answers after the last convergence
-		if n := len(l.finishedSoFar()); n < len(phases)*1000+300 {
-			return fmt.Errorf("%d answers so far", n)
-		}
-		return nil
-	})
+	settle()
 	rep := l.finish()
 	t.Logf("cut off %s (%s); %s", victim.ns, victim.addr, rep)
 	for _, ph := range phases {
@@ -261,15 +273,17 @@ func TestPartition(t *testing.T) {
 	checkPartitionLoad(t, rep, phases)
 }
 
-// partitionPhase is one cut: when it began, was healed and the replicas
-// converged, as times since the load's start.
+// partitionPhase is one cut: when it began, was healed, the replicas
+// converged and then dropped the zones they held over (settled), as
+// times since the load's start.
 type partitionPhase struct {
-	inboundOnly          bool
-	cut, heal, converged time.Duration
+	inboundOnly                   bool
+	cut, heal, converged, settled time.Duration
 }
 
 func (ph partitionPhase) GoString() string {
-	return fmt.Sprintf("{cut %.2f s, healed %.2f s, converged %.2f s}", ph.cut.Seconds(), ph.heal.Seconds(), ph.converged.Seconds())
+	return fmt.Sprintf("{cut %.2f s, healed %.2f s, converged %.2f s, settled %.2f s}",
+		ph.cut.Seconds(), ph.heal.Seconds(), ph.converged.Seconds(), ph.settled.Seconds())
 }
 
 func (ph partitionPhase) String() string {
@@ -294,7 +308,7 @@ func (ph partitionPhase) report(t *testing.T, rep killReport) {
 	var count [outcomes]int
 	zones := map[string]*failedZone{}
 	for i, s := range rep.sent {
-		if s < ph.cut || s >= ph.converged || rep.result[i] < 0 {
+		if s < ph.cut || s >= ph.settled || rep.result[i] < 0 {
 			continue
 		}
 		count[rep.result[i]]++
@@ -302,6 +316,9 @@ func (ph partitionPhase) report(t *testing.T, rep killReport) {
 			continue
 		}
 		key := zoneOf(rep.asked[i].name) + " from " + rep.to[i]
+		if s >= ph.converged {
+			key += " after the heal"
+		}
 		z := zones[key]
 		if z == nil {
 			z = &failedZone{first: s}
@@ -314,7 +331,7 @@ func (ph partitionPhase) report(t *testing.T, rep killReport) {
 	for _, c := range count {
 		total += c
 	}
-	t.Logf("%s for %v: %d queries from the cut to convergence, %.1f%% right, %d SERVFAIL, %d unanswered",
+	t.Logf("%s for %v: %d queries from the cut until the replicas settled, %.1f%% right, %d SERVFAIL, %d unanswered",
 		ph, partitionCut, total, 100*float64(count[answeredRight])/float64(max(total, 1)), count[answeredServfail], count[answeredNot])
 	t.Logf("%s: rings and answers converged %.2f s after the heal", ph, (ph.converged - ph.heal).Seconds())
 	keys := make([]string, 0, len(zones))
@@ -343,7 +360,7 @@ func checkPartitionLoad(t *testing.T, rep killReport, phases []partitionPhase) {
 		}
 		in := false
 		for _, ph := range phases {
-			in = in || (s >= ph.cut && s < ph.converged)
+			in = in || (s >= ph.cut && s < ph.settled)
 		}
 		if !in {
 			outside++
