@@ -115,6 +115,14 @@ func startServeIn(t *testing.T, dir string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(shardnsBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
+	return startCmd(t, cmd)
+}
+
+// startCmd runs cmd, a shardns serve (or a command that execs one, such
+// as `ip netns exec`), waits for its listening line and stops it at test
+// end.
+func startCmd(t *testing.T, cmd *exec.Cmd) *process {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,8 @@ type killLoad struct {
 	sent    []time.Duration // since start, by query
 	took    []time.Duration // until its answer, by query
 	result  []int
+	asked   []loadQuestion // by query
+	to      []string       // the target asked, by query
 	example [outcomes]string
 }
 
@@ -82,6 +84,7 @@ func startKillLoad(targets []string, rate int, next func(i int) loadQuestion) *k
 				l.sent = append(l.sent, time.Since(l.start))
 				l.took = append(l.took, 0)
 				l.result = append(l.result, -1)
+				l.asked, l.to = append(l.asked, q), append(l.to, addr)
 				l.mu.Unlock()
 				l.wg.Go(func() { l.ask(idx, addr, q) })
 				i++
@@ -126,7 +129,7 @@ func (l *killLoad) finish() killReport {
 	l.stop.Store(true)
 	l.wg.Wait()
 	rep := killReport{first: map[int]time.Duration{}, last: map[int]time.Duration{}, example: l.example,
-		sent: l.sent, took: l.took, result: l.result}
+		sent: l.sent, took: l.took, result: l.result, asked: l.asked, to: l.to}
 	for i, res := range l.result {
 		rep.count[res]++
 		if _, ok := rep.first[res]; !ok {
@@ -146,6 +149,8 @@ type killReport struct {
 	example     [outcomes]string
 	sent, took  []time.Duration // by query
 	result      []int
+	asked       []loadQuestion // by query
+	to          []string       // the target asked, by query
 }
 
 // latency is the median, 99th percentile and maximum time to an answer

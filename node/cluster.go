@@ -320,6 +320,7 @@ func (n *Node) watchRing() {
 
 func (n *Node) publishRing() {
 	r := n.buildRing()
+	n.dropReturned(n.ring.Load(), r)
 	n.ring.Store(r)
 	if n.widening.Load() {
 		// Its watches are being widened before it leaves: zones it would

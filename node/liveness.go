@@ -84,6 +84,22 @@ func (c *clusterState) suspectRemote(ring *cluster.Ring, addr string) {
 	}
 }
 
+// dropReturned drops this replica's remote connections to the members
+// that serve in next but did not in prev (cluster.Returned): protoactor
+// removes an endpoint whose EndpointTerminatedEvent it is told of, closes
+// its gRPC connection, and the next message to the member dials afresh.
+// Without it, a replica cut off by a partition and back was asked over the
+// connection made before the cut, which carried nothing until TCP gave
+// up on it: seconds of SERVFAIL once the handoff grace ended. The
+// liveness check the event also starts (startLiveness) finds the member
+// serving.
+func (n *Node) dropReturned(prev, next *cluster.Ring) {
+	for _, addr := range cluster.Returned(prev, next) {
+		n.log.Info("a member is back: its next question opens a new connection", "remote", addr)
+		n.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: addr})
+	}
+}
+
 // suspectOwnersBefore checks the members that come before this replica in
 // zoneKey's order: another replica asked this one for the zone, so it got
 // no answer from them. A replica that is not in the order learns nothing.

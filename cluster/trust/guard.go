@@ -109,9 +109,24 @@ func (g *Guard) ServerOptions() []grpc.ServerOption {
 	}
 }
 
+// clientPing is how long a connection this replica dialled may carry
+// nothing before it pings; clientPingTimeout how long a ping or data it
+// sent may stay unacknowledged before the connection is given up.
+const (
+	clientPing        = 30 * time.Second
+	clientPingTimeout = 10 * time.Second
+)
+
 // DialOptions are the options this replica dials other replicas with.
 func (g *Guard) DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithTransportCredentials(g.client)}
+	return []grpc.DialOption{grpc.WithTransportCredentials(g.client),
+		// A connection whose peer went silent (a network partition) is
+		// closed once what was sent on it stayed unacknowledged for
+		// Timeout (gRPC sets TCP_USER_TIMEOUT from it) or a ping went
+		// unanswered, and protoactor dials afresh at the next message;
+		// otherwise TCP retransmits on it for minutes and every question
+		// sent meanwhile is lost. Time stays above the server's MinTime.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: clientPing, Timeout: clientPingTimeout})}
 }
 
 // ClientHandshake runs this replica's side of the handshake on conn,
