@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -209,28 +210,47 @@ func (r legitResult) String() string {
 		r.quantile(0.5).Round(time.Microsecond), r.quantile(0.99).Round(time.Microsecond))
 }
 
-// legitimateClient asks legitimateNames in turn about once a millisecond
-// from ip until ctx ends, as a stub resolver does: it waits a second for
-// an answer and asks up to twice more, and asks again over TCP when the
-// answer is truncated.
+// legitimateClient asks each of legitimateNames every 4 ms, about 1,000
+// queries a second in all, from ip until ctx ends, as the stub
+// resolvers of a pod's processes do: each waits a second for an answer
+// and asks up to twice more, and asks again over TCP when the answer is
+// truncated.
 func legitimateClient(ctx context.Context, t testing.TB, ip, server string) legitResult {
-	c := udpFrom(t, ip)
-	to := net.UDPAddrFromAddrPort(mustAddrPort(t, server))
+	results := make([]legitResult, len(legitimateNames))
+	var wg sync.WaitGroup
+	for i, want := range legitimateNames {
+		c := udpFrom(t, ip)
+		wg.Go(func() { results[i] = stubResolver(ctx, c, server, want.name, want.ip, 4*time.Millisecond) })
+	}
+	wg.Wait()
+	var all legitResult
+	for _, r := range results {
+		all.asked, all.right, all.overTCP = all.asked+r.asked, all.right+r.right, all.overTCP+r.overTCP
+		all.latencies = append(all.latencies, r.latencies...)
+		all.last = cmp.Or(all.last, r.last)
+	}
+	return all
+}
+
+// stubResolver asks name on c every interval until ctx ends and checks
+// the answer is the address ip.
+func stubResolver(ctx context.Context, c *net.UDPConn, server, name, ip string, interval time.Duration) legitResult {
+	to := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(server))
+	local := c.LocalAddr().(*net.UDPAddr).IP
 	tcp := &dns.Client{Net: "tcp", Timeout: time.Second,
-		Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: time.Second}}
+		Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: local}, Timeout: time.Second}}
 	var res legitResult
-	tick := time.NewTicker(time.Millisecond)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	buf := make([]byte, 4096)
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
 	for ; ; res.asked++ {
 		select {
 		case <-ctx.Done():
 			return res
 		case <-tick.C:
 		}
-		want := legitimateNames[res.asked%len(legitimateNames)]
-		m := new(dns.Msg)
-		m.SetQuestion(want.name, dns.TypeA)
 		start := time.Now()
 		for try := 0; try < 3; try++ {
 			r, err := exchangeUDP(c, to, m, buf)
@@ -239,7 +259,7 @@ func legitimateClient(ctx context.Context, t testing.TB, ip, server string) legi
 				r, _, err = tcp.Exchange(m, server)
 			}
 			if err == nil {
-				err = isAddress(r, want.ip)
+				err = isAddress(r, ip)
 			}
 			if err == nil {
 				res.right++
