@@ -62,6 +62,16 @@ func TestConvertExternal(t *testing.T) {
 			want: []string{"Corefile:2: k8s_external needs the kubernetes plugin in its server block, whose services it publishes"},
 		},
 		{
+			name: "a reverse zone, as CoreDNS's tests list it",
+			src:  ". {\n  kubernetes cluster.local\n  k8s_external example.org in-addr.arpa\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.Zones, []string{"example.org", "in-addr.arpa"}) {
+					t.Errorf("external %+v, want both zones", e)
+				}
+			},
+			want: []string{"Corefile:3: note: k8s_external zone in-addr.arpa: PTRs of external IPs are not served (CoreDNS answers them with the service's name)"},
+		},
+		{
 			name: "root zone",
 			src:  ". {\n  kubernetes cluster.local\n  k8s_external\n}\n",
 			want: []string{`Corefile:3: k8s_external zone ".": it would answer every name; name the zone it publishes services in`},

@@ -27,7 +27,7 @@ type Frozen string
 // FrozenFormat is the version of Frozen's encoding. A replica refuses a
 // zone handed over in another: a rolling upgrade that changes the
 // encoding then loads gained zones from the API server only.
-const FrozenFormat = 3
+const FrozenFormat = 4
 
 // errFrozen reports a frozen object that cannot be decoded; only a bug
 // can make one, since the process wrote it.
@@ -50,9 +50,17 @@ func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 		b = appendString(b, o.ExternalName)
 		b = appendPorts(b, o.Ports)
 		// Last and only when present: a service without external IPs
-		// costs no byte more than before they were kept.
-		if len(o.ExternalIPs) > 0 {
+		// costs no byte more than before they were kept, and one without
+		// ingress hostnames none more than in format 3.
+		if len(o.ExternalIPs) > 0 || len(o.ExternalHosts) > 0 {
 			b = appendAddrs(b, o.ExternalIPs)
+		}
+		if len(o.ExternalHosts) > 0 {
+			b = binary.AppendUvarint(b, uint64(len(o.ExternalHosts)))
+			for _, h := range o.ExternalHosts {
+				b = appendString(b, h.Name)
+				b = binary.AppendUvarint(b, uint64(h.After))
+			}
 		}
 	case *EndpointSlice:
 		b = append(b, byte(KindEndpointSlice))
@@ -149,6 +157,9 @@ func (f Frozen) Thaw(namespace, name, resourceVersion string) (any, error) {
 		o.Ports = d.ports()
 		if d.more() {
 			o.ExternalIPs = d.addrs()
+		}
+		if d.more() {
+			o.ExternalHosts = d.hosts(len(o.ExternalIPs))
 		}
 		return o, d.done()
 	case KindEndpointSlice:
@@ -389,3 +400,25 @@ func (d *decoder) done() error {
 // more reports whether bytes are left to read, for a field written only
 // when it has a value.
 func (d *decoder) more() bool { return d.err == nil && d.off < len(d.s) }
+
+// hosts reads a Service's ingress hostnames; each must come after at most
+// ips external IPs and no sooner than the one before it, the order the
+// source wrote, so a damaged list fails rather than reorders.
+func (d *decoder) hosts(ips int) []ExternalHost {
+	n := d.count()
+	if d.err != nil || n == 0 {
+		d.fail()
+		return nil
+	}
+	out := make([]ExternalHost, 0, n)
+	for range n {
+		name := d.string()
+		after := d.uvarint()
+		if d.err != nil || name == "" || after > uint64(ips) || (len(out) > 0 && int(after) < out[len(out)-1].After) {
+			d.fail()
+			return nil
+		}
+		out = append(out, ExternalHost{Name: name, After: int(after)})
+	}
+	return out
+}

@@ -39,6 +39,13 @@ func frozenSamples() []any {
 	balanced.ClusterIPs = addrs("10.96.0.11")
 	balanced.Ports = []Port{{Name: "http", Protocol: "TCP", Port: 80}}
 	balanced.ExternalIPs = addrs("192.0.2.1", "2001:db8::1", "198.51.100.7")
+	// An AWS-style load balancer: its ingress hostnames around an IP.
+	elb := svc("elb")
+	elb.Ports = []Port{{Name: "http", Protocol: "TCP", Port: 80}}
+	elb.ExternalIPs = addrs("203.0.113.9")
+	elb.ExternalHosts = []ExternalHost{{Name: "a1.elb.example.net.", After: 0}, {Name: "a2.elb.example.net.", After: 1}}
+	hostOnly := svc("host-only")
+	hostOnly.ExternalHosts = []ExternalHost{{Name: "lb.example.net.", After: 0}}
 	headlessExternal := svc("headless-external")
 	headlessExternal.Type, headlessExternal.ExternalIPs = ServiceHeadless, addrs("192.0.2.2")
 	slice := &EndpointSlice{Namespace: "ns", Name: "web-abcde", ResourceVersion: "7", ServiceName: "web",
@@ -60,7 +67,7 @@ func frozenSamples() []any {
 	importedHeadless := &ServiceImport{Namespace: "ns", Name: "db", ResourceVersion: "4", Headless: true}
 	remote := &MultiClusterSlice{EndpointSlice: *slice, ClusterID: "east"}
 	remote.Name = "web-east-abcde"
-	return []any{dual, headless, nearby, external, balanced, headlessExternal, slice, empty, pod, imported, importedHeadless, remote}
+	return []any{dual, headless, nearby, external, balanced, elb, hostOnly, headlessExternal, slice, empty, pod, imported, importedHeadless, remote}
 }
 
 // identity is what the holder of a frozen object keeps beside it.
@@ -159,16 +166,20 @@ func TestFrozenRoundTrip(t *testing.T) {
 				t.Fatalf("ServiceName() = %q, want %q", f.ServiceName(), want)
 			}
 			// A service's external IPs are written last and only when it
-			// has some, so the encoding without them is whole.
-			whole := -1
-			if svc, ok := obj.(*Service); ok && len(svc.ExternalIPs) > 0 {
+			// has some, its ingress hostnames after them, so the encodings
+			// without either are whole.
+			whole := map[int]bool{}
+			if svc, ok := obj.(*Service); ok && (len(svc.ExternalIPs) > 0 || len(svc.ExternalHosts) > 0) {
 				plain := *svc
-				plain.ExternalIPs = nil
+				plain.ExternalIPs, plain.ExternalHosts = nil, nil
 				p, _ := Freeze(&plain)
-				whole = len(p)
+				whole[len(p)] = true
+				if len(svc.ExternalHosts) > 0 {
+					whole[len(p)+len(appendAddrs(nil, svc.ExternalIPs))] = true
+				}
 			}
 			for cut := range len(f) {
-				if _, err := f[:cut].Thaw(identity(obj)); err == nil && cut != whole {
+				if _, err := f[:cut].Thaw(identity(obj)); err == nil && !whole[cut] {
 					t.Fatalf("a frozen object cut to %d of %d bytes thawed without error", cut, len(f))
 				}
 			}

@@ -96,10 +96,22 @@ type Service struct {
 	// status.loadBalancer.ingress, the order k8s_external answers them
 	// in; nil for the many services that have none.
 	ExternalIPs []netip.Addr
+	// ExternalHosts are the hostnames of status.loadBalancer.ingress
+	// entries given without an IP (AWS ELBs): k8s_external answers them
+	// with a CNAME to the hostname, resolved upstream. nil for the many
+	// services that have none.
+	ExternalHosts []ExternalHost
 	// PreferClose is spec.trafficDistribution PreferClose: a headless
 	// answer may put the endpoints of the client's zone first even where
 	// the slices carry no hints.
 	PreferClose bool
+}
+
+// ExternalHost is a load balancer ingress hostname and its place among
+// a Service's external addresses, which k8s_external answers in order.
+type ExternalHost struct {
+	Name  string // fully qualified, as the load balancer wrote it
+	After int    // the number of ExternalIPs before it
 }
 
 // Key returns the object key of s.

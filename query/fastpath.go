@@ -315,7 +315,8 @@ func (h *Handler) buildPacked(name string, q wireQuestion, limit uint16, snap *z
 	name = string([]byte(name)) // the entry outlives the request's buffer
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.qtype})
 	if resp.External || len(resp.Remote) > 0 || resp.Rcode == dns.RcodeServerFailure ||
-		(resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) {
+		(resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) ||
+		h.Config.ExternalChases(name, q.qtype, resp.Answer) { // completed by upstream lookups
 		return nil
 	}
 	req := new(dns.Msg)

@@ -46,7 +46,8 @@ func (h *Handler) serveOwner(req []byte, q wireQuestion, lname []byte, name stri
 	if len(resp.Remote) == 0 && !resp.Wait {
 		return nil, false // answered here, or SERVFAIL: the full path says so
 	}
-	if m := hit.Entry.Msg(); m.Rcode == dns.RcodeNameError && h.fallsThrough(name) {
+	if m := hit.Entry.Msg(); m.Rcode == dns.RcodeNameError && h.fallsThrough(name) ||
+		h.Config.ExternalChases(name, q.qtype, m.Answer) { // completed by upstream lookups
 		return nil, false
 	}
 	c.count("hit")

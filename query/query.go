@@ -255,6 +255,9 @@ func (h *Handler) answerHere(x *exchange, r *dns.Msg, name string, resp zone.Res
 	}
 	q := x.req.Question[0]
 	h.setAnswer(x, r, name, q.Name, resp)
+	if b, done := h.chaseExternal(x, r, name, out); done {
+		return b
+	}
 	if q.Qtype == dns.TypeANY && r.Rcode == dns.RcodeSuccess && !resp.Referral {
 		// RFC 8482: a minimal answer to ANY for a name that exists.
 		r.Answer = []dns.RR{&dns.HINFO{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeHINFO,

@@ -294,5 +294,8 @@ func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.M
 // packOwner packs an owner's (or cached) answer for name as the answer to x.
 func (h *Handler) packOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
 	h.setAnswer(x, r, name, x.req.Question[0].Name, ownerResponse(m))
+	if b, done := h.chaseExternal(x, r, name, out); done {
+		return b
+	}
 	return h.pack(x, r, out)
 }

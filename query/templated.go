@@ -71,8 +71,13 @@ func (h *Handler) packTemplated(x *exchange, r *dns.Msg, resp template.Response,
 // the rewrite rules, templates, hosts, zones and forwarder all apply.
 // It returns nil when nothing answered in time.
 func (h *Handler) lookup(x *exchange, target string) *dns.Msg {
+	return h.lookupType(x, target, x.req.Question[0].Qtype)
+}
+
+// lookupType is lookup for a type of its own.
+func (h *Handler) lookupType(x *exchange, target string, qtype uint16) *dns.Msg {
 	req := x.req.Copy()
-	req.Question[0] = dns.Question{Name: dns.Fqdn(target), Qtype: x.req.Question[0].Qtype, Qclass: dns.ClassINET}
+	req.Question[0] = dns.Question{Name: dns.Fqdn(target), Qtype: qtype, Qclass: dns.ClassINET}
 	wire, err := req.Pack()
 	if err != nil {
 		return nil

@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -157,13 +158,7 @@ func (s *Snapshot) answerExternal(cfg *Config, q Question, z, ns string, soa []d
 			es = s.externalEndpoints(cfg, es, svc, base, endpoint, port, proto)
 			continue
 		}
-		for _, ip := range svc.ExternalIPs {
-			for _, p := range svc.Ports {
-				if matchPort(port, p.Name, proto, p.Protocol) {
-					es = append(es, entry{addr: ip, port: p.Port, target: base})
-				}
-			}
-		}
+		es = externalEntries(es, svc, base, port, proto)
 	}
 	if len(es) == 0 {
 		return negative(dns.RcodeNameError, soa)
@@ -171,13 +166,7 @@ func (s *Snapshot) answerExternal(cfg *Config, q Question, z, ns string, soa []d
 	var ans, extra []dns.RR
 	switch q.Type {
 	case dns.TypeA, dns.TypeAAAA:
-		seen := map[string]bool{}
-		for _, e := range es {
-			if a := e.addr.Unmap(); a.Is4() == (q.Type == dns.TypeA) && !seen[a.String()] {
-				seen[a.String()] = true
-				ans = append(ans, addrRR(q.Name, a, cfg.External.TTL))
-			}
-		}
+		ans = externalAddrs(q, es, cfg.TTL, cfg.External.TTL)
 	case dns.TypeSRV:
 		ans, extra = entriesSRV(q.Name, es, cfg.TTL, cfg.External.TTL)
 	}
@@ -185,6 +174,56 @@ func (s *Snapshot) answerExternal(cfg *Config, q Question, z, ns string, soa []d
 		return negative(dns.RcodeSuccess, soa)
 	}
 	return Response{Answer: ans, Extra: extra}
+}
+
+// externalEntries appends the entries of svc's external addresses on the
+// ports matching port and proto: one per address and port, in the order
+// of the addresses, where a load balancer's ingress hostname is an entry
+// without an address whose target is the hostname.
+func externalEntries(es []entry, svc *model.Service, base, port, proto string) []entry {
+	hosts := svc.ExternalHosts
+	for i := 0; i <= len(svc.ExternalIPs); i++ {
+		for len(hosts) > 0 && hosts[0].After <= i {
+			es = appendPorts(es, svc.Ports, netip.Addr{}, hosts[0].Name, port, proto)
+			hosts = hosts[1:]
+		}
+		if i < len(svc.ExternalIPs) {
+			es = appendPorts(es, svc.Ports, svc.ExternalIPs[i], base, port, proto)
+		}
+	}
+	return es
+}
+
+// appendPorts appends an entry of addr and target for each of ports
+// matching port and proto.
+func appendPorts(es []entry, ports []model.Port, addr netip.Addr, target, port, proto string) []entry {
+	for _, p := range ports {
+		if matchPort(port, p.Name, proto, p.Protocol) {
+			es = append(es, entry{addr: addr, port: p.Port, target: target})
+		}
+	}
+	return es
+}
+
+// externalAddrs answers an A or AAAA question q from es as k8s_external
+// does: each address of the family once, with addrTTL, and for each
+// entry of an ingress hostname (every port's) a CNAME to it with
+// cnameTTL, the cluster TTL CoreDNS gives it; the query path puts the
+// hostname's records, looked up upstream, behind each (ChaseExternal).
+func externalAddrs(q Question, es []entry, cnameTTL, addrTTL uint32) []dns.RR {
+	var ans []dns.RR
+	seen := map[netip.Addr]bool{}
+	for _, e := range es {
+		if !e.addr.IsValid() {
+			ans = append(ans, &dns.CNAME{Hdr: hdr(q.Name, dns.TypeCNAME, cnameTTL), Target: e.target})
+			continue
+		}
+		if a := e.addr.Unmap(); a.Is4() == (q.Type == dns.TypeA) && !seen[a] {
+			seen[a] = true
+			ans = append(ans, addrRR(q.Name, a, addrTTL))
+		}
+	}
+	return ans
 }
 
 // externalEndpoints appends the entries of svc's ready endpoints: those
@@ -230,7 +269,9 @@ func matchPort(port, name, proto, protocol string) bool {
 // address records: one SRV per target and port, weighed as CoreDNS
 // weighs them (100 shared among all entries, before duplicates and
 // entries without a port go), SRV records with srvTTL and addresses with
-// addrTTL.
+// addrTTL. An entry without an address (an ingress hostname) has its SRV
+// record and no address here: the query path adds the hostname's,
+// looked up upstream (ChaseExternal).
 func entriesSRV(owner string, es []entry, srvTTL, addrTTL uint32) (ans, extra []dns.RR) {
 	weight := uint16(10000 / (100 * len(es)))
 	if weight == 0 {
@@ -252,6 +293,9 @@ func entriesSRV(owner string, es []entry, srvTTL, addrTTL uint32) (ans, extra []
 		if k := (srvKey{e.target, e.port}); !seenSRV[k] {
 			seenSRV[k] = true
 			ans = append(ans, &dns.SRV{Hdr: hdr(owner, dns.TypeSRV, srvTTL), Weight: weight, Port: uint16(e.port), Target: e.target})
+		}
+		if !e.addr.IsValid() {
+			continue // an ingress hostname: its records are looked up upstream
 		}
 		if k := (extraKey{e.target, e.addr.Unmap().String()}); !seenExtra[k] {
 			seenExtra[k] = true

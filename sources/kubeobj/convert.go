@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -46,10 +47,11 @@ func ServiceWarnings(s *corev1.Service) (*model.Service, []string, error) {
 }
 
 // externalIPs sets out.ExternalIPs from spec.externalIPs and then the IPs
-// of status.loadBalancer.ingress, in that order (CoreDNS's), and returns
-// a warning for each that is not an IP address. An ingress given by
-// hostname only is not an address: k8s_external would answer it with a
-// CNAME resolved upstream, which shardns does not serve.
+// of status.loadBalancer.ingress, in that order (CoreDNS's), and
+// out.ExternalHosts from the ingress entries given by hostname only,
+// each with its place in that order: k8s_external answers such a one
+// with a CNAME to the hostname. It returns a warning for each that is
+// neither an IP address nor a domain name.
 func externalIPs(s *corev1.Service, out *model.Service) (warnings []string) {
 	n := len(s.Spec.ExternalIPs) + len(s.Status.LoadBalancer.Ingress)
 	if n == 0 {
@@ -70,8 +72,17 @@ func externalIPs(s *corev1.Service, out *model.Service) (warnings []string) {
 		add(fmt.Sprintf("spec.externalIPs[%d]", i), ip)
 	}
 	for i, in := range s.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
+		switch {
+		case in.IP != "":
 			add(fmt.Sprintf("status.loadBalancer.ingress[%d].ip", i), in.IP)
+		case in.Hostname != "":
+			name := strings.TrimSuffix(in.Hostname, ".") + "."
+			if _, ok := dns.IsDomainName(name); !ok || name == "." {
+				warnings = append(warnings, fmt.Sprintf("Service %s/%s: status.loadBalancer.ingress[%d].hostname: %q is not a domain name: skipped",
+					s.Namespace, s.Name, i, in.Hostname))
+				continue
+			}
+			out.ExternalHosts = append(out.ExternalHosts, model.ExternalHost{Name: name, After: len(out.ExternalIPs)})
 		}
 	}
 	return warnings
