@@ -27,7 +27,7 @@ type Frozen string
 // FrozenFormat is the version of Frozen's encoding. A replica refuses a
 // zone handed over in another: a rolling upgrade that changes the
 // encoding then loads gained zones from the API server only.
-const FrozenFormat = 4
+const FrozenFormat = 3
 
 // errFrozen reports a frozen object that cannot be decoded; only a bug
 // can make one, since the process wrote it.
@@ -49,9 +49,8 @@ func AppendFrozen(b []byte, obj any) (_ []byte, ok bool) {
 		b = appendAddrs(b, o.ClusterIPs)
 		b = appendString(b, o.ExternalName)
 		b = appendPorts(b, o.Ports)
-		// Last and only when present: a service without external IPs
-		// costs no byte more than before they were kept, and one without
-		// ingress hostnames none more than in format 3.
+		// Last and only when present: a service without external IPs or
+		// ingress hostnames costs no byte more than before they were kept.
 		if len(o.ExternalIPs) > 0 || len(o.ExternalHosts) > 0 {
 			b = appendAddrs(b, o.ExternalIPs)
 		}
