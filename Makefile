@@ -51,9 +51,11 @@ deps:
 ## Go benchmarks with -benchmem, the added latency of asking another replica, and
 ## how long queries fail when one of three replicas (rf 1) is killed under load, and
 ## sharded watches against CoreDNS: RSS at 10k and 20k services with 3 and 6 replicas,
-## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates.
+## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates, and the
+## largest replica's peak RSS through start, an apiserver restart and a ring change
+## beside CoreDNS's, with and without sharded watches (20k services).
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 120m -run '^(TestDNSPerf|TestShardedMemory|TestShardedIngest|TestKillWindow)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 180m -run '^(TestDNSPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestPeakMemory)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration
