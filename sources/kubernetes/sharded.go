@@ -412,7 +412,7 @@ func (s *Source) addInformer(k *shardedKind, ranges []cluster.HashRange) {
 			tweak(o)
 		}
 		o.ShardSelector = selector
-	})
+	}, s.cfg.Listing)
 	informer := cache.NewSharedIndexInformer(lw, k.object(), 0, cache.Indexers{})
 	si := &shardInformer{informer: informer, stop: make(chan struct{})}
 	si.synced, si.held = s.register(watched{k.kind, informer}, k)
