@@ -19,8 +19,10 @@ import (
 // an apiserver that does not shard watches and once on one that does.
 // 20k services × 10 endpoints in 100 namespaces (SHARDNS_PEAK_SERVICES
 // sets the count; SHARDNS_PEAK_MODES=unsharded or sharded runs one
-// mode), 3 replicas with replicationFactor 1 started one after
-// another, then three moments that make a replica list and build:
+// mode), 3 replicas with replicationFactor 1 started together
+// (SHARDNS_PEAK_START=serial: one after another, each once the one
+// before is ready), then three moments that make a replica list and
+// build:
 //
 //   - start: the replicas' initial lists and the ring changes of their
 //     joins;
@@ -77,19 +79,27 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	coredns := startCoreDNS(t, buildCoreDNS(t), cp.Kubeconfig)
 	cluster := "gossip: fast\n  handoffGrace: 5s"
 	var rs []*replicaProcess
-	join := func() {
+	add := func() {
 		var seeds []string
 		if len(rs) > 0 {
 			seeds = []string{rs[0].gossip}
 		}
 		rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("r%d", len(rs)), seeds, 1, cluster))
-		settled(t, rs, len(rs))
 	}
 	last := fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services-1, (services-1)%namespaces)
 	var table []phasePeaks
+	// Started together, as a Deployment or a StatefulSet with parallel
+	// pod management starts them; with SHARDNS_PEAK_START=serial each
+	// once the one before is ready (ordered pod management), where the
+	// first holds the whole cluster alone until the second joins.
+	serial := os.Getenv("SHARDNS_PEAK_START") == "serial"
 	for range 3 {
-		join()
+		add()
+		if serial {
+			settledWithin(t, rs, len(rs), 5*time.Minute)
+		}
 	}
+	settledWithin(t, rs, len(rs), 5*time.Minute)
 	settledIngest(t, coredns.addr, rs, last)
 	table = append(table, readPeaks(t, coredns.pid, rs))
 
@@ -110,7 +120,8 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	settledIngest(t, coredns.addr, rs, last)
 	table = append(table, readPeaks(t, coredns.pid, rs))
 
-	join()
+	add()
+	settledWithin(t, rs, len(rs), 5*time.Minute)
 	settledIngest(t, coredns.addr, rs, last)
 	table = append(table, readPeaks(t, coredns.pid, rs))
 	asked, failed, example, rate := l.stop()
