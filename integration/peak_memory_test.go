@@ -66,12 +66,16 @@ func TestPeakMemory(t *testing.T) {
 	}
 }
 
+// peakNamespaces and peakEndpoints shape the cluster: its services are
+// spread over peakNamespaces, each with peakEndpoints endpoints.
+const peakNamespaces, peakEndpoints = 100, 10
+
 // peakPhases names the moments peakRun measures, in order.
 var peakPhases = []string{"start", "restart", "ring change"}
 
 // peakRun measures one apiserver mode and returns its summary line.
 func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target float64) string {
-	const namespaces, endpoints = 100, 10
+	const namespaces, endpoints = peakNamespaces, peakEndpoints
 	cp := kubeapi.StartWith(t, api)
 	start := time.Now()
 	generateCluster(t, cp.Client, namespaces, services, endpoints)
@@ -109,21 +113,9 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	for n := range namespaces {
 		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)
 	}
-	l := startPacedLoad(func() []string { return addrs(rs) }, names, 1000)
-	cp.StopAPIServer(t)
-	time.Sleep(15 * time.Second) // the outage measured, not a wait for a condition
-	cp.StartAPIServer(t)
-	// A service made after the restart answers once every replica watches
-	// again, past the lists the restart cost.
-	createBenchService(t, cp.Client, services, namespaces, endpoints)
+	p, asked, failed := restartUnderLoad(t, cp, coredns.pid, coredns.addr, rs, names, mode, services)
+	table = append(table, p)
 	last = fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services, services%namespaces)
-	settledIngest(t, coredns.addr, rs, last)
-	table = append(table, readPeaks(t, coredns.pid, rs))
-	asked, failed, example, rate := l.stop()
-	if failed > 0 {
-		t.Errorf("%s: %d of %d queries failed after a retry through the restart; e.g. %s", mode, failed, asked, example)
-	}
-	t.Logf("%s: %d queries (%.0f a second) through the restart, %d failed", mode, asked, rate, failed)
 
 	// The ring change under the same load, its failures counted apart:
 	// they are the handoff's (cluster.handoffGrace), not the restart's.
@@ -147,6 +139,31 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	}
 	return fmt.Sprintf("%s, %dk services × %d endpoints: largest replica's peak %.0f MB, CoreDNS's %.0f MB: %.2f × (target ≤ %.2f: %s); %d queries through the restart, %d failed",
 		mode, services/1000, endpoints, largest, core, largest/core, target, verdict, asked, failed)
+}
+
+// restartUnderLoad stops the apiserver for 15 s and starts it again
+// under 1,000 verified queries a second to rs, waits until a service made
+// after it (svc<services>) answers everywhere, and returns the peaks
+// through it and what the queries asked and how many failed.
+func restartUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, corePID int, coreAddr string, rs []*replicaProcess,
+	names map[string]string, mode string, services int) (p phasePeaks, asked, failed int64) {
+	t.Helper()
+	const namespaces, endpoints = peakNamespaces, peakEndpoints
+	l := startPacedLoad(func() []string { return addrs(rs) }, names, 1000)
+	cp.StopAPIServer(t)
+	time.Sleep(15 * time.Second) // the outage measured, not a wait for a condition
+	cp.StartAPIServer(t)
+	// A service made after the restart answers once every replica watches
+	// again, past the lists the restart cost.
+	createBenchService(t, cp.Client, services, namespaces, endpoints)
+	settledIngest(t, coreAddr, rs, fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services, services%namespaces))
+	p = readPeaks(t, corePID, rs)
+	asked, failed, example, rate := l.stop()
+	if failed > 0 {
+		t.Errorf("%s: %d of %d queries failed after a retry through the restart; e.g. %s", mode, failed, asked, example)
+	}
+	t.Logf("%s: %d queries (%.0f a second) through the restart, %d failed", mode, asked, rate, failed)
+	return p, asked, failed
 }
 
 // phasePeaks is the peak RSS of each replica and of CoreDNS through one
