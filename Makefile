@@ -53,12 +53,14 @@ deps:
 ## Go benchmarks with -benchmem, the added latency of asking another replica, and
 ## how long queries fail when one of three replicas (rf 1) is killed under load, and
 ## sharded watches against CoreDNS: RSS at 10k and 20k services with 3 and 6 replicas,
-## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates, and
-## floods: a water torture at 50k q/s (SHARDNS_FLOOD_RATE) and an ANY flood beside
-## a client asking 1k q/s, against shardns with and without the recommended limits
-## and CoreDNS (the client's success rate, p50/p99 latency, server CPU).
+## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates, the
+## largest replica's peak RSS through start, an apiserver restart and a ring change
+## beside CoreDNS's, with and without sharded watches (20k services), and floods: a
+## water torture at 50k q/s (SHARDNS_FLOOD_RATE) and an ANY flood beside a client
+## asking 1k q/s, against shardns with and without the recommended limits and
+## CoreDNS (the client's success rate, p50/p99 latency, server CPU).
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 120m -run '^(TestDNSPerf|TestNodeLocalPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 180m -run '^(TestDNSPerf|TestNodeLocalPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration

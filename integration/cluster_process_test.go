@@ -98,7 +98,14 @@ func (r *replicaProcess) ring(t *testing.T) (httpapi.Ring, error) {
 // settled waits until every replica is ready and sees want members.
 func settled(t *testing.T, rs []*replicaProcess, want int) {
 	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func() error {
+	settledWithin(t, rs, want, 30*time.Second)
+}
+
+// settledWithin is settled with its bound: replicas that list a large
+// cluster all at once take longer to be ready.
+func settledWithin(t *testing.T, rs []*replicaProcess, want int, timeout time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func() error {
 		for _, r := range rs {
 			if code := httpStatus(t, "http://"+r.http+"/ready"); code != 200 {
 				return fmt.Errorf("%s /ready = %d", r.http, code)

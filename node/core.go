@@ -119,7 +119,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
 			NoSharding: !k.Sharded(), PodsEverywhere: cfg.Autopath.Enabled,
 			Events: m.Kubernetes.Events, ShardedWatch: m.Kubernetes.ShardedWatch, Skipped: m.Kubernetes.Skipped,
-			Interest: interest, Logger: log.With("source", kubesource.SourceName)}
+			Interest: interest, Listing: memory.listing, Logger: log.With("source", kubesource.SourceName)}
 		if err := kube.Validate(); err != nil {
 			return nil, err
 		}

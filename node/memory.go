@@ -169,6 +169,7 @@ type memoryReleaser struct {
 	asked, returned atomic.Int64       // releases asked for; the count when memory was last returned
 	loads, released atomic.Int64       // loads begun; how many had begun at the last release
 	changes         atomic.Int64       // live changes since memory was last returned
+	lists           atomic.Int64       // informers' lists under way
 	idleChecks      atomic.Int64       // idle checks made (tests wait for them)
 	changedLately   atomic.Bool        // a live change came since the last idle check
 	readHeap        func() heapReading // readHeapNow; tests replace it
@@ -235,6 +236,28 @@ func (h heapReading) worthReturning() bool {
 // not wait for the collector: an actor calls it.
 func (r *memoryReleaser) loading() {
 	r.loads.Add(1)
+	r.tighten()
+}
+
+// listing says an informer's list begins (began) or is over. A list
+// decodes every object of its kind and keeps a few bytes of each: the
+// first sync's, and a relist's after the API server lost the watches (a
+// restart), which no load covers. The collector runs at loadGCPercent
+// while any is under way, and the garbage of the last one to end is
+// returned. It never blocks: informers' goroutines call it.
+func (r *memoryReleaser) listing(began bool) {
+	if began {
+		r.lists.Add(1)
+		r.tighten()
+		return
+	}
+	if r.lists.Add(-1) == 0 {
+		r.returnFreed() // relaxes the collector once no load is under way either
+	}
+}
+
+// tighten runs the collector at loadGCPercent until relax.
+func (r *memoryReleaser) tighten() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tight {
@@ -248,11 +271,12 @@ func (r *memoryReleaser) loading() {
 	r.tight, r.normalGC = true, previous
 }
 
-// relax restores the collector's target once no load is under way.
+// relax restores the collector's target once no load and no list is
+// under way.
 func (r *memoryReleaser) relax() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.tight {
+	if r.tight && r.lists.Load() == 0 {
 		debug.SetGCPercent(r.normalGC)
 		r.tight = false
 	}
@@ -316,11 +340,12 @@ func (r *memoryReleaser) pending() bool {
 }
 
 // close stops the releaser and waits for it, and restores the collector's
-// target.
+// target, whatever lists the stopped sources left unfinished.
 func (r *memoryReleaser) close() {
 	r.burst.Stop()
 	close(r.stop)
 	<-r.done
+	r.lists.Store(0)
 	r.relax()
 }
 

@@ -268,3 +268,38 @@ func TestLiveChangesDuringALoadKeepItTight(t *testing.T) {
 		return nil
 	})
 }
+
+// An informer's list runs the collector tight until the last list under
+// way is over, whatever loads end meanwhile; then the configured target
+// comes back and the list's garbage is returned.
+func TestListsRunTheCollectorTight(t *testing.T) {
+	previous := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(previous) })
+	r := startMemoryReleaser(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer r.close()
+	gcIs := func(want int64) func() error {
+		return func() error {
+			if got := gcPercent(t); got != want || r.pending() {
+				return fmt.Errorf("GOGC %d, pending %v; want GOGC %d, nothing pending", got, r.pending(), want)
+			}
+			return nil
+		}
+	}
+	r.listing(true)
+	if got := gcPercent(t); got != loadGCPercent {
+		t.Fatalf("a list runs the collector at %d, want %d", got, loadGCPercent)
+	}
+	r.listing(true)
+	r.loading()
+	r.release()
+	r.listing(false)
+	// The load and one list are over, one list is not: the release they
+	// asked for is done and the collector still tight.
+	testutil.Eventually(t, 10*time.Second, gcIs(loadGCPercent))
+	returned := r.returned.Load()
+	r.listing(false)
+	testutil.Eventually(t, 10*time.Second, gcIs(100))
+	if r.returned.Load() == returned {
+		t.Fatal("the last list's garbage was not returned")
+	}
+}

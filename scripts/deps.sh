@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test tiers use, when they are missing:
-# dig and dnsperf (clients), etcd (for the real kube-apiserver),
+# dig and dnsperf (clients), etcd (for the real kube-apiserver) and
+# etcdctl (TestRelistSkipsMalformed writes objects the API refuses),
 # unbound (a real upstream resolver), kdig (DNS over TLS and HTTPS), ip
-# (TestStrangersCannotJoin gives its processes addresses of their own), and
+# (TestStrangersCannotJoin gives its processes addresses of their own),
+# nft (TestPartition cuts a replica off in its network namespace), and
 # what the node tier (integration/kubenode) runs pods with: containerd and
 # runc, the CNI plugins, conntrack (kube-proxy clears UDP entries with it)
 # and a static busybox (copied into the pods' busybox image).
@@ -12,9 +14,11 @@ need=()
 command -v dig >/dev/null || need+=(dnsutils)
 command -v dnsperf >/dev/null || need+=(dnsperf)
 command -v etcd >/dev/null || need+=(etcd-server)
+command -v etcdctl >/dev/null || need+=(etcd-client)
 command -v unbound >/dev/null || need+=(unbound)
 command -v kdig >/dev/null || need+=(knot-dnsutils)
 command -v ip >/dev/null || need+=(iproute2)
+command -v nft >/dev/null || need+=(nftables)
 # A containerd already installed (Docker's containerd.io, which also brings
 # runc) is used as it is: Debian's package would replace it.
 command -v containerd >/dev/null || need+=(containerd)

@@ -231,6 +231,10 @@ func (c *ControlPlane) RESTConfig() *rest.Config {
 // stays the same across StopAPIServer, StartAPIServer and RestartAPIServer.
 func (c *ControlPlane) APIServerURL() string { return "https://" + c.apiAddr }
 
+// EtcdURL is the client URL of the control plane's etcd, for tests that
+// write what the API's validation would refuse straight into storage.
+func (c *ControlPlane) EtcdURL() string { return c.etcdURL }
+
 // StopAPIServer stops the apiserver, gracefully (SIGTERM) and waiting for
 // it to exit, and leaves etcd running: clients then get connection errors,
 // as when a cluster's apiserver is down. It does nothing if the apiserver is

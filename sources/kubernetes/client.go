@@ -145,8 +145,9 @@ func NewClientForConfig(cfg *rest.Config) (*Client, error) {
 }
 
 // listWatch lists and watches resource (namespaces, services, pods or
-// endpointslices) in every namespace, with tweak applied to the options.
-func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+// endpointslices) in every namespace, with tweak applied to the options;
+// listing, when set, hears when its lists begin and end (toldListing).
+func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions), listing func(bool)) cache.ListerWatcher {
 	rc := c.core
 	if resource == "endpointslices" {
 		rc = c.discovery
@@ -157,5 +158,5 @@ func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions)) cac
 	// As client-go's generated informers: the client says whether it can
 	// stream the initial list, else the reflector lists.
 	return cache.ToListWatcherWithWatchListSemantics(
-		cache.NewFilteredListWatchFromClient(rc, resource, metav1.NamespaceAll, tweak), rc)
+		toldListing(cache.NewFilteredListWatchFromClient(rc, resource, metav1.NamespaceAll, tweak), listing), rc)
 }

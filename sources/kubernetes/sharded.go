@@ -421,7 +421,7 @@ func (s *Source) addInformer(k *shardedKind, ranges []cluster.HashRange) {
 	if k.extra != nil {
 		w = s.extraWatched(k.extra, withSelector)
 	} else {
-		w = watched{k.kind, cache.NewSharedIndexInformer(s.cfg.Client.listWatch(k.resource, withSelector), k.object(), 0, cache.Indexers{}), nil}
+		w = watched{k.kind, cache.NewSharedIndexInformer(s.cfg.Client.listWatch(k.resource, withSelector, s.cfg.Listing), k.object(), 0, cache.Indexers{}), nil}
 	}
 	informer := w.informer
 	si := &shardInformer{informer: informer, stop: make(chan struct{})}

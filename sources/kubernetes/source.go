@@ -51,6 +51,10 @@ type Config struct {
 	// ShardedWatch says whether they are sharded. Either may be nil.
 	Events       *prometheus.CounterVec
 	ShardedWatch prometheus.Gauge
+	// Listing, when set, is told when an informer's list begins (true)
+	// and ends (false), the first and every relist alike; it must not
+	// block. The node runs the Go collector tight meanwhile.
+	Listing func(began bool)
 }
 
 // Validate checks the selectors, so a typo fails at start-up.
@@ -157,7 +161,7 @@ func (s *Source) namespacesTweak() func(*metav1.ListOptions) {
 // namespace index: nothing here looks objects up by namespace, and the
 // index would hold a second copy of every key.
 func (s *Source) newInformer(resource string, object runtime.Object, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(s.cfg.Client.listWatch(resource, tweak), object, 0, cache.Indexers{})
+	return cache.NewSharedIndexInformer(s.cfg.Client.listWatch(resource, tweak, s.cfg.Listing), object, 0, cache.Indexers{})
 }
 
 // register sets w's transform, error logging and handler, and returns
