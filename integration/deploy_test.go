@@ -896,6 +896,7 @@ func TestDeployNodeLocal(t *testing.T) {
 	if v := pod.Volumes[0].ConfigMap; v == nil || v.Name != cm.GetName() {
 		t.Errorf("volume mounts %+v, want the generated %q", v, cm.GetName())
 	}
+	checkNodeLocalRollout(t, &ds, cfg)
 	_, httpPort, _ := strings.Cut(cfg.HTTP.Listen, ":")
 	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != httpPort {
@@ -998,4 +999,35 @@ func TestDeployAutoscalingExamples(t *testing.T) {
 		t.Errorf("cluster-proportional-autoscaler args %v do not target the StatefulSet", cpa.Spec.Template.Spec.Containers[0].Args)
 	}
 	newApplier(t, kubeapi.Shared(t)).applyAll(t, objs)
+}
+
+// checkNodeLocalRollout checks what a zero-loss rollout of the node-local
+// DaemonSet needs: the new pod on each node before the old one goes
+// (maxSurge 1, maxUnavailable 0), a pod the scheduler can place beside
+// the old one (no hostPort, which every listed port on the host network
+// is), no fixed port of its own the old process holds (the actor remote
+// takes one from the system; DNS and HTTP are shared), readiness on
+// /ready, and a grace period beyond the lameduck and the drain.
+func checkNodeLocalRollout(t *testing.T, ds *appsv1.DaemonSet, cfg *config.Config) {
+	t.Helper()
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil ||
+		ru.MaxSurge == nil || ru.MaxSurge.String() != "1" || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("DaemonSet updateStrategy %+v, want RollingUpdate with maxSurge 1 and maxUnavailable 0", ds.Spec.UpdateStrategy)
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if len(c.Ports) > 0 {
+			t.Errorf("container %s lists ports %+v: hostPorts on the host network, which keep a surge pod Pending", c.Name, c.Ports)
+		}
+	}
+	if _, port, _ := strings.Cut(cfg.Cluster.Remote, ":"); port != "0" {
+		t.Errorf("cluster.remote %q: a fixed port is held by the old process while the new one starts", cfg.Cluster.Remote)
+	}
+	if p := ds.Spec.Template.Spec.Containers[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ready" {
+		t.Errorf("readiness probe %+v, want /ready: the old pod goes once the new one has the ring", p)
+	}
+	grace := ds.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if need := cfg.HTTP.Lameduck.D() + 2*time.Second; grace == nil || time.Duration(*grace)*time.Second <= need {
+		t.Errorf("terminationGracePeriodSeconds %v, want more than the lameduck and the drain (%v)", grace, need)
+	}
 }

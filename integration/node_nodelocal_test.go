@@ -191,15 +191,22 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 	q := c.startQuerier(t, ns, "nlquerier", names, withDNSConfig(dnsConfig))
 	c.checkServedByNodeLocal(t, q, metrics, 3*len(names), "through the node-local process")
 
-	// Its pod replaced, as `kubectl rollout restart` or a new image does:
-	// the pod's glibc turns to 10.96.0.10 while 169.254.20.10 does not
-	// answer (the kernel refuses the port), and back once the new pod
-	// does. Without the second nameserver an answer fails here. The
+	// Rolled three times in a row, as `kubectl rollout restart
+	// daemonset` does, while a pod whose resolv.conf lists 169.254.20.10
+	// alone resolves without pause: not one lookup fails (maxSurge 1,
+	// maxUnavailable 0, the address shared and handed over).
+	c.testNodeLocalRollouts(t, ns, names, linkLocal, metricsPort)
+
+	// Its pod deleted outright, the path of clusters that roll with
+	// maxUnavailable: the pod's glibc turns to 10.96.0.10 while
+	// 169.254.20.10 does not answer (the kernel refuses the port), and
+	// back once the new pod does. Without the second nameserver an answer fails here. The
 	// replicas' count of questions tells how many the pod asked them
 	// meanwhile (none come from it while the node-local process
 	// answers); the gap between the old process's exit and the new one's
 	// start can be shorter than one lookup, so it is only logged.
 	asked0 := c.replicaQuestions(t)
+	pod = c.waitNodeLocal(t, "")
 	if err := c.client().CoreV1().Pods("kube-system").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,8 @@ type Config struct {
 type Sockets struct {
 	UDP *UDPSocket
 	TCP net.Listener
+	// shared: bound by BindShared, beside other processes' sockets.
+	shared bool
 }
 
 // BindTCP opens only TCP on addr, for DNS over TLS and HTTPS.
@@ -76,18 +78,28 @@ func BindTCP(addr string) (*Sockets, error) {
 
 // Bind opens UDP and TCP on addr. It runs before any actor starts, so a
 // port in use is a start-up error rather than a crashed actor.
-func Bind(addr string) (*Sockets, error) {
+func Bind(addr string) (*Sockets, error) { return bind(addr, false) }
+
+// BindShared opens UDP and TCP on addr as Bind does, but beside the
+// sockets another process of the same user has bound there with
+// BindShared (SO_REUSEPORT, Linux only): a new node-local process starts
+// on 169.254.20.10:53 while the old one serves. The oldest sockets of the
+// address take every packet and connection until they hand over
+// (Handover), so a process that is not ready answers nothing.
+func BindShared(addr string) (*Sockets, error) { return bind(addr, true) }
+
+func bind(addr string, shared bool) (*Sockets, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	for attempt := 0; ; attempt++ {
-		udp, err := listenUDP(addr)
+		udp, err := listenUDP(addr, shared)
 		if err != nil {
 			return nil, err
 		}
 		// Serve TCP on the port UDP got, which matters when addr asks for
 		// :0; that port may be taken for TCP, so then try another one.
-		tcp, err := net.Listen("tcp", udp.LocalAddr().String())
+		tcp, err := listenTCP(udp.LocalAddr().String(), shared, steerOldest)
 		if err == nil {
-			return &Sockets{UDP: udp, TCP: tcp}, nil
+			return &Sockets{UDP: udp, TCP: tcp, shared: shared}, nil
 		}
 		udp.Close()
 		if port != "0" || attempt == 10 {

@@ -33,7 +33,7 @@ type UDPSocket struct {
 // or empty host gets a dual-stack IPv6 socket, which serves IPv4 clients
 // too (an IPv4 one where the system has no IPv6); any other address, a
 // socket of its family.
-func listenUDP(addr string) (*UDPSocket, error) {
+func listenUDP(addr string, shared bool) (*UDPSocket, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
@@ -41,11 +41,11 @@ func listenUDP(addr string) (*UDPSocket, error) {
 	ip := ua.AddrPort().Addr().Unmap()
 	var s *UDPSocket
 	if !ip.IsValid() || ip.IsUnspecified() {
-		if s, err = bindUDP(netip.IPv6Unspecified(), ua.Port, ""); err != nil {
-			s, err = bindUDP(netip.IPv4Unspecified(), ua.Port, "")
+		if s, err = bindUDP(netip.IPv6Unspecified(), ua.Port, "", shared); err != nil {
+			s, err = bindUDP(netip.IPv4Unspecified(), ua.Port, "", shared)
 		}
 	} else {
-		s, err = bindUDP(ip, ua.Port, ua.Zone)
+		s, err = bindUDP(ip, ua.Port, ua.Zone, shared)
 	}
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "udp", Addr: ua, Err: err}
@@ -53,7 +53,7 @@ func listenUDP(addr string) (*UDPSocket, error) {
 	return s, nil
 }
 
-func bindUDP(ip netip.Addr, port int, zone string) (*UDPSocket, error) {
+func bindUDP(ip netip.Addr, port int, zone string, shared bool) (*UDPSocket, error) {
 	var sa unix.Sockaddr
 	family := unix.AF_INET
 	if ip.Is4() {
@@ -81,9 +81,22 @@ func bindUDP(ip netip.Addr, port int, zone string) (*UDPSocket, error) {
 			return nil, err
 		}
 	}
+	if shared {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
 	if err := unix.Bind(fd, sa); err != nil {
 		unix.Close(fd)
 		return nil, err
+	}
+	if shared {
+		// After bind: a program attached before joins no group.
+		if err := steer(fd, steerOldest); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
 	}
 	bound, err := unix.Getsockname(fd)
 	if err != nil {

@@ -11,7 +11,10 @@ import (
 // network poller, where the system has no recvmmsg.
 type UDPSocket struct{ *net.UDPConn }
 
-func listenUDP(addr string) (*UDPSocket, error) {
+func listenUDP(addr string, shared bool) (*UDPSocket, error) {
+	if shared {
+		return nil, errShared
+	}
 	c, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, err

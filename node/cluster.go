@@ -118,6 +118,15 @@ func (n *Node) startCluster() error {
 		return fmt.Errorf("cluster.remote: %w", err)
 	}
 	adv := advertiseHost(cc)
+	// remote.Start panics when it cannot listen: find out first. Port 0
+	// takes the port the system gives (a node-local process on the host
+	// network, which the process replacing it runs beside).
+	probe, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("cluster.remote: %w", err)
+	}
+	port = probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
 	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), announced: make(chan struct{}),
 		memberIPs: &trust.AddrSet{}, seedIPs: &trust.AddrSet{}}
 	c.seedIPs.Set(seedHosts(cc.Replicas))
@@ -127,13 +136,6 @@ func (n *Node) startCluster() error {
 	if err := n.startTrust(c); err != nil {
 		return err
 	}
-	// remote.Start panics when it cannot listen: find out first.
-	probe, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		c.stopTrust()
-		return fmt.Errorf("cluster.remote: %w", err)
-	}
-	probe.Close()
 	guard, err := trust.NewGuard(trust.GuardConfig{Keys: c.keys, Credential: c.credential, Admitted: c.remoteAdmitted,
 		Routes: dispatch.Routes(n.nodeLocal), Rejections: c.rejections,
 		Limits: trust.Limits{MessageBytes: dispatch.MaxMessageBytes}})

@@ -129,7 +129,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 	sampleHeap(cfg.HTTP.Pprof) // before anything serves profiles (see sampleHeap)
 	n.pprof.Store(cfg.HTTP.Pprof)
 	for _, sp := range listenerSpecs(cfg) {
-		e, err := bindListener(sp, log)
+		e, err := bindListener(sp, n.nodeLocal, log)
 		if err != nil {
 			n.closeSockets()
 			return nil, err
@@ -137,7 +137,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 		n.listeners[sp.key] = e
 	}
 	if cfg.HTTP.Listen != "" {
-		l, err := net.Listen("tcp", cfg.HTTP.Listen)
+		l, err := n.listenHTTP(cfg.HTTP.Listen)
 		if err != nil {
 			n.closeSockets()
 			return nil, fmt.Errorf("http.listen: %w", err)
@@ -409,12 +409,14 @@ func (n *Node) Stop(lameduck time.Duration) {
 		n.http.EnterLameduck()
 	}
 	n.leaving.Store(true)
+	n.handOver()
 	n.watchEverything(lameduck)
 	n.leaveCluster() // the others take over this replica's zones now
 	if lameduck > 0 && n.started {
 		n.log.Info("lameduck: /ready fails, queries are still answered", "duration", lameduck)
 		time.Sleep(lameduck)
 	}
+	n.drain()
 	close(n.stopWatch)
 	for _, e := range n.listeners {
 		if e.pid != nil {

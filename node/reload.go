@@ -54,7 +54,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 	}
 	var httpL net.Listener
 	if cfg.HTTP.Listen != n.cfg.HTTP.Listen && cfg.HTTP.Listen != "" {
-		if httpL, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+		if httpL, err = n.listenHTTP(cfg.HTTP.Listen); err != nil {
 			changes.abandon()
 			next.stop()
 			return fmt.Errorf("http.listen: %w", err)

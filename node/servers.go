@@ -76,10 +76,16 @@ func (sp *listenerSpec) scope() *listeners.Scope { return listeners.NewScope(sp.
 
 // bindListener opens the sockets of sp and reads its certificate, so that
 // a port in use or a broken certificate is an error naming the key.
-func bindListener(sp *listenerSpec, log *slog.Logger) (*listenerEntry, error) {
+// Shared (a node-local process), plain DNS binds beside a process being
+// replaced (handover.go).
+func bindListener(sp *listenerSpec, shared bool, log *slog.Logger) (*listenerEntry, error) {
 	e := &listenerEntry{spec: sp}
 	if sp.transport == "dns" {
-		s, err := listeners.Bind(sp.addr)
+		bind := listeners.Bind
+		if shared {
+			bind = listeners.BindShared
+		}
+		s, err := bind(sp.addr)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sp.listenKey, err)
 		}
@@ -130,7 +136,7 @@ func (n *Node) prepareListeners(cfg *config.Config) (*listenerChanges, error) {
 func (n *Node) prepareListener(sp *listenerSpec, ch *listenerChanges) error {
 	e := n.listeners[sp.key]
 	if e == nil {
-		added, err := bindListener(sp, n.log)
+		added, err := bindListener(sp, n.nodeLocal, n.log)
 		if err != nil {
 			return n.explainBindError(sp, err)
 		}

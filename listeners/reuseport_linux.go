@@ -1,0 +1,170 @@
+//go:build linux
+
+package listeners
+
+import (
+	"context"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Shared sockets. Bound with SO_REUSEPORT, an address is one group of
+// sockets in the kernel, which a newer process of the same user joins
+// while the older one still serves (a DaemonSet rolled with maxSurge).
+// Left alone the kernel spreads packets and connections over the group
+// by a hash, so a process that has not the ring yet would answer and a
+// process that closes would lose what is queued in its sockets. So the
+// group carries a classic BPF program that returns the index of the one
+// socket to take everything: the oldest while a newer one starts, the
+// next one once the older is told to hand over. An index the group has
+// not (one socket left) falls back to the hash, which is that socket.
+const (
+	steerOldest = 0 // the socket bound first: it serves until it hands over
+	steerNext   = 1 // the socket bound after it
+)
+
+// steer attaches to the reuseport group of fd the program that sends
+// every new datagram or connection to the socket at index. The program
+// belongs to the group, so the last attached wins; it must be attached
+// after bind (one attached before is dropped when the socket joins).
+func steer(fd int, index uint32) error {
+	prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: index}}
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF,
+		&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
+}
+
+// reusePort is a net.ListenConfig Control that sets SO_REUSEPORT.
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// steerConn runs steer on the descriptor of c.
+func steerConn(c syscall.Conn, index uint32) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = steer(int(fd), index) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// listenTCP listens on addr; shared, it joins the address's group and
+// keeps the group's connections on its oldest socket.
+func listenTCP(addr string, shared bool, index uint32) (net.Listener, error) {
+	if !shared {
+		return net.Listen("tcp", addr)
+	}
+	lc := net.ListenConfig{Control: reusePort}
+	// An MPTCP listener (Go's default where the kernel has it) refuses
+	// reuseport programs.
+	lc.SetMultipathTCP(false)
+	l, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := steerConn(l.(*net.TCPListener), index); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// ListenShared listens on addr beside the listeners other processes of
+// the same user have there, and sends every new connection of the
+// address to the one bound second: while a newer process starts beside
+// an older one, the newer answers (its readiness probes among them), and
+// alone, a process answers everything. For the HTTP endpoints of a
+// node-local process.
+func ListenShared(addr string) (net.Listener, error) { return listenTCP(addr, true, steerNext) }
+
+// Handover sends the new datagrams and connections of a shared address
+// to the socket bound after this one, the newer process's: from then on
+// this process only answers what it holds (Drain). Alone on the address,
+// it keeps answering everything. Sockets bound by Bind ignore it.
+func (s *Sockets) Handover() error {
+	if !s.shared {
+		return nil
+	}
+	s.UDP.mu.RLock()
+	defer s.UDP.mu.RUnlock()
+	if s.UDP.fd < 0 {
+		return net.ErrClosed
+	}
+	if err := steer(s.UDP.fd, steerNext); err != nil {
+		return err
+	}
+	return steerConn(s.TCP.(*net.TCPListener), steerNext)
+}
+
+// drainPoll is how often Drain looks at the queues; two looks in a row
+// find them empty before it returns, which covers packets the kernel was
+// delivering here as the program changed.
+const drainPoll = 5 * time.Millisecond
+
+// Drain waits until no datagram waits in the UDP socket and no
+// connection in the TCP accept queue (the listener's readers take them
+// meanwhile), or until ctx ends, which it returns.
+func (s *Sockets) Drain(ctx context.Context) error {
+	t := time.NewTicker(drainPoll)
+	defer t.Stop()
+	for empty := 0; empty < 2; {
+		if s.queued() {
+			empty = 0
+		} else {
+			empty++
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// queued reports whether a datagram or a connection waits to be taken.
+func (s *Sockets) queued() bool {
+	if s.UDP != nil && s.UDP.queued() {
+		return true
+	}
+	l, ok := s.TCP.(*net.TCPListener)
+	if !ok {
+		return false
+	}
+	raw, err := l.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var waiting bool
+	raw.Control(func(fd uintptr) {
+		// On a listening socket Linux reports its accept queue's
+		// length as tcpi_unacked.
+		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			waiting = info.Unacked > 0
+		}
+	})
+	return waiting
+}
+
+// queued reports whether a datagram waits in the socket.
+func (s *UDPSocket) queued() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.fd < 0 {
+		return false
+	}
+	n, err := unix.IoctlGetInt(s.fd, unix.SIOCINQ)
+	return err == nil && n > 0
+}

@@ -1,0 +1,62 @@
+package node
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/shardns/shardns/listeners"
+)
+
+// A node-local process is replaced beside itself: a DaemonSet rolled with
+// maxSurge starts the new pod on the node while the old one serves, both
+// on the host network. So a node-local process binds its DNS addresses
+// and its HTTP address shared with the process it replaces (SO_REUSEPORT,
+// listeners.BindShared and ListenShared): the old process keeps every
+// query until it is told to stop, which happens only once the new one is
+// ready; the new one's HTTP answers its own readiness probes from the
+// start. On SIGTERM the old process hands its addresses over, answers
+// what it holds through its lameduck, and closes only once its queues are
+// empty.
+
+// drainTimeout bounds the wait for queues to empty after the lameduck: a
+// process alone on its address under load never sees them empty, and it
+// must still stop within the pod's grace period.
+const drainTimeout = 2 * time.Second
+
+// listenHTTP binds http.listen; a node-local process shares it.
+func (n *Node) listenHTTP(addr string) (net.Listener, error) {
+	if n.nodeLocal {
+		return listeners.ListenShared(addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// handOver sends the new queries of every DNS address to the process
+// that replaces this one, if one has bound beside it.
+func (n *Node) handOver() {
+	if !n.nodeLocal || !n.started {
+		return
+	}
+	for _, e := range n.listeners {
+		if err := e.sockets.Handover(); err != nil {
+			n.log.Warn("handing the address over", "addr", e.sockets.Addr(), "err", err)
+		}
+	}
+	n.log.Info("new queries go to the process started beside this one, if any; answering what is queued here")
+}
+
+// drain waits until no query waits in the sockets of the DNS addresses.
+func (n *Node) drain() {
+	if !n.nodeLocal || !n.started {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, e := range n.listeners {
+		if err := e.sockets.Drain(ctx); err != nil {
+			n.log.Info("closing with queries still queued (no process took the address over)", "addr", e.sockets.Addr())
+			return
+		}
+	}
+}
