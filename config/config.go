@@ -194,7 +194,9 @@ type KubernetesConfig struct {
 // answers a Service's spec.externalIPs and load balancer ingress IPs.
 type ExternalConfig struct {
 	// Zones the names are published in; none may overlap a cluster or
-	// reverse zone.
+	// multicluster zone. A reverse zone among them answers the PTRs of
+	// external IPs, and may lie in (or hold) a kubernetes.reverseZones
+	// zone, which answers first.
 	Zones []string `json:"zones"`
 	// Apex is the label of the zones' own names (ns1.<apex>.<zone>);
 	// empty: dns.

@@ -102,9 +102,12 @@ func answer(cfg *Config, v View, q Question, depth int) Response {
 	case route.Kind == RouteApex:
 		r = answerApex(cfg, dir, route.Origin, q)
 	case route.Kind == RouteReverseApex:
-		if q.Name == route.Origin {
+		switch z := cfg.externalReverseZone(route, q.Name); {
+		case q.Name == route.Origin:
 			r = answerApex(cfg, dir, route.Origin, q)
-		} else {
+		case z != "": // passed on to k8s_external, a name of its zone
+			r = answerExternal(cfg, v, dir, cfg.Domains.routeExternal(q.Name, z), q)
+		default:
 			r = negative(dns.RcodeNameError, dir.soa[route.Origin])
 		}
 	case route.Kind == RouteStateless:

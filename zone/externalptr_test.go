@@ -14,7 +14,7 @@ import (
 func externalPTRConfig(reverse, fall []string) *Config {
 	cfg := externalConfig(false)
 	cfg.Domains.Reverse = reverse
-	cfg.Domains.External = []string{"example.org.", "2.0.192.in-addr.arpa."}
+	cfg.Domains.External = []string{"example.org.", "2.0.192.in-addr.arpa.", "8.b.d.0.1.0.0.2.ip6.arpa."}
 	cfg.External.Zones = cfg.Domains.External
 	cfg.Fallthrough = fall
 	cfg.Prepare()
@@ -57,6 +57,9 @@ func TestAnswerExternalPTR(t *testing.T) {
 			rz + " 5 IN SOA ns1.dns." + rz + " hostmaster.dns." + rz + " 1 7200 1800 86400 5"}},
 		// The address outside the external zone is nobody's.
 		{qname: "1.3.0.192.in-addr.arpa.", qtype: dns.TypePTR, rcode: NX, soa: "in-addr.arpa."},
+		// The apex of an external zone above a /64 key: where the
+		// kubernetes plugin has no zone key, its miss falls through too.
+		{qname: "8.b.d.0.1.0.0.2.ip6.arpa.", qtype: dns.TypePTR, soa: "8.b.d.0.1.0.0.2.ip6.arpa."},
 		{qname: "lb.ns1.example.org.", qtype: A, answer: []string{
 			"lb.ns1.example.org. 5 IN A 192.0.2.1", "lb.ns1.example.org. 5 IN A 198.51.100.7"}},
 	}
