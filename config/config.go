@@ -194,7 +194,9 @@ type KubernetesConfig struct {
 // answers a Service's spec.externalIPs and load balancer ingress IPs.
 type ExternalConfig struct {
 	// Zones the names are published in; none may overlap a cluster or
-	// reverse zone.
+	// multicluster zone. A reverse zone among them answers the PTRs of
+	// external IPs, and may lie in (or hold) a kubernetes.reverseZones
+	// zone, which answers first.
 	Zones []string `json:"zones"`
 	// Apex is the label of the zones' own names (ns1.<apex>.<zone>);
 	// empty: dns.
@@ -709,6 +711,12 @@ func (c *Config) validateMulticluster(bad func(key, format string, args ...any))
 	}
 }
 
+// reverseDomain reports whether z lies in in-addr.arpa or ip6.arpa.
+func reverseDomain(z string) bool {
+	z = strings.TrimSuffix(strings.ToLower(z), ".")
+	return underZone(z, "in-addr.arpa") || underZone(z, "ip6.arpa")
+}
+
 // validateExternal checks kubernetes.external.
 func (c *Config) validateExternal(bad func(key, format string, args ...any)) {
 	k := &c.Kubernetes
@@ -719,6 +727,11 @@ func (c *Config) validateExternal(bad func(key, format string, args ...any)) {
 	checkZones(bad, "kubernetes.external.zones", e.Zones, false)
 	for i, z := range e.Zones {
 		for _, own := range k.AllZones() {
+			if reverseDomain(z) && slices.Contains(k.ReverseZones, own) {
+				// A reverse zone of both: the kubernetes plugin answers
+				// first, and k8s_external what falls through it.
+				continue
+			}
 			if underZone(z, own) || underZone(own, z) {
 				bad(fmt.Sprintf("kubernetes.external.zones[%d]", i), "%q overlaps %q, a zone of kubernetes.zones, kubernetes.reverseZones or "+
 					"kubernetes.multicluster: its names would be answered as cluster names; choose a zone of its own", z, own)

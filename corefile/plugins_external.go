@@ -27,9 +27,6 @@ func (c *converter) externalPlugin(s *server, d *Directive) {
 		case z == ".":
 			c.unmapped(d.place(), "k8s_external zone \".\": it would answer every name; name the zone it publishes services in")
 		default:
-			if reverseZone(z) {
-				c.note(d.place(), "k8s_external zone %s: PTRs of external IPs are not served (CoreDNS answers them with the service's name)", a)
-			}
 			e.Zones = appendNew(e.Zones, z)
 		}
 	}
@@ -69,15 +66,4 @@ func (c *converter) externalOption(e *config.ExternalConfig, o *Directive) bool 
 		return false
 	}
 	return true
-}
-
-// reverseZone reports whether z (normalized, without the final dot) is
-// in in-addr.arpa or ip6.arpa, where k8s_external answers PTRs.
-func reverseZone(z string) bool {
-	for _, r := range []string{"in-addr.arpa", "ip6.arpa"} {
-		if z == r || strings.HasSuffix(z, "."+r) {
-			return true
-		}
-	}
-	return false
 }

@@ -69,7 +69,16 @@ func TestConvertExternal(t *testing.T) {
 					t.Errorf("external %+v, want both zones", e)
 				}
 			},
-			want: []string{"Corefile:3: note: k8s_external zone in-addr.arpa: PTRs of external IPs are not served (CoreDNS answers them with the service's name)"},
+		},
+		{
+			name: "a reverse zone inside the kubernetes plugin's, which falls through to it",
+			src: ". {\n  kubernetes cluster.local in-addr.arpa ip6.arpa {\n    fallthrough in-addr.arpa ip6.arpa\n  }\n" +
+				"  k8s_external example.org 200.168.192.in-addr.arpa\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.Zones, []string{"example.org", "200.168.192.in-addr.arpa"}) {
+					t.Errorf("external %+v, want both zones", e)
+				}
+			},
 		},
 		{
 			name: "root zone",

@@ -302,6 +302,7 @@ func answerConfig(cfg *config.Config) *zone.Config {
 		a.Domains.External, a.Domains.ExternalApex = a.External.Zones, a.External.Apex
 	}
 	a.Domains.Multicluster = fqdns(k.Multicluster)
+	a.Fallthrough = fqdns(k.Fallthrough)
 	a.Prepare()
 	return a
 }

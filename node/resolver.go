@@ -179,10 +179,11 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 		return nil, nil
 	}
 	fall := fqdns(c.cfg.Kubernetes.Fallthrough)
+	var final []string
 	if e := c.cfg.Kubernetes.External; e != nil {
-		fall = append(fall, fqdns(e.Fallthrough)...)
+		fall, final = append(fall, fqdns(e.Fallthrough)...), fqdns(e.Zones)
 	}
-	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fall}
+	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fall, Final: final}
 	if len(addrs) > 0 {
 		c.forwarder = c.newForwarder(addrs, f.Policy, tlsCfg, m)
 		u.Forwarder, u.Cache = c.forwarder, c.newCache()

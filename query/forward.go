@@ -21,8 +21,13 @@ type Upstream struct {
 	Forwarder   *forward.Forwarder
 	Cache       *cache.Cache // nil disables caching
 	Fallthrough []string     // zones whose NXDOMAIN is asked upstream (lower-case FQDNs)
-	Deadline    time.Duration
-	Now         func() time.Time
+	// Final are zones whose NXDOMAIN is the answer, though a wider
+	// Fallthrough zone holds them: k8s_external's, which answer what the
+	// kubernetes plugin passes on (a reverse name), and whose miss ends
+	// there unless a Fallthrough zone as long or longer says otherwise.
+	Final    []string
+	Deadline time.Duration
+	Now      func() time.Time
 	// Stubs send the names of their zones to other upstreams, each with
 	// its own forwarder (and health checks) and cache: stub domains.
 	Stubs []Stub
@@ -48,12 +53,19 @@ func (u *Upstream) fallsThrough(name string) bool {
 	if u == nil {
 		return false
 	}
-	for _, z := range u.Fallthrough {
-		if zone.InZone(name, z) {
-			return true
+	return longestIn(name, u.Fallthrough) >= max(0, longestIn(name, u.Final))
+}
+
+// longestIn is the length of the longest of zones that name is in; -1
+// when it is in none.
+func longestIn(name string, zones []string) int {
+	n := -1
+	for _, z := range zones {
+		if zone.InZone(name, z) && len(z) > n {
+			n = len(z)
 		}
 	}
-	return false
+	return n
 }
 
 // pick is the upstream name is asked of: the stub with the longest zone

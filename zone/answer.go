@@ -95,16 +95,19 @@ func answer(cfg *Config, v View, q Question, depth int) Response {
 	}
 	var r Response
 	switch {
-	case route.External:
+	case route.External && !route.Reverse:
 		r = answerExternal(cfg, v, dir, route, q)
 	case route.Multicluster && route.Kind == RouteZone:
 		r = answerMulticluster(cfg, v, dir, route, q)
 	case route.Kind == RouteApex:
 		r = answerApex(cfg, dir, route.Origin, q)
 	case route.Kind == RouteReverseApex:
-		if q.Name == route.Origin {
+		switch z := cfg.externalReverseZone(route, q.Name); {
+		case q.Name == route.Origin:
 			r = answerApex(cfg, dir, route.Origin, q)
-		} else {
+		case z != "": // passed on to k8s_external, a name of its zone
+			r = answerExternal(cfg, v, dir, cfg.Domains.routeExternal(q.Name, z), q)
+		default:
 			r = negative(dns.RcodeNameError, dir.soa[route.Origin])
 		}
 	case route.Kind == RouteStateless:
@@ -243,22 +246,32 @@ func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, de
 	s := v.Zone(route.Key)
 	if route.Reverse {
 		if fan := v.FanOut(route.Key); fan != nil {
-			return answerPartialReverse(v, dir, s, route, q, fan)
+			return answerPartialReverse(cfg, v, dir, s, route, q, fan)
 		}
 	}
 	if s == nil {
 		if r, ok := heldElsewhere(v, route.Key); ok {
 			return r
 		}
-		if q.Name == route.Key && !route.Reverse {
+		if route.Reverse {
+			return emptyReverse(cfg, dir, route).answerReverse(cfg, v, route, q)
+		}
+		if q.Name == route.Key {
 			return negative(dns.RcodeSuccess, dir.soa[route.Origin])
 		}
 		return negative(dns.RcodeNameError, dir.soa[route.Origin])
 	}
 	if route.Reverse {
-		return s.answerReverse(dir, q)
+		return s.answerReverse(cfg, v, route, q)
 	}
 	return s.answer(cfg, v, q, depth)
+}
+
+// emptyReverse is the reverse zone of route when no object has a record
+// in it: its misses are answered as a zone's, which k8s_external may
+// answer when the kubernetes plugin does not.
+func emptyReverse(cfg *Config, dir *Directory, route Route) *Snapshot {
+	return &Snapshot{Key: route.Key, Origin: route.Origin, soa: dir.soa[route.Origin], reverse: true, ttl: cfg.TTL}
 }
 
 // heldElsewhere is the answer for a name of zone key when no snapshot of
@@ -284,21 +297,20 @@ func heldElsewhere(v View, key string) (Response, bool) {
 // lacks it, so it goes to every member in fan, unless the question is
 // local only or there is no one else to ask: then the miss is this
 // node's own answer.
-func answerPartialReverse(v View, dir *Directory, s *Snapshot, route Route, q Question, fan []string) Response {
-	var local Response
-	if s != nil {
-		local = s.answerReverse(dir, q)
-		if local.Rcode != dns.RcodeNameError {
-			return local // a hit, or NODATA: the name exists here
-		}
-	} else {
-		local = negative(dns.RcodeNameError, dir.soa[route.Origin])
+func answerPartialReverse(cfg *Config, v View, dir *Directory, s *Snapshot, route Route, q Question, fan []string) Response {
+	held := s != nil
+	if !held {
+		s = emptyReverse(cfg, dir, route)
+	}
+	local := s.answerReverse(cfg, v, route, q)
+	if held && local.Rcode != dns.RcodeNameError {
+		return local // a hit, or NODATA: the name exists here
 	}
 	if q.LocalOnly {
 		return local
 	}
 	if len(fan) == 0 {
-		if s == nil && v.Remote(route.Key) != nil {
+		if !held && v.Remote(route.Key) != nil {
 			// Nobody to ask, yet the zone is placed elsewhere, or (a
 			// node-local cache with no owner) this node holds nothing of
 			// its own: its miss is not an answer.

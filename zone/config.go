@@ -40,6 +40,10 @@ type Config struct {
 	// External serves k8s_external zones; nil serves none. Its zones and
 	// apex are those of Domains.External and Domains.ExternalApex.
 	External *External
+	// Fallthrough are the kubernetes plugin's fallthrough zones: a
+	// reverse name it has no record of there is k8s_external's to answer
+	// when an external zone holds it, as CoreDNS's plugin order has it.
+	Fallthrough []string
 	// Topology is how this process orders the answers of hinted headless
 	// services for its node's zone (SetNodeZone); TopologyOff: not at
 	// all. Answers to other processes follow their own question's.

@@ -77,6 +77,9 @@ func (d *Domains) Route(qname string) Route {
 	if origin == "" {
 		if len(d.External) > 0 {
 			if z := d.externalZone(qname); z != "" {
+				if r, ok := d.routeExternalReverse(qname, z); ok {
+					return r
+				}
 				return d.routeExternal(qname, z)
 			}
 		}

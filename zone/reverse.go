@@ -24,6 +24,10 @@ import (
 type PTR struct {
 	Addr   netip.Addr
 	Target string // fully qualified, lower-case
+	// External says the record is k8s_external's, for a Service's
+	// external IP (svc.ns.<first external zone>): answered only where the
+	// kubernetes plugin's records do not answer (externalptr.go).
+	External bool
 }
 
 // PTRs returns the reverse records obj contributes, grouped by the zone key
@@ -39,6 +43,10 @@ func PTRs(cfg *Config, obj any) map[string][]PTR {
 	}
 	switch o := obj.(type) {
 	case *model.Service:
+		for _, p := range cfg.externalPTRs(o) {
+			key := reverseKey(ReverseName(p.Addr))
+			out[key] = append(out[key], p)
+		}
 		if o.Type != model.ServiceClusterIP {
 			break
 		}
@@ -121,6 +129,7 @@ const (
 	targetDashed = 1 << 1 // the address with dashes, a dot, the suffix
 	targetLabel  = 2 << 1 // a label (with its dot) follows; then the suffix
 	targetWhole  = 3 << 1 // the whole target follows
+	ptrExternal  = 1 << 3 // k8s_external's record (PTR.External)
 )
 
 // PackPTRs packs ptrs; see PTRList.
@@ -153,6 +162,9 @@ func PackPTRs(ptrs []PTR) PTRList {
 		}
 		if !p.Addr.Is4() {
 			flags |= ptrV6
+		}
+		if p.External {
+			flags |= ptrExternal
 		}
 		out = append(out, flags)
 		if p.Addr.Is4() {
@@ -188,21 +200,26 @@ func appendDashed(out []byte, a netip.Addr) []byte {
 	return out
 }
 
-// each calls f with every PTR of l: its address and its target as two
-// parts, first then rest. first may be scratch memory, valid only during
-// the call. each reports false when l is not a packed list; f has then
-// seen the PTRs before the damage.
-func (l PTRList) each(f func(a netip.Addr, first, rest string)) bool {
+// each calls f with every PTR of l: its address, its target as two
+// parts, first then rest, and whether it is external. first may be
+// scratch memory, valid only during the call. each reports false when l
+// is not a packed list; f has then seen the PTRs before the damage.
+func (l PTRList) each(f func(a netip.Addr, first, rest string, external bool)) bool {
 	r := ptrReader{list: l, ok: true}
 	suffix := r.text()
 	var scratch [maxDashed + 1]byte
 	for r.ok && r.at < len(r.list) {
+		at := r.at
 		if a, first, rest := r.next(suffix, &scratch); r.ok {
-			f(a, first, rest)
+			f(a, first, rest, l[at]&ptrExternal != 0)
 		}
 	}
 	return r.ok
 }
+
+// externalAt reports whether the PTR at offset at of l (see eachAt) is
+// k8s_external's.
+func (l PTRList) externalAt(at int) bool { return at < len(l) && l[at]&ptrExternal != 0 }
 
 // eachAt calls f with the offset and address of every PTR of l, up to
 // any damage; targetAt reads the PTR at such an offset.
@@ -255,8 +272,8 @@ func (r *ptrReader) next(suffix string, scratch *[maxDashed + 1]byte) (a netip.A
 // PTRs returns the PTRs of l, each target its own string.
 func (l PTRList) PTRs() []PTR {
 	var out []PTR
-	l.each(func(a netip.Addr, first, rest string) {
-		out = append(out, PTR{Addr: a, Target: first + rest})
+	l.each(func(a netip.Addr, first, rest string, external bool) {
+		out = append(out, PTR{Addr: a, Target: first + rest, External: external})
 	})
 	return out
 }
@@ -409,44 +426,67 @@ func (s *Snapshot) reversePTRs(name string) []reversePTR {
 	return s.ptrIndex[i:j]
 }
 
-// reverseTarget is one PTR record of a reverse name: its target and the
-// namespace of the service it points at.
-type reverseTarget struct{ target, namespace string }
+// reverseTarget is one PTR record of a reverse name: its target, the
+// namespace of the service it points at, and whether it is
+// k8s_external's.
+type reverseTarget struct {
+	target, namespace string
+	external          bool
+}
 
-// reverseTargets appends to out the records of one address's PTRs: a
-// service's cluster IP alone when a service has it, else every
-// endpoint's, each target once.
+// reverseTargets appends to out the records of one address's PTRs: of the
+// kubernetes plugin's, a service's cluster IP alone when a service has
+// it, else every endpoint's; then k8s_external's, every service's; each
+// target once.
 func (s *Snapshot) reverseTargets(ptrs []reversePTR, out []reverseTarget) []reverseTarget {
+	clusterIP := -1
 	for i, p := range ptrs {
-		if s.PTRs[p.source].Source.Kind == model.KindService {
-			ptrs = ptrs[i : i+1]
+		src := s.PTRs[p.source]
+		if src.Source.Kind == model.KindService && !src.PTRs.externalAt(int(p.at)) {
+			clusterIP = i
 			break
 		}
 	}
 	start := len(out)
-	for _, p := range ptrs {
+	for i, p := range ptrs {
 		src := s.PTRs[p.source]
-		target, ok := src.PTRs.targetAt(int(p.at))
-		if !ok || slices.ContainsFunc(out[start:], func(r reverseTarget) bool { return r.target == target }) {
+		external := src.PTRs.externalAt(int(p.at))
+		if !external && clusterIP >= 0 && i != clusterIP {
 			continue
 		}
-		out = append(out, reverseTarget{target: target, namespace: strings.ToLower(src.Source.Namespace)})
+		target, ok := src.PTRs.targetAt(int(p.at))
+		if !ok || slices.ContainsFunc(out[start:], func(r reverseTarget) bool {
+			return r.target == target && r.external == external
+		}) {
+			continue
+		}
+		out = append(out, reverseTarget{target: target, namespace: strings.ToLower(src.Source.Namespace), external: external})
 	}
 	return out
 }
 
-// answerReverse answers a name of a reverse zone. Records pointing into a
-// namespace that is not exposed (deleted, or outside the namespace
-// selector) are left out; when none is left the name does not exist.
-func (s *Snapshot) answerReverse(dir *Directory, q Question) Response {
+// answerReverse answers a name of a reverse zone, reached by route.
+// Records pointing into a namespace that is not exposed (deleted, or
+// outside the namespace selector) are left out. The kubernetes plugin's
+// records answer first; where it has none and lets the name fall through
+// (or does not serve the zone), k8s_external answers (externalptr.go).
+func (s *Snapshot) answerReverse(cfg *Config, v View, route Route, q Question) Response {
+	dir := v.Directory()
 	var found [4]reverseTarget
-	var ans []dns.RR
+	var ans, external []dns.RR
 	for _, r := range s.reverseTargets(s.reversePTRs(q.Name), found[:0]) {
-		if dir.HasNamespace(r.namespace) {
+		switch {
+		case !dir.HasNamespace(r.namespace):
+		case r.external:
+			external = append(external, &dns.PTR{Hdr: hdr(q.Name, dns.TypePTR, cfg.External.TTL), Ptr: r.target})
+		case !route.External:
 			ans = append(ans, &dns.PTR{Hdr: hdr(q.Name, dns.TypePTR, s.ttl), Ptr: r.target})
 		}
 	}
 	if len(ans) == 0 {
+		if z := cfg.externalReverseZone(route, q.Name); z != "" {
+			return answerExternalPTR(cfg, v, z, q, external)
+		}
 		return negative(dns.RcodeNameError, s.soa)
 	}
 	if q.Type != dns.TypePTR {

@@ -45,8 +45,9 @@ func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 			givenText[unsafe.StringData(p.Target)] = true
 		}
 	}
-	dir := &Directory{AnyNamespace: true}
-	ptr := s.answerReverse(dir, Question{Name: "1.0.16.172.in-addr.arpa.", Type: dns.TypePTR}).Answer
+	v := &StaticView{dir: &Directory{AnyNamespace: true}}
+	route := Route{Kind: RouteZone, Origin: "in-addr.arpa.", Key: "0." + key, Reverse: true}
+	ptr := s.answerReverse(cfg, v, route, Question{Name: "1.0.16.172.in-addr.arpa.", Type: dns.TypePTR}).Answer
 	if len(ptr) != 1 || ptr[0].(*dns.PTR).Ptr != "web-0.hdls.ns1.svc.cluster.local." {
 		t.Fatalf("1.0.16.172.in-addr.arpa. answers %v, want one PTR to web-0.hdls.ns1.svc.cluster.local.", ptr)
 	}
@@ -62,19 +63,19 @@ func TestPackedPTRsRoundTrip(t *testing.T) {
 	v6 := netip.MustParseAddr("fd00::1:17")
 	mapped := netip.MustParseAddr("::ffff:10.0.0.9")
 	lists := map[string][]PTR{
-		"service":            {{v4, "web.ns1.svc.cluster.local."}},
-		"dual-stack service": {{v4, "web.ns1.svc.cluster.local."}, {v6, "web.ns1.svc.cluster.local."}},
+		"service":            {{Addr: v4, Target: "web.ns1.svc.cluster.local."}},
+		"dual-stack service": {{Addr: v4, Target: "web.ns1.svc.cluster.local."}, {Addr: v6, Target: "web.ns1.svc.cluster.local."}},
 		"endpoints named by address": {
-			{v4, "10-244-1-23.web.ns1.svc.cluster.local."}, {v6, "fd00--1-17.web.ns1.svc.cluster.local."},
+			{Addr: v4, Target: "10-244-1-23.web.ns1.svc.cluster.local."}, {Addr: v6, Target: "fd00--1-17.web.ns1.svc.cluster.local."},
 		},
 		"endpoints by hostname and pod name": {
-			{v4, "web-0.hdls.ns1.svc.cluster.local."}, {mapped, "pod-b.hdls.ns1.svc.cluster.local."},
+			{Addr: v4, Target: "web-0.hdls.ns1.svc.cluster.local."}, {Addr: mapped, Target: "pod-b.hdls.ns1.svc.cluster.local."},
 		},
 		"targets without a common suffix": {
-			{v4, "a.one.svc.cluster.local."}, {v6, "other.zone."}, {mapped, "a.one.svc.cluster.local."},
+			{Addr: v4, Target: "a.one.svc.cluster.local."}, {Addr: v6, Target: "other.zone."}, {Addr: mapped, Target: "a.one.svc.cluster.local."},
 		},
 		"a target that is its suffix and one that is not": {
-			{v4, "x.web.ns1.svc.cluster.local."}, {v6, "web.ns1.svc.cluster.local."},
+			{Addr: v4, Target: "x.web.ns1.svc.cluster.local."}, {Addr: v6, Target: "web.ns1.svc.cluster.local."},
 		},
 	}
 	for name, ptrs := range lists {
@@ -87,7 +88,7 @@ func TestPackedPTRsRoundTrip(t *testing.T) {
 		}
 		for cut := range len(packed) {
 			seen := 0
-			if packed[:cut].each(func(netip.Addr, string, string) { seen++ }) && seen == len(ptrs) {
+			if packed[:cut].each(func(netip.Addr, string, string, bool) { seen++ }) && seen == len(ptrs) {
 				t.Errorf("%s: cut to %d of %d bytes, the list reads whole", name, cut, len(packed))
 			}
 		}
@@ -112,16 +113,17 @@ func TestReverseZoneAnswersFromItsLists(t *testing.T) {
 	hidden := model.Key{Kind: model.KindEndpointSlice, Namespace: "ns2", Name: "db-a"}
 	broken := model.Key{Kind: model.KindEndpointSlice, Namespace: "ns1", Name: "zz-broken"}
 	from := map[model.Key]PTRList{
-		svc:    PackPTRs([]PTR{{a1, "web.ns1.svc.cluster.local."}}),
-		slice1: PackPTRs([]PTR{{a1, "x.hdls.ns1.svc.cluster.local."}, {a2, "y.hdls.ns1.svc.cluster.local."}}),
-		slice2: PackPTRs([]PTR{{a2, "z.hdls.ns1.svc.cluster.local."}, {a2, "y.hdls.ns1.svc.cluster.local."}}),
-		hidden: PackPTRs([]PTR{{a2, "db.ns2.svc.cluster.local."}, {a3, "db.ns2.svc.cluster.local."}}),
-		broken: PackPTRs([]PTR{{a4, "w.hdls.ns1.svc.cluster.local."}})[:3],
+		svc:    PackPTRs([]PTR{{Addr: a1, Target: "web.ns1.svc.cluster.local."}}),
+		slice1: PackPTRs([]PTR{{Addr: a1, Target: "x.hdls.ns1.svc.cluster.local."}, {Addr: a2, Target: "y.hdls.ns1.svc.cluster.local."}}),
+		slice2: PackPTRs([]PTR{{Addr: a2, Target: "z.hdls.ns1.svc.cluster.local."}, {Addr: a2, Target: "y.hdls.ns1.svc.cluster.local."}}),
+		hidden: PackPTRs([]PTR{{Addr: a2, Target: "db.ns2.svc.cluster.local."}, {Addr: a3, Target: "db.ns2.svc.cluster.local."}}),
+		broken: PackPTRs([]PTR{{Addr: a4, Target: "w.hdls.ns1.svc.cluster.local."}})[:3],
 	}
 	s := BuildReverseZone(cfg, zoneKey, "in-addr.arpa.", 1, from)
-	dir := &Directory{Namespaces: map[string]struct{}{"ns1": {}}}
+	v := &StaticView{dir: &Directory{Namespaces: map[string]struct{}{"ns1": {}}}}
+	route := Route{Kind: RouteZone, Origin: "in-addr.arpa.", Key: zoneKey, Reverse: true}
 	ptrs := func(name string, qtype uint16) Response {
-		return s.answerReverse(dir, Question{Name: name, Type: qtype})
+		return s.answerReverse(cfg, v, route, Question{Name: name, Type: qtype})
 	}
 	targets := func(r Response) []string {
 		var out []string
