@@ -64,6 +64,7 @@ func TestNode(t *testing.T) {
 	t.Run("RollingUpdate", c.testRollingUpdate)
 	t.Run("StrangersCannotJoin", c.testStrangersCannotJoin)
 	t.Run("NodeLocal", c.testNodeLocal)
+	t.Run("NodeLocalClients", c.testNodeLocalClients)
 	t.Run("RollBackToCoreDNS", c.testRollBackToCoreDNS)
 	t.Run("ReplaceCoreDNS", c.testReplaceCoreDNS)
 }

@@ -3,7 +3,10 @@ package kubenode
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/miekg/dns"
 )
 
 func TestSplitRule(t *testing.T) {
@@ -48,5 +51,38 @@ func TestHexIPv4(t *testing.T) {
 	}
 	if _, err := hexIPv4("zz"); err == nil {
 		t.Error("hexIPv4(zz): want an error")
+	}
+}
+
+// The node's resolver knows one external name and nothing else, as the
+// tests that forward to it expect.
+func TestUpstreamAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		qtype  uint16
+		rcode  int
+		answer string
+	}{
+		{ExternalName + ".", dns.TypeA, dns.RcodeSuccess, "A " + ExternalIPv4},
+		{"EXTERNAL.shardns.test.", dns.TypeAAAA, dns.RcodeSuccess, "AAAA " + ExternalIPv6},
+		{ExternalName + ".", dns.TypeTXT, dns.RcodeSuccess, `TXT "` + ExternalTXT + `"`},
+		{ExternalName + ".", dns.TypeMX, dns.RcodeSuccess, ""},
+		{"nosuchname.", dns.TypeA, dns.RcodeNameError, ""},
+		{ExternalName + ".nl0.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, ""},
+	} {
+		q := new(dns.Msg)
+		q.SetQuestion(tc.name, tc.qtype)
+		m := upstreamAnswer(q)
+		var answer []string
+		for _, rr := range m.Answer {
+			answer = append(answer, dns.TypeToString[rr.Header().Rrtype]+" "+rr.String()[len(rr.Header().String()):])
+		}
+		if m.Rcode != tc.rcode || strings.Join(answer, "\n") != tc.answer || m.Id != q.Id {
+			t.Errorf("%s %s: %s %q (id %d), want %s %q (id %d)", tc.name, dns.TypeToString[tc.qtype],
+				dns.RcodeToString[m.Rcode], answer, m.Id, dns.RcodeToString[tc.rcode], tc.answer, q.Id)
+		}
+		if tc.answer == "" && (len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA) {
+			t.Errorf("%s %s: authority %v, want the root's SOA for negative caching", tc.name, dns.TypeToString[tc.qtype], m.Ns)
+		}
 	}
 }
