@@ -96,3 +96,22 @@ func ExternalPartAt(cfg *Config, v View, name string) (rrs []dns.RR, held bool) 
 	}
 	return s.ExternalTransferPart(cfg, z, ns), true
 }
+
+// ExternalPartError is the error an owner's reply m to ExternalPartAt's
+// question stands for: nil when it holds the part, else its rcode and
+// the owner's reason (an extended DNS error), such as a part too large
+// for one message.
+func ExternalPartError(m *dns.Msg) error {
+	if m.Rcode == dns.RcodeSuccess {
+		return nil
+	}
+	why := ""
+	if opt := m.IsEdns0(); opt != nil {
+		for _, o := range opt.Option {
+			if e, ok := o.(*dns.EDNS0_EDE); ok {
+				why = ": " + e.ExtraText
+			}
+		}
+	}
+	return fmt.Errorf("zone: the owner's part: %s%s", dns.RcodeToString[m.Rcode], why)
+}

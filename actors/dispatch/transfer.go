@@ -63,20 +63,3 @@ func answerPart(source Source, q *wire.ZoneQuery) *wire.ZoneReply {
 	reply.Served, reply.Msg = true, b
 	return reply
 }
-
-// PartError is the error a part's reply m stands for: nil when it holds
-// the part, else the rcode and the replica's reason.
-func PartError(m *dns.Msg) error {
-	if m.Rcode == dns.RcodeSuccess {
-		return nil
-	}
-	why := ""
-	if opt := m.IsEdns0(); opt != nil {
-		for _, o := range opt.Option {
-			if e, ok := o.(*dns.EDNS0_EDE); ok {
-				why = ": " + e.ExtraText
-			}
-		}
-	}
-	return fmt.Errorf("%s%s", dns.RcodeToString[m.Rcode], why)
-}

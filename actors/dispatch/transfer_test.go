@@ -63,7 +63,7 @@ func TestAnswerPart(t *testing.T) {
 			if err := m.Unpack(r.Msg); err != nil {
 				t.Fatal(err)
 			}
-			err := PartError(m)
+			err := zone.ExternalPartError(m)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || len(m.Answer) != 0 {
 					t.Fatalf("err %v with %d records, want %q and none", err, len(m.Answer), tt.wantErr)
