@@ -76,7 +76,7 @@ func AssembleExternalTransfer(head []dns.RR, parts []ExternalPart) ([]dns.RR, er
 // ExternalPartAt answers another replica asking for namespace ns's part
 // of a transfer of external zone z (name is ExternalPartName(ns, z)):
 // the records, and whether this replica holds the namespace's service
-// zone (complete) to give them.
+// zone (complete) to give them, or would if it had records.
 func ExternalPartAt(cfg *Config, v View, name string) (rrs []dns.RR, held bool) {
 	if cfg.External == nil || len(cfg.Domains.Cluster) == 0 {
 		return nil, false
@@ -90,11 +90,17 @@ func ExternalPartAt(cfg *Config, v View, name string) (rrs []dns.RR, held bool) 
 		return nil, false
 	}
 	key := ServiceZoneKey(ns, cfg.Domains.Cluster[0])
-	s := v.Zone(key)
-	if s == nil || v.Loading(key) {
+	switch s := v.Zone(key); {
+	case v.Loading(key):
 		return nil, false
+	case s != nil:
+		return s.ExternalTransferPart(cfg, z, ns), true
+	case v.Remote(key) == nil && v.Directory().HasNamespace(ns):
+		// Placed here, with no records to hold (a namespace without
+		// Services): an empty part, as its names are NXDOMAIN here.
+		return nil, true
 	}
-	return s.ExternalTransferPart(cfg, z, ns), true
+	return nil, false
 }
 
 // ExternalPartError is the error an owner's reply m to ExternalPartAt's

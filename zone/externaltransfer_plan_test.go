@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/model"
 )
 
 // elsewhereView hides the service zones in away: they are held by the
@@ -93,12 +95,22 @@ func TestAssembleExternalTransfer(t *testing.T) {
 func TestExternalPartAt(t *testing.T) {
 	cfg := externalConfig(false)
 	v := buildView(t, cfg, true, externalCluster())
-	for _, name := range []string{"lb.ns1." + eo, eo, "ns1.example.net.", "ns1.cluster.local."} {
+	for _, name := range []string{"lb.ns1." + eo, eo, "ns1.example.net.", "ns1.cluster.local.", "nosuchns." + eo} {
 		if rrs, held := ExternalPartAt(cfg, v, name); held {
 			t.Errorf("%s gives a part: %v", name, rrs)
 		}
 	}
 	if rrs, held := ExternalPartAt(cfg, v, ExternalPartName("ns1", eo)); !held || len(rrs) == 0 {
 		t.Errorf("ns1's part: %v held %v", rrs, held)
+	}
+	// A namespace without Services has an empty part where it is placed,
+	// and none to give where another replica holds it.
+	empty := buildView(t, cfg, true, append(externalCluster(), &model.Namespace{Name: "quiet"}))
+	if rrs, held := ExternalPartAt(cfg, empty, ExternalPartName("quiet", eo)); !held || len(rrs) != 0 {
+		t.Errorf("quiet's part: %v held %v, want an empty one", rrs, held)
+	}
+	away := elsewhereView{View: empty, away: map[string]bool{ServiceZoneKey("quiet", "cluster.local."): true}, owners: []string{"r2"}}
+	if rrs, held := ExternalPartAt(cfg, away, ExternalPartName("quiet", eo)); held {
+		t.Errorf("quiet's part held elsewhere given here: %v", rrs)
 	}
 }
