@@ -42,6 +42,13 @@ func (h *Handler) externalTransfer(x *exchange, r *dns.Msg, z string, out []byte
 	if !slices.ContainsFunc(parts, func(p zone.ExternalPart) bool { return !p.Done }) {
 		return h.sendExternal(x, r, head, parts, serial, out)
 	}
+	return h.askParts(x, r, z, head, parts, serial, out)
+}
+
+// askParts asks for the parts held elsewhere on a goroutine of its own,
+// counted as one question in flight, and sends the transfer late; nil.
+// With no cluster to ask, or too many questions in flight, SERVFAIL now.
+func (h *Handler) askParts(x *exchange, r *dns.Msg, z string, head []dns.RR, parts []zone.ExternalPart, serial uint32, out []byte) []byte {
 	c := h.Cluster
 	if c == nil || x.t.Late == nil || c.inflight.Add(1) > c.MaxInFlight {
 		if c != nil && x.t.Late != nil {
