@@ -91,8 +91,8 @@ func (h *Handler) collectParts(z string, parts []zone.ExternalPart, deadline tim
 		if parts[i].Done {
 			continue
 		}
+		sem <- struct{}{}
 		wg.Go(func() {
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			p := &parts[i]
 			name := zone.ExternalPartName(p.Namespace, z)
