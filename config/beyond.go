@@ -212,17 +212,7 @@ func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
 			checkZones(bad, key+".origin", []string{z.Origin}, false)
 			c.checkFileOrigin(bad, i)
 		}
-		for j, a := range z.TransferTo {
-			if a == "*" {
-				continue
-			}
-			if _, err := netip.ParsePrefix(a); err == nil {
-				continue
-			}
-			if _, err := netip.ParseAddr(a); err != nil {
-				bad(fmt.Sprintf("%s.transferTo[%d]", key, j), "%q is not an IP address, a CIDR or *", a)
-			}
-		}
+		checkTransferTo(bad, key+".transferTo", z.TransferTo)
 	}
 	validateHosts(bad, "hosts", &c.Hosts)
 	validateRewrites(bad, "rewrite", c.Rewrite)
@@ -416,4 +406,39 @@ func underZone(name, zone string) bool {
 	n := strings.ToLower(strings.TrimSuffix(name, "."))
 	z := strings.ToLower(strings.TrimSuffix(zone, "."))
 	return z == "" || n == z || strings.HasSuffix(n, "."+z)
+}
+
+// checkTransferTo checks a transferTo list: IPs, CIDRs and "*".
+func checkTransferTo(bad func(key, format string, args ...any), key string, list []string) {
+	for j, a := range list {
+		if a == "*" {
+			continue
+		}
+		if _, err := netip.ParsePrefix(a); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(a); err != nil {
+			bad(fmt.Sprintf("%s[%d]", key, j), "%q is not an IP address, a CIDR or *", a)
+		}
+	}
+}
+
+// TransferPrefixes is a checked transferTo list as the prefixes it
+// allows ("*": every address of both families).
+func TransferPrefixes(list []string) []netip.Prefix {
+	var to []netip.Prefix
+	for _, a := range list {
+		switch p, err := netip.ParsePrefix(a); {
+		case a == "*":
+			to = append(to, netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
+		case err == nil:
+			to = append(to, p.Masked())
+		default:
+			if ip, err := netip.ParseAddr(a); err == nil {
+				ip = ip.Unmap()
+				to = append(to, netip.PrefixFrom(ip, ip.BitLen()))
+			}
+		}
+	}
+	return to
 }

@@ -209,6 +209,10 @@ type ExternalConfig struct {
 	// Fallthrough zones pass a name that does not exist on to the
 	// forwarder (k8s_external's fallthrough; bare, it is Zones).
 	Fallthrough []string `json:"fallthrough"`
+	// TransferTo lists the addresses (IPs or CIDRs, "*" for any) allowed
+	// to transfer the zones (AXFR, IXFR) over TCP, as the transfer
+	// plugin's `to`; empty: nobody.
+	TransferTo []string `json:"transferTo"`
 }
 
 // ApexLabel is Apex, or its default.
@@ -745,6 +749,7 @@ func (c *Config) validateExternal(bad func(key, format string, args ...any)) {
 		bad("kubernetes.external.ttl", "must be between 0 and 3600, got %d", t)
 	}
 	checkZones(bad, "kubernetes.external.fallthrough", e.Fallthrough, false)
+	checkTransferTo(bad, "kubernetes.external.transferTo", e.TransferTo)
 }
 
 // validateNodeLocal rejects what a node-local process cannot do: it

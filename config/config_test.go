@@ -161,6 +161,7 @@ func TestParseRejects(t *testing.T) {
 		{"external zone not a domain", "kubernetes: {enabled: false, external: {zones: [\"ex ample.org\"]}}\n", "kubernetes.external.zones[0]"},
 		{"external apex of two labels", "kubernetes: {enabled: false, external: {zones: [example.org], apex: a.b}}\n", "kubernetes.external.apex"},
 		{"external ttl", "kubernetes: {enabled: false, external: {zones: [example.org], ttl: 3601}}\n", "kubernetes.external.ttl"},
+		{"external transferTo", "kubernetes: {enabled: false, external: {zones: [example.org], transferTo: ['*', 10.0.0.0/8, nowhere]}}\n", "kubernetes.external.transferTo[2]"},
 		{"external fallthrough", "kubernetes: {enabled: false, external: {zones: [example.org], fallthrough: [\"a b\"]}}\n", "kubernetes.external.fallthrough[0]"},
 		{"unknown external key", "kubernetes: {enabled: false, external: {zones: [example.org], headles: true}}\n", `"headles"`},
 		{"replica autopath without verified pods", "autopath: {enabled: true}\n", "autopath.enabled"},

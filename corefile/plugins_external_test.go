@@ -48,6 +48,26 @@ func TestConvertExternal(t *testing.T) {
 			},
 		},
 		{
+			name: "transfer of the zone, README example",
+			src:  ". {\n  transfer example.org {\n    to *\n  }\n  kubernetes cluster.local\n  k8s_external example.org\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.TransferTo, []string{"*"}) {
+					t.Errorf("transferTo %v, want *", e.TransferTo)
+				}
+			},
+		},
+		{
+			name: "transfer of the block's zones, and of another zone",
+			src: ". {\n  transfer {\n    to 192.0.2.0/24 10.0.0.1:53\n  }\n  kubernetes cluster.local\n  k8s_external example.org\n}\n" +
+				"example.com {\n  transfer {\n    to *\n  }\n  forward . 127.0.0.1\n}\n",
+			check: func(t *testing.T, e *config.ExternalConfig) {
+				if !reflect.DeepEqual(e.TransferTo, []string{"192.0.2.0/24", "10.0.0.1"}) {
+					t.Errorf("transferTo %v, want the first block's", e.TransferTo)
+				}
+			},
+			want: []string{"Corefile:9: transfer: shardns transfers the zones of file plugins and k8s_external only"},
+		},
+		{
 			name: "bad options",
 			src:  ". {\n  kubernetes cluster.local\n  k8s_external example.org {\n    ttl 4000\n    apex a.b\n    notify\n  }\n}\n",
 			want: []string{

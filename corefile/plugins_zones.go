@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/miekg/dns"
+
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/hosts"
 )
@@ -143,9 +145,38 @@ func (c *converter) transferPlugin(s *server, d *Directive) {
 			matched = true
 		}
 	}
-	if !matched {
-		c.unmapped(d.place(), "transfer: shardns transfers the zones of file plugins only")
+	block := s.block
+	c.deferred = append(c.deferred, func() {
+		// After k8s_external's own deferred mapping, appended before.
+		if !c.externalTransfer(block, d.place(), zones, to) && !matched {
+			c.unmapped(d.place(), "transfer: shardns transfers the zones of file plugins and k8s_external only")
+		}
+	})
+}
+
+// externalTransfer maps transfer onto the k8s_external zones of block
+// that it covers (zones, or all of them when it names none), and reports
+// whether there were any. shardns has one transferTo for all of
+// k8s_external's zones; a transfer naming only some is noted.
+func (c *converter) externalTransfer(block *ServerBlock, at place, zones, to []string) bool {
+	e := c.cfg.Kubernetes.External
+	if e == nil || c.kubeBlock != block {
+		return false
 	}
+	covered := 0
+	for _, z := range e.Zones {
+		if len(zones) == 0 || slices.ContainsFunc(zones, func(t string) bool { return t == "." || dns.IsSubDomain(dns.Fqdn(t), dns.Fqdn(z)) }) {
+			covered++
+		}
+	}
+	if covered == 0 {
+		return false
+	}
+	e.TransferTo = appendNew(e.TransferTo, to...)
+	if covered < len(e.Zones) {
+		c.unmapped(at, "note: transfer covers some of k8s_external's zones; shardns lets the same clients transfer all of them")
+	}
+	return true
 }
 
 // transferAddrs adds the addresses zones may be transferred to: "*",

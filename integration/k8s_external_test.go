@@ -201,7 +201,9 @@ func msgText(r *dns.Msg, ttls bool) string {
 // The k8s_external names of a cluster of three replicas, replication
 // factor 1, get the same, right answers from every replica over UDP and
 // TCP: the owner of their namespace answers them from its snapshot, the
-// two others ask it. When the owner of one namespace is killed, the two
+// two others ask it. An AXFR of the zone asked of each replica gives the
+// same records, every namespace's part among them. When the owner of one
+// namespace is killed, the two
 // left answer that namespace's names again, names never asked before
 // among them, which no cache on the way can answer.
 func TestK8sExternalSharded(t *testing.T) {
@@ -222,7 +224,7 @@ func TestK8sExternalSharded(t *testing.T) {
 		}
 		name := fmt.Sprintf("xr%d", i)
 		r := startReplicaProcessKube(t, cp, name, seeds, 1, "gossip: fast\n  handoffGrace: 5s", 0,
-			"external: {zones: [example.org]}")
+			"external: {zones: [example.org], transferTo: ['127.0.0.1']}")
 		rs = append(rs, r)
 		byName[name] = r
 	}
@@ -248,6 +250,7 @@ func TestK8sExternalSharded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	sameExternalTransfers(t, addrs(rs), questions)
 
 	ns := nss[0]
 	victim := byName[owners[ns]]

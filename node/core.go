@@ -298,7 +298,8 @@ func answerConfig(cfg *config.Config) *zone.Config {
 		}
 	}
 	if e := k.External; e != nil {
-		a.External = &zone.External{Zones: fqdns(e.Zones), Apex: e.ApexLabel(), TTL: uint32(e.TTLSeconds()), Headless: e.Headless}
+		a.External = &zone.External{Zones: fqdns(e.Zones), Apex: e.ApexLabel(), TTL: uint32(e.TTLSeconds()), Headless: e.Headless,
+			TransferTo: config.TransferPrefixes(e.TransferTo)}
 		a.Domains.External, a.Domains.ExternalApex = a.External.Zones, a.External.Apex
 	}
 	a.Domains.Multicluster = fqdns(k.Multicluster)

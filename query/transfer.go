@@ -1,7 +1,7 @@
 package query
 
 import (
-	"log/slog"
+	"slices"
 
 	"github.com/miekg/dns"
 )
@@ -34,6 +34,9 @@ func (h *Handler) transfer(x *exchange, r *dns.Msg, name string, out []byte) []b
 	if !x.t.TCP || x.t.Stream == nil {
 		return refuse("transfers are served over TCP only")
 	}
+	if h.Config.External != nil && slices.Contains(h.Config.Domains.External, name) {
+		return h.externalTransfer(x, r, name, out, refuse)
+	}
 	key := h.View.Directory().FileOrigin(name)
 	if key == "" || key != name {
 		return refuse("not the origin of a zone file")
@@ -50,28 +53,7 @@ func (h *Handler) transfer(x *exchange, r *dns.Msg, name string, out []byte) []b
 	if x.req.Question[0].Qtype == dns.TypeIXFR && upToDate(x.req, s.Serial) {
 		rrs = rrs[:1] // the SOA alone: nothing to send
 	}
-	msgs, err := h.transferMessages(x, rrs)
-	if err != nil {
-		h.logError(x, "packing a zone transfer", err)
-		r.Rcode = dns.RcodeServerFailure
-		return h.pack(x, r, out)
-	}
-	size := 0
-	for _, m := range msgs[:len(msgs)-1] {
-		if err := x.t.Stream.WriteStream(m); err != nil {
-			h.logError(x, "sending a zone transfer", err)
-			return nil // the connection is gone
-		}
-		size += len(m)
-	}
-	last := append(out[:0], msgs[len(msgs)-1]...)
-	h.observe(x, dns.RcodeSuccess, size+len(last))
-	if h.TransferLog != nil {
-		h.TransferLog.LogAttrs(nil, slog.LevelInfo, "zone transfer", slog.String("zone", key),
-			slog.String("client", addrString(x.t.Client)), slog.Uint64("serial", uint64(s.Serial)),
-			slog.Int("records", len(rrs)), slog.Int("messages", len(msgs)))
-	}
-	return last
+	return h.sendTransfer(x, r, rrs, s.Serial, out)
 }
 
 // upToDate reports whether an IXFR's SOA (in the authority section) has

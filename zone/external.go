@@ -22,6 +22,21 @@ type External struct {
 	Apex     string   // the label of the zone's own names: ns1.<apex>.<zone>
 	TTL      uint32   // of the SOA, NS and address records; SRV records keep the cluster TTL, as CoreDNS's do
 	Headless bool     // answer headless services from their endpoints
+	// TransferTo lists who may transfer the zones (AXFR and IXFR over
+	// TCP); empty: nobody.
+	TransferTo []netip.Prefix
+}
+
+// TransferAllowed reports whether a client at addr may transfer the
+// external zones.
+func (e *External) TransferAllowed(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	for _, p := range e.TransferTo {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // routeExternal routes qname, inside external zone z. The zone's apex and

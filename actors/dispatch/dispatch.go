@@ -150,6 +150,11 @@ func Start(system *actor.ActorSystem, source Source, unserved Unserved, counters
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
+	parts := actor.PropsFromProducer(func() actor.Actor { return &transferServer{source: source} },
+		actor.WithMailbox(newDroppingMailbox(mailboxSize, counters.MailboxDropped.WithLabelValues(TransferName))))
+	if _, err := system.Root.SpawnNamed(parts, TransferName); err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
 	return c, nil
 }
 
@@ -178,15 +183,20 @@ func (c *Client) receiveReply(ctx actor.Context) {
 // Ask sends one question to the replica whose actor remote listens on
 // remoteAddr and waits for its answer until ctx ends. Only that replica's
 // dispatch actor can answer it, and only with a reply that echoes the
-// question. The answer is ordered for topo (the asker's zone).
+// question. The answer is ordered for topo (the asker's zone). An AXFR
+// asks for a namespace's part of a transfer (TransferName).
 func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
-	id, ch := c.pending.add(remoteAddr, ServerName, func(r *wire.ZoneReply) bool {
+	server := ServerName
+	if qtype == dns.TypeAXFR {
+		server = TransferName
+	}
+	id, ch := c.pending.add(remoteAddr, server, func(r *wire.ZoneReply) bool {
 		return r.Zone == zoneKey && r.Name == name && r.Qtype == uint32(qtype)
 	})
 	defer c.pending.done(id)
 	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype),
 		TopologyMode: uint32(topo.Mode), TopologyZone: topo.Zone}
-	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, ServerName), q, c.replies)
+	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, server), q, c.replies)
 	select {
 	case r := <-ch:
 		if !r.Served {
@@ -210,7 +220,8 @@ func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtyp
 // everything else is refused before it reaches an actor. A replica takes
 // everything from replicas, and only questions from node-local
 // processes; a node-local process (nodeLocal) takes only the replies to
-// its own questions, from replicas. A plain-text peer (no keys: loopback
+// its own questions, from replicas; the parts of transfers are asked by
+// replicas only. A plain-text peer (no keys: loopback
 // or an explicitly insecure cluster) proves nothing and is taken as a
 // replica by replicas.
 func Routes(nodeLocal bool) map[trust.Role]map[string]string {
@@ -232,5 +243,6 @@ func Routes(nodeLocal bool) map[trust.Role]map[string]string {
 	}
 	maps.Copy(all, questions)
 	maps.Copy(all, replies)
+	all[TransferName] = name(&wire.ZoneQuery{})
 	return map[trust.Role]map[string]string{trust.RoleReplica: all, trust.RoleUnproven: all, trust.RoleNodeLocal: questions}
 }

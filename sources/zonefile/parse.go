@@ -51,20 +51,7 @@ type Reserved struct {
 func FromConfig(cfg *config.Config) ([]Zone, []Reserved) {
 	var zones []Zone
 	for i, z := range cfg.Files.Zones {
-		var to []netip.Prefix
-		for _, a := range z.TransferTo {
-			switch p, err := netip.ParsePrefix(a); {
-			case a == "*":
-				to = append(to, netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
-			case err == nil:
-				to = append(to, p.Masked())
-			default:
-				if ip, err := netip.ParseAddr(a); err == nil { // validated by config
-					ip = ip.Unmap()
-					to = append(to, netip.PrefixFrom(ip, ip.BitLen()))
-				}
-			}
-		}
+		to := config.TransferPrefixes(z.TransferTo)
 		zones = append(zones, Zone{File: z.File, Origin: z.Origin, TransferTo: to, Key: fmt.Sprintf("files.zones[%d]", i)})
 	}
 	var reserved []Reserved
