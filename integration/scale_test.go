@@ -13,6 +13,9 @@ import (
 	"github.com/miekg/dns"
 	"k8s.io/client-go/kubernetes"
 
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -61,6 +64,7 @@ func TestScaleCurve(t *testing.T) {
 	for n := range namespaces {
 		mkNamespace(t, client, fmt.Sprintf("bench%d", n), nil)
 	}
+	addServiceRange(t, client, "10.97.0.0/16")
 	s := &scaleRun{t: t, cp: cp, settle: settle, kind: "sharded", namespaces: namespaces}
 	made := 0
 	for _, size := range sizes {
@@ -314,6 +318,19 @@ func createServices(t *testing.T, c kubernetes.Interface, from, to, namespaces, 
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
+	}
+}
+
+// addServiceRange gives the apiserver a second range of ClusterIPs: 100k
+// services are 70k ClusterIPs, more than the harness's /16 holds. Without
+// a controller-manager the range is never marked ready, which the
+// apiserver takes as ready.
+func addServiceRange(t *testing.T, c kubernetes.Interface, cidr string) {
+	t.Helper()
+	r := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "scale-curve"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{cidr}}}
+	if _, err := c.NetworkingV1().ServiceCIDRs().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("ServiceCIDR %s: %v", cidr, err)
 	}
 }
 
