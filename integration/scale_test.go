@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +36,8 @@ import (
 // service), and the CPU-seconds spent until then and the handoffs are
 // over. The rows go to SHARDNS_SCALE_OUT (default scale.tsv in the
 // test's temporary directory, whose path is logged), which
-// `go run ./scripts/scalecurve` draws.
+// `go run ./scripts/scalecurve` draws. SHARDNS_SCALE_WATCHES=sharded (or
+// unsharded) measures one kind of watches only.
 func TestScaleCurve(t *testing.T) {
 	cp, _ := benchControlPlane(t)
 	sizes, err := parseScaleSizes(os.Getenv("SHARDNS_SCALE"))
@@ -76,9 +78,9 @@ func TestScaleCurve(t *testing.T) {
 		core := s.coreDNS(coredns)
 		s.write(tsv, size, endpoints, core)
 		// The kind the apiserver serves now first: one restart per size.
-		kinds := []string{"sharded", "unsharded"}
+		kinds := watchKinds(os.Getenv("SHARDNS_SCALE_WATCHES"))
 		if s.kind == "unsharded" {
-			kinds[0], kinds[1] = kinds[1], kinds[0]
+			slices.Reverse(kinds)
 		}
 		for _, kind := range kinds {
 			s.serve(kind)
@@ -332,6 +334,15 @@ func addServiceRange(t *testing.T, c kubernetes.Interface, cidr string) {
 	if _, err := c.NetworkingV1().ServiceCIDRs().Create(ctx, r, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("ServiceCIDR %s: %v", cidr, err)
 	}
+}
+
+// watchKinds reads SHARDNS_SCALE_WATCHES: sharded or unsharded keeps
+// to one kind of watches; anything else measures both.
+func watchKinds(s string) []string {
+	if s == "sharded" || s == "unsharded" {
+		return []string{s}
+	}
+	return []string{"sharded", "unsharded"}
 }
 
 // parseScaleSizes reads SHARDNS_SCALE: service counts separated by
