@@ -55,12 +55,20 @@ deps:
 ## sharded watches against CoreDNS: RSS at 10k and 20k services with 3 and 6 replicas,
 ## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates, the
 ## largest replica's peak RSS through start, an apiserver restart and a ring change
-## beside CoreDNS's, with and without sharded watches (20k services), and floods: a
+## beside CoreDNS's, with and without sharded watches (20k services), floods: a
 ## water torture at 50k q/s (SHARDNS_FLOOD_RATE) and an ANY flood beside a client
 ## asking 1k q/s, against shardns with and without the recommended limits and
-## CoreDNS (the client's success rate, p50/p99 latency, server CPU).
+## CoreDNS (the client's success rate, p50/p99 latency, server CPU), and the
+## scale curve: 3 and 6 replicas, with and without sharded watches, beside CoreDNS
+## at SCALE services × 10 endpoints (peak and steady RSS of the largest replica,
+## time to /ready, CPU to sync), written to SCALE_OUT (bench-scale.tsv) for
+## `go run ./scripts/scalecurve < bench-scale.tsv > docs/scale-curve.svg`.
+## The whole curve adds hours on the 2-core machine (docs/performance.md#a-scale-curve);
+## `make bench SCALE=5k,20k` keeps to the small points.
+SCALE ?= 5k,20k,50k,100k
+SCALE_OUT ?= $(CURDIR)/bench-scale.tsv
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 $(GO) test -count=1 -v -timeout 180m -run '^(TestDNSPerf|TestNodeLocalPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 SHARDNS_SCALE=$(SCALE) SHARDNS_SCALE_OUT=$(SCALE_OUT) $(GO) test -count=1 -v -timeout 360m -run '^(TestDNSPerf|TestNodeLocalPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory|TestScaleCurve)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood|scale)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration

@@ -278,6 +278,18 @@ func (c *ControlPlane) RestartAPIServer(t testing.TB) {
 	c.StartAPIServer(t)
 }
 
+// RestartAPIServerWith is RestartAPIServer with the apiserver configured
+// by cfg from now on: the same objects served with and without an alpha
+// feature gate, without creating them twice.
+func (c *ControlPlane) RestartAPIServerWith(t testing.TB, cfg Config) {
+	t.Helper()
+	c.StopAPIServer(t)
+	c.mu.Lock()
+	c.cfg = cfg
+	c.mu.Unlock()
+	c.StartAPIServer(t)
+}
+
 // boot starts etcd and the apiserver of a new control plane in c.dir. On
 // error, whatever was started is left for c.stop.
 func (c *ControlPlane) boot() error {
