@@ -84,6 +84,11 @@ func (p *process) httpAddr(t *testing.T) string {
 var (
 	listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 	startedRE   = regexp.MustCompile(`msg="shardns started".* http=(\S+)`)
+	// firstDNSRE is the first DNS address of the started line, which lists
+	// them in the configuration's order (an IPv6 one as [::1]:port): a
+	// process listening on several addresses logs its listening lines in
+	// whatever order its listeners start.
+	firstDNSRE = regexp.MustCompile(`msg="shardns started".* dns="?\[(\[[^\]]+\]:\d+|[^ \]"]+)`)
 )
 
 // startShardns runs `shardns serve --config` with cfg written next to the
@@ -136,6 +141,12 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *process {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			t.Log(sc.Text())
+			if m := firstDNSRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addrc <- m[1]:
+				default:
+				}
+			}
 			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addrc <- m[1]:
