@@ -6,11 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/miekg/dns"
-
-	"github.com/shardns/shardns/internal/testutil"
 )
 
 // TestNodeLocalPerf is part of `make bench`: the node tier's cache-hit
@@ -58,30 +53,7 @@ cluster:
 		{name: "shardns-nodelocal", addr: nl.addr, pid: nl.cmd.Process.Pid},
 		startNodeLocalDNS(t, corednsBin, replicaDNS),
 	}
-	known := "svc0.nl0.svc.cluster.local."
-	for _, s := range servers {
-		testutil.Eventually(t, 60*time.Second, func() error {
-			r, err := testutil.Exchange(s.addr, "udp", known, dns.TypeA)
-			if err != nil {
-				return err
-			}
-			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-				return fmt.Errorf("%s: %s %s with %d answers", s.name, known, dns.RcodeToString[r.Rcode], len(r.Answer))
-			}
-			return nil
-		})
-		// Warm up: every question once, so what is measured is cache hits
-		// (and the few refreshes of entries that expire meanwhile, alike
-		// on both).
-		s.dnsperf(t, qfile, "-l", "3")
-	}
-	compareAnswers(t, servers[0], servers[1], queries)
-
-	for round, order := range [][]*benchServer{{servers[0], servers[1]}, {servers[1], servers[0]}} {
-		for _, s := range order {
-			s.measure(t, round+1, qfile)
-		}
-	}
+	sideBySide(t, servers, "svc0.nl0.svc.cluster.local.", qfile, queries)
 	sh, co := servers[0], servers[1]
 	ratio := sh.perCPUSecond() / co.perCPUSecond()
 	verdict := "met"

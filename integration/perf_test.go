@@ -78,32 +78,7 @@ forward: {upstreams: []}
 		startCoreDNS(t, corednsBin, cp.Kubeconfig),
 	}
 	// svc0 is a ClusterIP service: both servers have synced when it answers.
-	known := "svc0.bench0.svc.cluster.local."
-	for _, s := range servers {
-		testutil.Eventually(t, 60*time.Second, func() error {
-			r, err := testutil.Exchange(s.addr, "udp", known, dns.TypeA)
-			if err != nil {
-				return err
-			}
-			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-				return fmt.Errorf("%s: %s %s with %d answers", s.name, known, dns.RcodeToString[r.Rcode], len(r.Answer))
-			}
-			return nil
-		})
-		// Warm up: every name once (fills CoreDNS's cache and shardns's
-		// packed answers alike).
-		s.dnsperf(t, qfile, "-l", "3")
-	}
-
-	compareAnswers(t, servers[0], servers[1], queries)
-
-	// Two rounds, the second in the opposite order, so that a drift of the
-	// shared machine's load weighs on both servers alike.
-	for round, order := range [][]*benchServer{{servers[0], servers[1]}, {servers[1], servers[0]}} {
-		for _, s := range order {
-			s.measure(t, round+1, qfile)
-		}
-	}
+	sideBySide(t, servers, "svc0.bench0.svc.cluster.local.", qfile, queries)
 
 	sh, co := servers[0], servers[1]
 	ratio := sh.perCPUSecond() / co.perCPUSecond()
@@ -328,6 +303,35 @@ func freePort(t *testing.T) int {
 // rcode, flags, answer records (TTLs aside, as the cache counts them
 // down) or authority record types differ, except the differences
 // docs/answers.md documents.
+// sideBySide waits until every server answers known, warms each with
+// every question once (what is measured is then answers from a cache or
+// packed answers, alike on both), compares the first two servers'
+// answers, and measures each in two rounds, the second in the opposite
+// order, so that a drift of the shared machine's load weighs on both
+// alike.
+func sideBySide(t *testing.T, servers []*benchServer, known, qfile string, queries []string) {
+	t.Helper()
+	for _, s := range servers {
+		testutil.Eventually(t, 60*time.Second, func() error {
+			r, err := testutil.Exchange(s.addr, "udp", known, dns.TypeA)
+			if err != nil {
+				return err
+			}
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+				return fmt.Errorf("%s: %s %s with %d answers", s.name, known, dns.RcodeToString[r.Rcode], len(r.Answer))
+			}
+			return nil
+		})
+		s.dnsperf(t, qfile, "-l", "3")
+	}
+	compareAnswers(t, servers[0], servers[1], queries)
+	for round, order := range [][]*benchServer{{servers[0], servers[1]}, {servers[1], servers[0]}} {
+		for _, s := range order {
+			s.measure(t, round+1, qfile)
+		}
+	}
+}
+
 func compareAnswers(t *testing.T, a, b *benchServer, queries []string) {
 	t.Helper()
 	var asked, skipped, differ int

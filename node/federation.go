@@ -2,7 +2,7 @@ package node
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -20,6 +20,24 @@ const (
 	localityRetry   = 15 * time.Second
 )
 
+// ownNode returns the name of the Node this process runs on (configured,
+// else $NODE_NAME, which deploy/ sets from spec.nodeName) and a client to
+// read it with. feature and key name what needs it in the error; or says
+// what else the user may set.
+func (c *core) ownNode(configured, feature, key, or string) (string, *kubesource.Client, error) {
+	name := configured
+	if name == "" {
+		name = os.Getenv("NODE_NAME")
+	}
+	if name == "" {
+		return "", nil, fmt.Errorf("%s: the name of this node is unknown: set %s or the NODE_NAME "+
+			"environment variable (from spec.nodeName)%s", feature, key, or)
+	}
+	k := c.cfg.Kubernetes
+	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	return name, client, err
+}
+
 // buildFederation sets up the federation answers of the configuration:
 // the node's zone and region as configured, or read from its Node.
 func (c *core) buildFederation() error {
@@ -35,16 +53,8 @@ func (c *core) buildFederation() error {
 		c.federation.SetLocality(query.Locality{Zone: zone.LowerASCII(f.NodeZone), Region: zone.LowerASCII(f.NodeRegion)})
 		return nil
 	}
-	nodeName := f.NodeName
-	if nodeName == "" {
-		nodeName = os.Getenv("NODE_NAME")
-	}
-	if nodeName == "" {
-		return errors.New("federation: the name of this node is unknown: set federation.nodeName or the NODE_NAME " +
-			"environment variable (from spec.nodeName), or federation.nodeZone and nodeRegion")
-	}
-	k := c.cfg.Kubernetes
-	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	nodeName, client, err := c.ownNode(f.NodeName, "federation", "federation.nodeName",
+		", or federation.nodeZone and nodeRegion")
 	if err != nil {
 		return err
 	}

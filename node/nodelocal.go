@@ -1,9 +1,7 @@
 package node
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,16 +117,8 @@ func (c *core) watchClients() error {
 	if !c.cfg.WatchesClients() {
 		return nil
 	}
-	nodeName := c.cfg.NodeLocal.NodeName
-	if nodeName == "" {
-		nodeName = os.Getenv("NODE_NAME")
-	}
-	if nodeName == "" {
-		return errors.New("nodeLocal: the name of this node is unknown: set nodeLocal.nodeName or the NODE_NAME " +
-			"environment variable (from spec.nodeName); autopath and nodeLocal.aaaa need this node's pods")
-	}
-	k := c.cfg.Kubernetes
-	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	nodeName, client, err := c.ownNode(c.cfg.NodeLocal.NodeName, "nodeLocal", "nodeLocal.nodeName",
+		"; autopath and nodeLocal.aaaa need this node's pods")
 	if err != nil {
 		return err
 	}

@@ -2,11 +2,8 @@ package node
 
 import (
 	"context"
-	"errors"
-	"os"
 
 	"github.com/shardns/shardns/query"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
 )
 
 // buildTopology gives the answer configuration the zone of the node this
@@ -25,15 +22,7 @@ func (c *core) buildTopology() error {
 		c.answer.SetNodeZone(k.NodeZone)
 		return nil
 	}
-	nodeName := k.NodeName
-	if nodeName == "" {
-		nodeName = os.Getenv("NODE_NAME")
-	}
-	if nodeName == "" {
-		return errors.New("kubernetes.topology: the name of this node is unknown: set kubernetes.nodeName or the " +
-			"NODE_NAME environment variable (from spec.nodeName), or kubernetes.nodeZone")
-	}
-	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	nodeName, client, err := c.ownNode(k.NodeName, "kubernetes.topology", "kubernetes.nodeName", ", or kubernetes.nodeZone")
 	if err != nil {
 		return err
 	}
