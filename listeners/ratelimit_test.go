@@ -282,6 +282,12 @@ func BenchmarkServeUDPRateLimited(b *testing.B) {
 	l.Configure(1<<30, 1<<30)
 	addr := startListenerWith(b, Config{MaxConnections: 4, IdleTimeout: time.Second, RateLimit: l,
 		RateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"})})
+	benchUDPExchanges(b, addr)
+}
+
+// benchUDPExchanges asks addr one query after another over UDP, each
+// waiting for its answer, for the benchmark's loop.
+func benchUDPExchanges(b *testing.B, addr string) {
 	conn, err := net.Dial("udp", addr)
 	if err != nil {
 		b.Fatal(err)

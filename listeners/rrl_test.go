@@ -1,7 +1,6 @@
 package listeners
 
 import (
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -254,19 +253,5 @@ func BenchmarkServeUDPRRL(b *testing.B) {
 	r := NewRRL(time.Now)
 	r.Configure(RRLConfig{PerSecond: rates, Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56, Window: 15 * time.Second, MaxTableSize: 100000})
 	addr := startListenerWith(b, Config{MaxConnections: 4, IdleTimeout: time.Second, RRL: r, RRLCounters: rrlTestCounters()})
-	conn, err := net.Dial("udp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	req, buf := packedQuery(b), make([]byte, 512)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := conn.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := conn.Read(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchUDPExchanges(b, addr)
 }
