@@ -24,7 +24,7 @@ unit:
 ## integration: the built binary over real sockets with real clients, and deploy/
 ## on a one-node Kubernetes cluster (TestNode, skipped without root and Docker).
 integration: build
-	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -timeout 30m ./integration/...
+	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -timeout 50m ./integration/...
 
 ## fuzz: each fuzz target for FUZZTIME (seed corpora are in testdata/fuzz); a run
 ## that only hit Go 1.26's fuzz deadline race is run again (see scripts/fuzz.sh).
