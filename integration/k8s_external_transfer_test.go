@@ -61,6 +61,12 @@ func TestK8sExternalTransferBesideCoreDNS(t *testing.T) {
 			t.Errorf("shardns's transfer lacks %s", rr)
 		}
 	}
+	// Services with load balancer ingress hostnames (other tests' on the
+	// shared apiserver) are transferred by CoreDNS as CNAMEs and SRVs to
+	// the hostnames, each repeated per port in its informer's order;
+	// shardns leaves them out of transfers (docs/configuration.md,
+	// "External names"). The rest must be the same.
+	want = slices.DeleteFunc(want, fromIngressHostname)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("shardns transfers\n%s\nCoreDNS\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -73,6 +79,24 @@ func TestK8sExternalTransferBesideCoreDNS(t *testing.T) {
 			t.Errorf("AXFR over UDP from %s: %v %v, want REFUSED", addr, r, err)
 		}
 	}
+}
+
+// fromIngressHostname tells a transferred record made from a load
+// balancer ingress hostname: a CNAME, or an SRV whose target is outside
+// the external zone.
+func fromIngressHostname(rr string) bool {
+	f := strings.Split(rr, "\t")
+	if len(f) < 5 {
+		return false
+	}
+	switch f[3] {
+	case "CNAME":
+		return true
+	case "SRV":
+		target := f[4][strings.LastIndexByte(f[4], ' ')+1:]
+		return !dns.IsSubDomain("example.org.", target)
+	}
+	return false
 }
 
 // transferText is the AXFR of example.org from addr as text: the SOA
