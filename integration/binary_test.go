@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // process is a running shardns binary.
 type process struct {
 	cmd   *exec.Cmd
-	addr  string // DNS address, from its "listening" log line
+	addr  string // DNS address, the first of its started line
 	httpc chan string
 	done  chan error
 }
@@ -82,17 +82,17 @@ func (p *process) httpAddr(t *testing.T) string {
 }
 
 var (
-	listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
-	startedRE   = regexp.MustCompile(`msg="shardns started".* http=(\S+)`)
+	startedRE = regexp.MustCompile(`msg="shardns started".* http=(\S+)`)
 	// firstDNSRE is the first DNS address of the started line, which lists
-	// them in the configuration's order (an IPv6 one as [::1]:port): a
-	// process listening on several addresses logs its listening lines in
-	// whatever order its listeners start.
+	// them in the configuration's order (an IPv6 one as [::1]:port). It is
+	// the only source of a process's address: a process listening on
+	// several addresses logs its listening lines in whatever order its
+	// listeners start, before the started line.
 	firstDNSRE = regexp.MustCompile(`msg="shardns started".* dns="?\[(\[[^\]]+\]:\d+|[^ \]"]+)`)
 )
 
 // startShardns runs `shardns serve --config` with cfg written next to the
-// demo cluster, waits for its listening line and stops it at test end.
+// demo cluster, waits for its started line and stops it at test end.
 func startShardns(t *testing.T, cfg string) *process {
 	t.Helper()
 	dir := t.TempDir()
@@ -106,7 +106,7 @@ func startShardns(t *testing.T, cfg string) *process {
 	return startServe(t, "--config", path)
 }
 
-// startServe runs `shardns serve` with args, waits for its listening line
+// startServe runs `shardns serve` with args, waits for its started line
 // and stops it at test end.
 func startServe(t *testing.T, args ...string) *process {
 	t.Helper()
@@ -124,7 +124,7 @@ func startServeIn(t *testing.T, dir string, args ...string) *process {
 }
 
 // startCmd runs cmd, a shardns serve (or a command that execs one, such
-// as `ip netns exec`), waits for its listening line and stops it at test
+// as `ip netns exec`), waits for its started line and stops it at test
 // end.
 func startCmd(t *testing.T, cmd *exec.Cmd) *process {
 	t.Helper()
@@ -142,12 +142,6 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *process {
 		for sc.Scan() {
 			t.Log(sc.Text())
 			if m := firstDNSRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addrc <- m[1]:
-				default:
-				}
-			}
-			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addrc <- m[1]:
 				default:
