@@ -42,6 +42,7 @@ type clusterState struct {
 	handoff    *dispatch.Handoff    // hands zones to replicas that gain them
 	ring       *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
 	members    memberSource         // gossip, or in a node-local process the replicas' word
+	feed       *ringFeed            // members in a node-local process; nil in a replica
 	announced  chan struct{}        // closed once this replica owns zones
 
 	// What admits other processes (trust.go).
@@ -178,7 +179,8 @@ func (n *Node) startCluster() error {
 		return err
 	}
 	if n.nodeLocal {
-		c.members = n.startRingFeed(c, timing.ProbeInterval)
+		c.feed = n.startRingFeed(c, timing.ProbeInterval)
+		c.members = c.feed
 	} else if c.members, err = n.startMembership(c, adv, timing); err != nil {
 		c.stopLiveness(n.system)
 		return err
@@ -213,6 +215,12 @@ func (n *Node) startMembership(c *clusterState, adv string, timing membership.Ti
 		mc.SeedsFunc = kubesource.PeerSeeds(c.client, cc.JoinService, gossipPort)
 	}
 	return membership.Start(mc)
+}
+
+// reachedOwners reports whether a node-local process has asked every
+// owner of its ring once (ringFeed.reachedOwners).
+func (c *clusterState) reachedOwners() bool {
+	return c != nil && c.feed != nil && c.feed.reachedOwners()
 }
 
 // startRingFeed has a node-local process follow the ring the replicas

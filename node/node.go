@@ -294,8 +294,10 @@ func (n *Node) Lameduck() time.Duration {
 func (n *Node) Ready() bool {
 	c := n.core.Load()
 	if n.nodeLocal {
-		r := n.ring.Load() // ready once there is a replica to ask
-		return c != nil && r != nil && r.HasOwners()
+		// Ready once there is a replica to ask and every owner has been
+		// asked once, so first queries do not wait for a connection.
+		r := n.ring.Load()
+		return c != nil && r != nil && r.HasOwners() && n.cluster.reachedOwners()
 	}
 	return c != nil && c.synced.Load() && c.loaded.Load() && n.announcedOwner()
 }

@@ -30,8 +30,15 @@ type memberSource interface {
 // keeps the last ring it was told. It asks the replica that answered
 // last, and when that one fails, the others of the ring and the seeds in
 // turn.
+//
+// It also asks every owner of the ring once, so that the connection to
+// each is up (dialled, TLS handshake done) before a query needs it: a
+// node-local process is ready only once it has (reachedOwners), and the
+// process it replaces keeps the queries until then. Without it, the
+// first query for each owner's zones waited for that owner's handshake.
 type ringFeed struct {
 	fetch    func(ctx context.Context, remoteAddr string, known uint64) (uint64, []*wire.RingMember, error)
+	reach    func(ctx context.Context, remoteAddr string, known uint64) error // asks an owner, to connect to it
 	seeds    func(ctx context.Context) ([]string, error)
 	interval time.Duration
 	timeout  time.Duration
@@ -42,6 +49,8 @@ type ringFeed struct {
 	version uint64
 	last    string // the replica that answered last
 	changed chan struct{}
+	reached map[string]bool // replicas of the ring that answered once
+	tried   bool            // every owner of the ring has been asked once
 
 	stop chan struct{}
 	done chan struct{}
@@ -49,8 +58,12 @@ type ringFeed struct {
 
 func newRingFeed(ring *dispatch.RingClient, seeds func(ctx context.Context) ([]string, error),
 	interval, timeout time.Duration, log *slog.Logger) *ringFeed {
-	return &ringFeed{fetch: ring.Fetch, seeds: seeds, interval: interval, timeout: timeout, log: log,
-		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	reach := func(ctx context.Context, addr string, known uint64) error {
+		_, _, err := ring.Fetch(ctx, addr, known)
+		return err
+	}
+	return &ringFeed{fetch: ring.Fetch, reach: reach, seeds: seeds, interval: interval, timeout: timeout, log: log,
+		changed: make(chan struct{}, 1), reached: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // start asks for the ring at once, then every interval, until Close.
@@ -78,6 +91,7 @@ func (f *ringFeed) poll() {
 	known, targets := f.version, f.targetsLocked()
 	f.mu.Unlock()
 	if f.ask(targets, known) {
+		f.reachOwners()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
@@ -87,9 +101,57 @@ func (f *ringFeed) poll() {
 		f.log.Warn("listing the replicas to read the ring from", "err", err)
 	}
 	seeds = slices.DeleteFunc(seeds, func(s string) bool { return slices.Contains(targets, s) })
-	if !f.ask(seeds, known) && len(targets)+len(seeds) > 0 {
-		f.log.Debug("no replica told the ring", "asked", len(targets)+len(seeds))
+	if !f.ask(seeds, known) {
+		if len(targets)+len(seeds) > 0 {
+			f.log.Debug("no replica told the ring", "asked", len(targets)+len(seeds))
+		}
+		return
 	}
+	f.reachOwners()
+}
+
+// reachOwners asks, all at once, every owner of the ring that has not
+// answered yet, so the connections to them are up; an owner that does
+// not answer within the timeout is asked again at the next poll.
+func (f *ringFeed) reachOwners() {
+	f.mu.Lock()
+	known := f.version
+	var asking []string
+	for _, m := range f.members {
+		if role, addr := parseMeta(m.Meta); role == roleOwner && !f.reached[addr] {
+			asking = append(asking, addr)
+		}
+	}
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, addr := range asking {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+			defer cancel()
+			if err := f.reach(ctx, addr, known); err != nil {
+				f.log.Debug("reaching an owner", "replica", addr, "err", err)
+				return
+			}
+			f.mu.Lock()
+			f.reached[addr] = true
+			f.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	f.mu.Lock()
+	f.tried = true
+	f.mu.Unlock()
+}
+
+// reachedOwners reports whether every owner of the ring has been asked
+// once, answered or not: a node-local process is not ready before, so
+// its first queries do not wait for connections to be made. An owner that
+// did not answer does not hold readiness back: the replicas tell the ring
+// without it soon, and the process it replaces has to stop some time.
+func (f *ringFeed) reachedOwners() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tried
 }
 
 // ask asks addrs in turn for the ring until one answers, and reports
@@ -140,11 +202,17 @@ func (f *ringFeed) update(addr string, version uint64, members []*wire.RingMembe
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last = addr
+	f.reached[addr] = true
 	if members == nil || version == f.version {
 		return
 	}
 	f.version = version
 	f.members = ringMembers(members)
+	for a := range f.reached { // a replica gone from the ring is dialled again if it comes back
+		if !slices.ContainsFunc(f.members, func(m membership.Member) bool { return m.Addr == a }) {
+			delete(f.reached, a)
+		}
+	}
 	select {
 	case f.changed <- struct{}{}:
 	default:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,22 @@ import (
 type replicasAnswering struct {
 	rings map[string][]*wire.RingMember
 	asked []string
+
+	mu      sync.Mutex
+	reached []string // the owners asked only to connect, in any order
+	down    map[string]bool
+}
+
+// reach answers for the replicas that are not down; owners are asked at
+// once, so it locks.
+func (r *replicasAnswering) reach(_ context.Context, addr string, _ uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reached = append(r.reached, addr)
+	if r.down[addr] {
+		return errors.New("refused")
+	}
+	return nil
 }
 
 func (r *replicasAnswering) fetch(_ context.Context, addr string, known uint64) (uint64, []*wire.RingMember, error) {
@@ -34,9 +51,9 @@ func (r *replicasAnswering) fetch(_ context.Context, addr string, known uint64) 
 }
 
 func testFeed(r *replicasAnswering, seeds ...string) *ringFeed {
-	return &ringFeed{fetch: r.fetch, seeds: func(context.Context) ([]string, error) { return seeds, nil },
+	return &ringFeed{fetch: r.fetch, reach: r.reach, seeds: func(context.Context) ([]string, error) { return seeds, nil },
 		interval: time.Second, timeout: time.Second, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		changed: make(chan struct{}, 1), reached: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // A node-local process reads the ring from a seed, then asks the replica
@@ -100,6 +117,39 @@ func TestRingFeedFallsBackToTheSeeds(t *testing.T) {
 	f.poll()
 	if !slices.Equal(r.asked, []string{"10.0.0.1:8090", "10.0.0.5:8090"}) || !slices.Equal(memberNames(f), []string{"r0", "r1"}) {
 		t.Fatalf("asked %v, members %v: want the old replica, then the new seed's ring", r.asked, memberNames(f))
+	}
+}
+
+// Once it has a ring, the feed asks each owner it has not heard from, so
+// the connections are up before the process is ready; the replica that
+// told the ring, pending members, and owners that answered before are
+// not asked again, and an owner that does not answer holds readiness
+// back for one round only, and is asked again at the next.
+func TestRingFeedReachesEveryOwnerBeforeReady(t *testing.T) {
+	told := []*wire.RingMember{
+		{Name: "r0", Remote: "10.0.0.1:8090", Owner: true},
+		{Name: "r1", Remote: "10.0.0.2:8090", Owner: true},
+		{Name: "r2", Remote: "10.0.0.3:8090", Owner: true},
+		{Name: "r3", Remote: "10.0.0.4:8090", Pending: true},
+	}
+	r := &replicasAnswering{rings: map[string][]*wire.RingMember{"10.0.0.1:8090": told},
+		down: map[string]bool{"10.0.0.3:8090": true}}
+	f := testFeed(r, "10.0.0.1:8090")
+	if f.reachedOwners() {
+		t.Fatal("ready to answer before any ring was read")
+	}
+	f.poll()
+	slices.Sort(r.reached)
+	if want := []string{"10.0.0.2:8090", "10.0.0.3:8090"}; !slices.Equal(r.reached, want) {
+		t.Fatalf("asked %v to connect, want the owners other than the one that told the ring: %v", r.reached, want)
+	}
+	if !f.reachedOwners() {
+		t.Fatal("not ready after every owner was asked once")
+	}
+	r.reached = nil
+	f.poll()
+	if want := []string{"10.0.0.3:8090"}; !slices.Equal(r.reached, want) {
+		t.Fatalf("asked %v to connect at the next poll, want only the owner that did not answer: %v", r.reached, want)
 	}
 }
 
