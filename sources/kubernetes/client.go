@@ -146,8 +146,10 @@ func NewClientForConfig(cfg *rest.Config) (*Client, error) {
 
 // listWatch lists and watches resource (namespaces, services, pods or
 // endpointslices) in every namespace, with tweak applied to the options;
-// listing, when set, hears when its lists begin and end (toldListing).
-func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions), listing func(bool)) cache.ListerWatcher {
+// listing, when set, hears when its lists begin and end (toldListing);
+// pages, when set, has a list asked for whole come a page at a time, each
+// converted as it arrives (pagedLists).
+func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions), listing func(bool), pages *pageTransform) cache.ListerWatcher {
 	rc := c.core
 	if resource == "endpointslices" {
 		rc = c.discovery
@@ -158,5 +160,5 @@ func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions), lis
 	// As client-go's generated informers: the client says whether it can
 	// stream the initial list, else the reflector lists.
 	return cache.ToListWatcherWithWatchListSemantics(
-		toldListing(cache.NewFilteredListWatchFromClient(rc, resource, metav1.NamespaceAll, tweak), listing), rc)
+		toldListing(pagedLists(cache.NewFilteredListWatchFromClient(rc, resource, metav1.NamespaceAll, tweak), pages), listing), rc)
 }

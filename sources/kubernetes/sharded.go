@@ -132,9 +132,9 @@ func (s *Source) startSharded(ctx actor.Context) {
 		s.kinds = append(s.kinds, &shardedKind{kind: model.KindEndpointSlice, resource: "endpointslices",
 			object: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, tweak: s.objectsTweak()})
 	}
-	fixed := []watched{{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak()), nil}}
+	fixed := []watched{s.newWatched(model.KindNamespace, "namespaces", &corev1.Namespace{}, s.namespacesTweak())}
 	if s.cfg.Pods && s.cfg.PodsEverywhere {
-		fixed = append(fixed, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil), nil})
+		fixed = append(fixed, s.newWatched(model.KindPod, "pods", &corev1.Pod{}, nil))
 	} else if s.cfg.Pods {
 		s.kinds = append(s.kinds, &shardedKind{kind: model.KindPod, resource: "pods", object: func() runtime.Object { return &corev1.Pod{} }})
 	}
@@ -421,7 +421,7 @@ func (s *Source) addInformer(k *shardedKind, ranges []cluster.HashRange) {
 	if k.extra != nil {
 		w = s.extraWatched(k.extra, withSelector)
 	} else {
-		w = watched{k.kind, cache.NewSharedIndexInformer(s.cfg.Client.listWatch(k.resource, withSelector, s.cfg.Listing), k.object(), 0, cache.Indexers{}), nil}
+		w = s.newWatched(k.kind, k.resource, k.object(), withSelector)
 	}
 	informer := w.informer
 	si := &shardInformer{informer: informer, stop: make(chan struct{})}

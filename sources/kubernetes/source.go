@@ -84,7 +84,8 @@ type Source struct {
 type watched struct {
 	kind     model.Kind
 	informer cache.SharedIndexInformer
-	extra    *Kind // another source's kind; nil for this source's own
+	extra    *Kind          // another source's kind; nil for this source's own
+	pages    *pageTransform // the informer's transform, for its list pages; nil for another source's
 }
 
 // NewProps returns the props of a Source.
@@ -157,11 +158,14 @@ func (s *Source) namespacesTweak() func(*metav1.ListOptions) {
 	return func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.NamespaceSelector }
 }
 
-// newInformer returns an informer of resource in every namespace. No
-// namespace index: nothing here looks objects up by namespace, and the
-// index would hold a second copy of every key.
-func (s *Source) newInformer(resource string, object runtime.Object, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(s.cfg.Client.listWatch(resource, tweak, s.cfg.Listing), object, 0, cache.Indexers{})
+// newWatched returns an informer of resource (objects of kind) in every
+// namespace, or those tweak selects. No namespace index: nothing here
+// looks objects up by namespace, and the index would hold a second copy
+// of every key.
+func (s *Source) newWatched(kind model.Kind, resource string, object runtime.Object, tweak func(*metav1.ListOptions)) watched {
+	pages := &pageTransform{}
+	lw := s.cfg.Client.listWatch(resource, tweak, s.cfg.Listing, pages)
+	return watched{kind: kind, informer: cache.NewSharedIndexInformer(lw, object, 0, cache.Indexers{}), pages: pages}
 }
 
 // register sets w's transform, error logging and handler, and returns
@@ -182,15 +186,19 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 	if w.extra != nil {
 		return s.registerExtra(w, send), held
 	}
-	if err := w.informer.SetTransform(transformFor(s.exposed, held, func(warnings []string) {
+	transform := transformFor(s.exposed, held, func(warnings []string) {
 		for _, w := range warnings {
 			s.cfg.Logger.Warn("serving the object without what the API served malformed", "warning", w)
 			if s.cfg.Skipped != nil {
 				s.cfg.Skipped.WithLabelValues(kind.String(), "field").Inc()
 			}
 		}
-	})); err != nil {
+	})
+	if err := w.informer.SetTransform(transform); err != nil {
 		panic(fmt.Sprintf("kubernetes source: a new informer refused its transform: %v", err))
+	}
+	if w.pages != nil {
+		w.pages.set(transform)
 	}
 	reg, err := w.informer.AddEventHandler(&handler{kind: kind, exposed: s.exposed, send: send, log: s.cfg.Logger,
 		events: s.cfg.Events, skipped: s.cfg.Skipped})
@@ -207,14 +215,14 @@ func (s *Source) startFull(ctx actor.Context) {
 		s.cfg.ShardedWatch.Set(0)
 	}
 	list := []watched{
-		{model.KindNamespace, s.newInformer("namespaces", &corev1.Namespace{}, s.namespacesTweak()), nil},
-		{model.KindService, s.newInformer("services", &corev1.Service{}, s.objectsTweak()), nil},
+		s.newWatched(model.KindNamespace, "namespaces", &corev1.Namespace{}, s.namespacesTweak()),
+		s.newWatched(model.KindService, "services", &corev1.Service{}, s.objectsTweak()),
 	}
 	if !s.cfg.NoEndpoints {
-		list = append(list, watched{model.KindEndpointSlice, s.newInformer("endpointslices", &discoveryv1.EndpointSlice{}, s.objectsTweak()), nil})
+		list = append(list, s.newWatched(model.KindEndpointSlice, "endpointslices", &discoveryv1.EndpointSlice{}, s.objectsTweak()))
 	}
 	if s.cfg.Pods {
-		list = append(list, watched{model.KindPod, s.newInformer("pods", &corev1.Pod{}, nil), nil})
+		list = append(list, s.newWatched(model.KindPod, "pods", &corev1.Pod{}, nil))
 	}
 	for _, k := range s.extras {
 		list = append(list, s.extraWatched(k, nil))
@@ -296,7 +304,7 @@ func (s *Source) informers() []watched {
 	list := slices.Clone(s.fixed)
 	for _, k := range s.kinds {
 		for _, si := range k.current {
-			list = append(list, watched{k.kind, si.informer, k.extra})
+			list = append(list, watched{kind: k.kind, informer: si.informer, extra: k.extra})
 		}
 	}
 	return list
