@@ -118,6 +118,22 @@ func (r *Ring) Prospective(member string) *Ring {
 	return NewRing(r.Self, members, r.Replication)
 }
 
+// Eventual returns the ring as it will be once the replicas that have
+// not announced themselves yet (Pending, and not found down) have: r
+// itself when there are none.
+func (r *Ring) Eventual() *Ring {
+	if !slices.ContainsFunc(r.Members, func(m Member) bool { return m.Pending && !m.Down && !m.Owner }) {
+		return r
+	}
+	members := slices.Clone(r.Members)
+	for i := range members {
+		if members[i].Pending && !members[i].Down {
+			members[i].Owner = true
+		}
+	}
+	return NewRing(r.Self, members, r.Replication)
+}
+
 // Order lists every owning member in preference order for zoneKey: the
 // first Replication are its owners; the ones after are where a query goes
 // when the owners do not answer (a member that just lost the zone keeps it

@@ -36,7 +36,12 @@ type Config struct {
 	// Grace is how long a zone this replica lost keeps serving queries
 	// sent to it, while its new owners load it.
 	Grace time.Duration
-	// Loaded is set while no gained zone is still loading.
+	// PendingWait is how long a replica that announced itself waits for
+	// the replicas still syncing before it loads the zones they will own
+	// (deferred.go); 0: DefaultPendingWait.
+	PendingWait time.Duration
+	// Loaded is set while no gained zone is still loading, and none waits
+	// for the replicas still syncing.
 	Loaded *atomic.Bool
 	// Ring is the ring at start; nil owns every zone. Later rings come as
 	// RingChanged.
@@ -114,6 +119,7 @@ type Manager struct {
 	// reportedGrace is the size of grace OnGrace was last told.
 	reportedGrace int
 	replay        replayState
+	deferred      deferredState // zones left to replicas still syncing (deferred.go)
 	handoff       handoffState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
@@ -195,6 +201,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onReplayDone(ctx, msg)
 	case *releaseZones:
 		m.onReleaseZones(ctx, msg)
+	case *loadDeferred:
+		m.onLoadDeferred(ctx, msg)
 	case *compactKept:
 		m.onCompactKept(ctx)
 	case *releaseSettled:
@@ -609,8 +617,8 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
-	if !m.owns(key) {
-		return nil
+	if !m.owns(key) || m.deferred.keys[key] {
+		return nil // a deferred zone loads from the sources' caches when its wait ends
 	}
 	if m.sharded && m.replay.keys != nil && !isReverseKey(m.cfg.Answer, key) {
 		// A zone whose objects a re-sharded watch is listing now: hidden

@@ -55,10 +55,14 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
 	var gained []string
 	lost := map[string]*actor.PID{}
+	waits := m.deferring(old)
+	deferred := map[string]bool{}
 	for key := range m.zoneSize {
 		owned := m.owns(key)
 		pid := m.children[key]
 		switch {
+		case owned && pid == nil && waits != nil && waits(key):
+			deferred[key] = true
 		case owned && pid == nil:
 			m.spawnZone(ctx, key, true)
 			gained = append(gained, key)
@@ -74,13 +78,14 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 		// together, with one placement for all of them.
 		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZones{zones: lost})
 	}
+	m.setDeferred(ctx, deferred)
 	if len(gained) > 0 || m.sharded {
 		// With sharded watches the zones gained are mostly unknown here
 		// until the source's new watch lists them: the replay waits for
 		// that list, and the zones it spawns stay hidden until it ends.
 		m.startReplay(ctx, gained, true)
 	} else if m.replay.keys == nil {
-		m.setLoaded(true) // nothing is loading, whatever the node assumed
+		m.setLoaded(len(m.deferred.keys) == 0) // nothing is loading, whatever the node assumed
 	}
 	m.noteMoved(old, settled)
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
@@ -176,7 +181,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 		m.reportGainLoaded(took)
 	}
 	m.replay.keys = nil
-	m.setLoaded(true)
+	m.setLoaded(len(m.deferred.keys) == 0)
 	m.pruneGained()
 	m.publishPlacement()
 	m.dropUnconfirmed(ctx)
