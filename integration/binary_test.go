@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -95,6 +97,18 @@ var (
 // demo cluster, waits for its started line and stops it at test end.
 func startShardns(t *testing.T, cfg string) *process {
 	t.Helper()
+	p, err := tryStartShardns(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tryStartShardns is startShardns that returns, rather than fails on, a
+// process that exits before listening (errPortTaken when it could not
+// bind an address).
+func tryStartShardns(t *testing.T, cfg string) (*process, error) {
+	t.Helper()
 	dir := t.TempDir()
 	demo, err := os.ReadFile("../deploy/local/demo-cluster.yaml")
 	if err != nil {
@@ -103,7 +117,7 @@ func startShardns(t *testing.T, cfg string) *process {
 	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
 	path := filepath.Join(dir, "shardns.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
-	return startServe(t, "--config", path)
+	return tryStartCmd(t, exec.Command(shardnsBin, "serve", "--config", path))
 }
 
 // startServe runs `shardns serve` with args, waits for its started line
@@ -128,6 +142,23 @@ func startServeIn(t *testing.T, dir string, args ...string) *process {
 // end.
 func startCmd(t *testing.T, cmd *exec.Cmd) *process {
 	t.Helper()
+	p, err := tryStartCmd(t, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// errPortTaken says a process exited because an address it was given
+// was bound by another process meanwhile: the tests choose free ports
+// before a process binds them, and another process (an outgoing
+// connection's ephemeral port) may take one in between.
+var errPortTaken = errors.New("a port chosen for shardns was taken before it bound it")
+
+// tryStartCmd is startCmd that returns, rather than fails on, a process
+// that exits before listening: errPortTaken when it could not bind.
+func tryStartCmd(t *testing.T, cmd *exec.Cmd) (*process, error) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,10 +168,16 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *process {
 	}
 	p := &process{cmd: cmd, done: make(chan error, 1), httpc: make(chan string, 1)}
 	addrc := make(chan string, 1)
+	var portTaken atomic.Bool
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			t.Log(sc.Text())
+			if strings.Contains(sc.Text(), "bind: address already in use") {
+				portTaken.Store(true)
+			}
 			if m := firstDNSRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addrc <- m[1]:
@@ -168,11 +205,15 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *process {
 	select {
 	case p.addr = <-addrc:
 	case err := <-p.done:
-		t.Fatalf("shardns exited before listening: %v", err)
+		<-scanned // every line it wrote is read
+		if portTaken.Load() {
+			return nil, errPortTaken
+		}
+		return nil, fmt.Errorf("shardns exited before listening: %v", err)
 	case <-time.After(20 * time.Second):
-		t.Fatal("shardns did not start listening within 20s")
+		return nil, errors.New("shardns did not start listening within 20s")
 	}
-	return p
+	return p, nil
 }
 
 const demoConfig = `

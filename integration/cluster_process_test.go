@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -57,12 +58,16 @@ func startReplicaProcessKube(t *testing.T, cp *kubeapi.ControlPlane, name string
 	if kube != "" {
 		kube = ", " + kube
 	}
-	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	join := "enabled: true"
 	if len(seeds) > 0 {
 		join = fmt.Sprintf("join: [%q]", seeds[0])
 	}
-	cfg := fmt.Sprintf(`
+	// The gossip and remote ports are chosen here, as the other replicas
+	// must know them; one taken by another process before the replica
+	// binds it is chosen again.
+	for attempt := 1; ; attempt++ {
+		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		cfg := fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: %s, pprof: %t}
 kubernetes: {enabled: true, kubeconfig: %q%s}
@@ -75,8 +80,16 @@ cluster:
   replicationFactor: %d
   %s
 `, lameduck, profiled(), cp.Kubeconfig, kube, name, join, gossip, freeTCPPort(t), rf, extra)
-	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+		p, err := tryStartShardns(t, cfg)
+		if errors.Is(err, errPortTaken) && attempt < 3 {
+			t.Logf("%s: %v; choosing others", name, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+	}
 }
 
 // profiled reports whether replicas serve profiles: with
