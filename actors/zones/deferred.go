@@ -20,15 +20,18 @@ import (
 // once the replicas still syncing (pending members of the ring) have
 // announced too, and defers the others: those go to the pending replicas
 // when they announce. It is not ready meanwhile. If a pending replica
-// has not announced within pendingWait (it crashed while listing, say),
-// the replica loads what it still owns.
+// has not announced within half the handoff grace (it crashed while
+// listing, say), the replica loads what it still owns: the replicas that
+// held those zones before its announcement answer them for the whole
+// grace, so the load ends before they stop.
 //
 // Only a replica whose sources hold every object defers: with sharded
 // watches the sources list only what the ring will give (Interest), which
 // bounds the peak already.
 
 // DefaultPendingWait is how long a replica that announced itself waits for
-// the replicas still syncing before it loads the zones they would own.
+// the replicas still syncing before it loads the zones they would own,
+// without a handoff grace to take half of.
 const DefaultPendingWait = 15 * time.Second
 
 // loadDeferred ends the wait for the pending replicas; gen tells it from
@@ -72,7 +75,11 @@ func (m *Manager) setDeferred(ctx actor.Context, keys map[string]bool) {
 	}
 	m.deferred.gen++
 	wait := m.cfg.PendingWait
-	if wait <= 0 {
+	switch {
+	case wait > 0:
+	case m.cfg.Grace > 0:
+		wait = m.cfg.Grace / 2
+	default:
 		wait = DefaultPendingWait
 	}
 	m.cfg.Logger.Info("waiting for the replicas still syncing before loading the zones they will own",

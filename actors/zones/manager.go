@@ -38,7 +38,7 @@ type Config struct {
 	Grace time.Duration
 	// PendingWait is how long a replica that announced itself waits for
 	// the replicas still syncing before it loads the zones they will own
-	// (deferred.go); 0: DefaultPendingWait.
+	// (deferred.go); 0: half of Grace, or DefaultPendingWait without one.
 	PendingWait time.Duration
 	// Loaded is set while no gained zone is still loading, and none waits
 	// for the replicas still syncing.
