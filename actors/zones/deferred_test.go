@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/shardns/shardns/actors/zones"
 	ring "github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/internal/testutil"
+	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -132,6 +134,107 @@ func TestAnnouncedReplicaLoadsWhatPendingOnesNeverTake(t *testing.T) {
 		for i := range togetherNamespaces {
 			if err := s.answersWeb(i); err != nil {
 				return err
+			}
+		}
+		return nil
+	})
+}
+
+// shardedTogether is startShardedReplica with "a" and "b" started
+// together, neither announced: the source holds what a's Interest serves,
+// as the Kubernetes source with sharded watches does.
+func shardedTogether(t *testing.T, pendingWait time.Duration) (*shardedReplica, *zones.Interest) {
+	t.Helper()
+	interest := &zones.Interest{}
+	r := startShardedReplica(t, func(cfg *zones.Config) {
+		cfg.Ring = ring.NewRing("a", []ring.Member{{Name: "a"}, {Name: "b", Pending: true}}, 1)
+		cfg.Interest, cfg.PendingWait, cfg.Grace = interest, pendingWait, time.Second
+	})
+	served := func(ns string) bool { return interest.Serves(model.KindService, ns) }
+	r.owned.Store(&served)
+	return r, interest
+}
+
+// With sharded watches, a replica that announces itself while another
+// that started with it is still syncing does not widen its watches to
+// the namespaces it owns until the other announces (that list of the
+// whole cluster was its memory's peak): their names are SERVFAIL, never
+// NXDOMAIN, it is not ready, and once the other announces it serves its
+// share and sends the rest there.
+func TestShardedAnnouncedReplicaKeepsItsWatchesNarrow(t *testing.T) {
+	r, interest := shardedTogether(t, time.Hour)
+	mine, theirs := []string{}, []string{}
+	for i := range shardedNamespaces {
+		_, ns := svcOf(i)
+		if r.ring.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) {
+			mine = append(mine, ns)
+		} else {
+			theirs = append(theirs, ns)
+		}
+	}
+	if len(mine) == 0 || len(theirs) == 0 {
+		t.Fatalf("a keeps %v and b takes %v: the test checks nothing", mine, theirs)
+	}
+	r.loaded.Store(false) // as the node does when it announces
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Pending: true}}, 1)})
+	r.release <- struct{}{} // the replay of the ring change, from the narrow watches
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, ns := range mine {
+			if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
+				return fmt.Errorf("%s (a's): rcode %s, %d records", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer))
+			}
+		}
+		return nil
+	})
+	for _, ns := range theirs {
+		if interest.Serves(model.KindService, ns) {
+			t.Fatalf("%s, b's once it announces: watched while b is still syncing", ns)
+		}
+		for _, name := range []string{"web." + ns + ".svc.cluster.local.", "absent." + ns + ".svc.cluster.local."} {
+			if resp := r.ask(name, dns.TypeA); resp.Rcode != dns.RcodeServerFailure || len(resp.Remote) > 0 {
+				t.Fatalf("%s (b's, deferred): rcode %s, remote %v; want SERVFAIL", name, dns.RcodeToString[resp.Rcode], resp.Remote)
+			}
+		}
+	}
+	if r.loaded.Load() {
+		t.Fatal("loaded while zones it owns wait for b")
+	}
+
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: r.ring})
+	r.release <- struct{}{}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !r.loaded.Load() {
+			return fmt.Errorf("not loaded after b announced")
+		}
+		for _, ns := range theirs {
+			if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); !slices.Equal(resp.Remote, []string{"b"}) {
+				return fmt.Errorf("%s (b's): rcode %s, remote %v; want it asked of b", ns, dns.RcodeToString[resp.Rcode], resp.Remote)
+			}
+		}
+		return nil
+	})
+}
+
+// With sharded watches, a pending replica that does not announce within
+// the wait leaves its namespaces to the replica that owns them: its
+// watches widen to them, it loads them, and is loaded.
+func TestShardedAnnouncedReplicaWidensWhenPendingOnesNeverTake(t *testing.T) {
+	r, interest := shardedTogether(t, 200*time.Millisecond)
+	r.loaded.Store(false)
+	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Pending: true}}, 1)})
+	r.release <- struct{}{} // the ring change's replay
+	r.release <- struct{}{} // the replay once the wait has ended
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !r.loaded.Load() {
+			return fmt.Errorf("not loaded after the wait for b")
+		}
+		for i := range shardedNamespaces {
+			_, ns := svcOf(i)
+			if !interest.Serves(model.KindService, ns) {
+				return fmt.Errorf("%s is not watched after the wait", ns)
+			}
+			if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
+				return fmt.Errorf("%s: rcode %s, %d records, remote %v", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote)
 			}
 		}
 		return nil

@@ -140,8 +140,8 @@ type peerState struct {
 //   - each one it lost, when the sources had sent every object of what
 //     old gave it (settled): a namespace without objects, which it hands
 //     over empty until its grace ends.
-func (m *Manager) noteMoved(old *cluster.Ring, settled bool) {
-	if !m.sharded || old == nil || m.ring == nil || !m.synced {
+func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, settled bool) {
+	if !m.sharded || m.ring == nil || !m.synced {
 		return
 	}
 	now := m.cfg.Now()
@@ -155,7 +155,7 @@ func (m *Manager) noteMoved(old *cluster.Ring, settled bool) {
 			if m.children[key] != nil {
 				continue
 			}
-			switch was, is := old.Owns(m.cfg.Self, key), m.owns(key); {
+			switch was, is := wasServed(key), m.owns(key) && !m.isDeferred(key); {
 			case is && !was:
 				names, remotes := holders(m.cfg.Self, key, old, m.ring)
 				m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
@@ -185,7 +185,7 @@ func (m *Manager) heldEmpty(key string) bool {
 	if until, ok := m.handoff.lostEmpty[key]; ok && m.cfg.Now().Before(until) {
 		return true
 	}
-	return m.ring.Owns(m.cfg.Self, key) && !m.loadingGained(key)
+	return m.ring.Owns(m.cfg.Self, key) && !m.loadingGained(key) && !m.isDeferred(key)
 }
 
 // gaining reports whether key is a namespace zone a ring change gave this
@@ -242,7 +242,7 @@ func (m *Manager) pruneGained() {
 // source has not answered that replay. Once every source has, the zones
 // loading wait for the replay's barrier, which shows them.
 func (m *Manager) loadingGained(key string) bool {
-	return m.replay.keys != nil && len(m.replay.waiting) > 0 && m.owns(key) &&
+	return m.replay.keys != nil && len(m.replay.waiting) > 0 && m.owns(key) && !m.isDeferred(key) &&
 		(m.children[key] == nil || m.replay.keys[key])
 }
 

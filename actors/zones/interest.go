@@ -92,12 +92,18 @@ func (i *Interest) Set(ring *cluster.Ring, self string, cfg *zone.Config) {
 }
 
 // setInterest publishes what the current ring gives this replica and tells
-// the sources that have synced.
+// the sources that have synced. While it waits for the replicas still
+// syncing, that is what it will keep once they have announced
+// (deferred.go).
 func (m *Manager) setInterest(ctx actor.Context) {
 	if m.cfg.Interest == nil {
 		return
 	}
-	m.cfg.Interest.Set(m.ring, m.cfg.Self, m.cfg.Answer)
+	ring := m.ring
+	if m.deferred.eventual != nil {
+		ring = m.deferred.eventual
+	}
+	m.cfg.Interest.Set(ring, m.cfg.Self, m.cfg.Answer)
 	if ctx == nil {
 		return
 	}

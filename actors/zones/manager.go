@@ -617,7 +617,7 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
-	if !m.owns(key) || m.deferred.keys[key] {
+	if !m.owns(key) || m.isDeferred(key) {
 		return nil // a deferred zone loads from the sources' caches when its wait ends
 	}
 	if m.sharded && m.replay.keys != nil && !isReverseKey(m.cfg.Answer, key) {

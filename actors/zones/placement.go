@@ -47,22 +47,20 @@ func (m *Manager) owns(key string) bool {
 }
 
 func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
-	old := m.ring
+	old, oldEventual := m.ring, m.deferred.eventual
 	// Whether every source has sent what the old ring gave this replica:
 	// then a namespace it owned and holds no zone of had no objects.
 	settled := m.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
 	m.ring = msg.Ring
+	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
 	var gained []string
 	lost := map[string]*actor.PID{}
-	waits := m.deferring(old)
-	deferred := map[string]bool{}
 	for key := range m.zoneSize {
 		owned := m.owns(key)
 		pid := m.children[key]
 		switch {
-		case owned && pid == nil && waits != nil && waits(key):
-			deferred[key] = true
+		case owned && pid == nil && m.isDeferred(key):
 		case owned && pid == nil:
 			m.spawnZone(ctx, key, true)
 			gained = append(gained, key)
@@ -78,16 +76,19 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 		// together, with one placement for all of them.
 		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZones{zones: lost})
 	}
-	m.setDeferred(ctx, deferred)
 	if len(gained) > 0 || m.sharded {
 		// With sharded watches the zones gained are mostly unknown here
 		// until the source's new watch lists them: the replay waits for
 		// that list, and the zones it spawns stay hidden until it ends.
 		m.startReplay(ctx, gained, true)
 	} else if m.replay.keys == nil {
-		m.setLoaded(len(m.deferred.keys) == 0) // nothing is loading, whatever the node assumed
+		m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
 	}
-	m.noteMoved(old, settled)
+	if old != nil {
+		m.noteMoved(old, func(key string) bool {
+			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
+		}, settled)
+	}
 	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
 		m.cfg.OnHandoff(len(gained), len(lost))
 	}
@@ -181,7 +182,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 		m.reportGainLoaded(took)
 	}
 	m.replay.keys = nil
-	m.setLoaded(len(m.deferred.keys) == 0)
+	m.setLoaded(!m.waitingForPending())
 	m.pruneGained()
 	m.publishPlacement()
 	m.dropUnconfirmed(ctx)
@@ -345,7 +346,7 @@ func (m *Manager) publishPlacement() {
 		// to come.
 		for ns := range m.namespaces {
 			for _, key := range m.namespaceKeys(ns) {
-				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.gaining(key) {
+				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.gaining(key) && !m.isDeferred(key) {
 					continue
 				}
 				place(key)

@@ -70,7 +70,7 @@ func (m *Manager) holds(kind model.Kind, ns string) bool {
 		if kind == model.KindPod {
 			key = zone.PodZoneKey(ns, origin)
 		}
-		if m.owns(key) || m.children[key] != nil {
+		if m.owns(key) && !m.isDeferred(key) || m.children[key] != nil {
 			return true
 		}
 	}
