@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,24 +277,15 @@ func runCoreDNS(t *testing.T, bin, name string, dnsPort int, text []byte) *bench
 	return &benchServer{name: name, addr: fmt.Sprintf("127.0.0.1:%d", dnsPort), pid: cmd.Process.Pid}
 }
 
-// freePort is a loopback port that was free for UDP and TCP a moment ago.
-func freePort(t *testing.T) int {
+// freePort is a loopback port that was free for UDP and TCP a moment ago
+// (testutil.FreePort).
+func freePort(t testing.TB) int {
 	t.Helper()
-	for range 10 {
-		u, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := u.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		u.Close()
-		if err == nil {
-			l.Close()
-			return port
-		}
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no loopback port free for both UDP and TCP")
-	return 0
+	return port
 }
 
 // compareAnswers asks both servers every question of the query mix, the

@@ -52,6 +52,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 // Timeouts are generous because the tests run on small CI machines next to
@@ -107,6 +109,17 @@ type Config struct {
 	// --feature-gates: comma-separated Name=true|false pairs, such as
 	// "ShardedListAndWatch=false". Alpha gates are off by default.
 	FeatureGates string
+	// ServiceCIDRs, if not empty, replaces ServiceCIDRs as the apiserver's
+	// Service IP ranges.
+	ServiceCIDRs []string
+}
+
+// serviceCIDRs is what --service-cluster-ip-range is given.
+func (cfg Config) serviceCIDRs() []string {
+	if len(cfg.ServiceCIDRs) > 0 {
+		return cfg.ServiceCIDRs
+	}
+	return ServiceCIDRs
 }
 
 // Sharded is what Start and Shared use: the apiserver applies shard
@@ -432,7 +445,7 @@ func (c *ControlPlane) startAPIServer() error {
 		// The apiserver generates a self-signed certificate here on first
 		// start and reuses it after a restart.
 		"--cert-dir=" + c.path("certs"),
-		"--service-cluster-ip-range=" + strings.Join(ServiceCIDRs, ","),
+		"--service-cluster-ip-range=" + strings.Join(c.cfg.serviceCIDRs(), ","),
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + c.path("sa.key"),
 		"--service-account-signing-key-file=" + c.path("sa.key"),
@@ -547,16 +560,11 @@ func apiserverBinary() (string, error) {
 	return path, nil
 }
 
-// freePort returns a loopback TCP port that was free a moment ago. Another
-// process may take it before the server binds it; the start attempts retry
-// then.
+// freePort returns a loopback port that was free a moment ago
+// (testutil.FreePort). Another process may still take it before the
+// server binds it; the start attempts retry then.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return testutil.FreePort()
 }
 
 // waitPortFree polls until addr can be listened on, or timeout passes.
