@@ -34,7 +34,8 @@ import (
 // over. The rows go to SHARDNS_SCALE_OUT (default scale.tsv in the
 // test's temporary directory, whose path is logged), which
 // `go run ./scripts/scalecurve` draws. SHARDNS_SCALE_WATCHES=sharded (or
-// unsharded) measures one kind of watches only.
+// unsharded) measures one kind of watches only, SHARDNS_SCALE_REPLICAS=6
+// (or 3) one number of replicas.
 func TestScaleCurve(t *testing.T) {
 	if os.Getenv("SHARDNS_BENCH") == "" {
 		t.Skip("set SHARDNS_BENCH=1 (make bench)")
@@ -83,7 +84,7 @@ func TestScaleCurve(t *testing.T) {
 		}
 		for _, kind := range kinds {
 			s.serve(kind)
-			for _, n := range []int{3, 6} {
+			for _, n := range replicaCounts(os.Getenv("SHARDNS_SCALE_REPLICAS")) {
 				p := s.replicas(n)
 				s.write(tsv, size, endpoints, p)
 				t.Logf("scale: %dk services, %d replicas, %s watches: largest replica peak %.2f × CoreDNS's peak, steady %.2f × CoreDNS's steady",
@@ -330,6 +331,18 @@ func createServices(t *testing.T, c kubernetes.Interface, from, to, namespaces, 
 func scaleAPIServer(cfg kubeapi.Config) kubeapi.Config {
 	cfg.ServiceCIDRs = []string{"10.96.0.0/12", kubeapi.ServiceCIDRs[1]}
 	return cfg
+}
+
+// replicaCounts reads SHARDNS_SCALE_REPLICAS: 3 or 6 keeps to one
+// number of replicas; anything else measures both.
+func replicaCounts(s string) []int {
+	switch s {
+	case "3":
+		return []int{3}
+	case "6":
+		return []int{6}
+	}
+	return []int{3, 6}
 }
 
 // watchKinds reads SHARDNS_SCALE_WATCHES: sharded or unsharded keeps
