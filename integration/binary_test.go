@@ -56,6 +56,18 @@ type process struct {
 	addr  string // DNS address, the first of its started line
 	httpc chan string
 	done  chan error
+	log   testutil.SyncBuffer // what it wrote to stderr
+}
+
+// waitLog waits until the process has written a line containing s.
+func (p *process) waitLog(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func() error {
+		if !strings.Contains(p.log.String(), s) {
+			return fmt.Errorf("no log line with %q yet", s)
+		}
+		return nil
+	})
 }
 
 // waitReady waits until /ready answers 200.
@@ -175,6 +187,7 @@ func tryStartCmd(t *testing.T, cmd *exec.Cmd) (*process, error) {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			t.Log(sc.Text())
+			fmt.Fprintln(&p.log, sc.Text())
 			if strings.Contains(sc.Text(), "bind: address already in use") {
 				portTaken.Store(true)
 			}

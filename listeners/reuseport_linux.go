@@ -4,7 +4,11 @@ package listeners
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -168,3 +172,127 @@ func (s *UDPSocket) queued() bool {
 	n, err := unix.IoctlGetInt(s.fd, unix.SIOCINQ)
 	return err == nil && n > 0
 }
+
+// A process that replaced another beside itself is left with that
+// process's program once it has gone: "the socket bound after me", whose
+// index is out of range while one socket is left (the kernel falls back
+// to the hash, which is that socket) but names the next process to bind,
+// from its bind until it attaches its own program. That process, not
+// ready, answered what came in between SERVFAIL. So the survivor attaches
+// "the oldest" again once it is alone on the address (TakeBack).
+
+// takeBackPoll is how often TakeBack counts the sockets of the address.
+const takeBackPoll = 100 * time.Millisecond
+
+// TakeBack waits until the sockets of this shared address are the only
+// ones bound there (the process they replaced has closed its own), then
+// attaches the program that keeps every new datagram and connection on
+// the oldest socket, theirs, as BindShared does for a first process. It
+// returns true once it did; false at once when the address was never
+// shared with another process's sockets, or when ctx ends first.
+func (s *Sockets) TakeBack(ctx context.Context) (bool, error) {
+	if !s.shared || s.UDP == nil {
+		return false, nil
+	}
+	tcp := s.TCP.(*net.TCPListener)
+	t := time.NewTicker(takeBackPoll)
+	defer t.Stop()
+	for first := true; ; first = false {
+		alone, err := s.alone()
+		if err != nil {
+			return false, err
+		}
+		if alone {
+			if first {
+				return false, nil // bound first: its own program is in place
+			}
+			s.UDP.mu.RLock()
+			defer s.UDP.mu.RUnlock()
+			if s.UDP.fd < 0 {
+				return false, net.ErrClosed
+			}
+			if err := steer(s.UDP.fd, steerOldest); err != nil {
+				return false, err
+			}
+			return true, steerConn(tcp, steerOldest)
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// alone reports whether no other socket is bound at the UDP socket's
+// address, nor listens at the TCP listener's.
+func (s *Sockets) alone() (bool, error) {
+	s.UDP.mu.RLock()
+	fd := s.UDP.fd
+	var n int
+	var err error
+	if fd >= 0 {
+		n, err = socketsAt(fd, "udp", false)
+	}
+	s.UDP.mu.RUnlock()
+	if fd < 0 {
+		return false, net.ErrClosed
+	}
+	if err != nil || n > 1 {
+		return false, err
+	}
+	raw, err := s.TCP.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { n, cerr = socketsAt(int(fd), "tcp", true) }); err != nil {
+		return false, err
+	}
+	return n <= 1, cerr
+}
+
+// socketsAt counts the sockets of this network namespace bound at the
+// local address of socket fd (listening ones only, for TCP), fd's among
+// them, from the kernel's table of proto (/proc/self/net/udp, udp6, tcp,
+// tcp6): fd is found there by its inode, and the others by its address
+// as the table writes it.
+func socketsAt(fd int, proto string, listening bool) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	inode := strconv.FormatUint(st.Ino, 10)
+	for _, table := range []string{proto, proto + "6"} {
+		b, err := os.ReadFile("/proc/self/net/" + table)
+		if err != nil {
+			continue // no IPv6 table without IPv6
+		}
+		var rows [][]string
+		local := ""
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[0] == "sl" {
+				continue
+			}
+			rows = append(rows, f)
+			if f[9] == inode {
+				local = f[1]
+			}
+		}
+		if local == "" {
+			continue
+		}
+		n := 0
+		for _, f := range rows {
+			if f[1] == local && (!listening || f[3] == tcpListen) {
+				n++
+			}
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("socket %d (inode %s) is not in /proc/self/net/%s", fd, inode, proto)
+}
+
+// tcpListen is TCP_LISTEN as the kernel's tables write a socket's state.
+const tcpListen = "0A"

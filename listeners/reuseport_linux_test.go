@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
@@ -261,4 +262,96 @@ func (s *stream) stop() (lost, answered int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lost, s.total
+}
+
+// A process that replaced another takes the address back once that one
+// has closed: the next process to bind, between its bind and its own
+// program (played here by a socket that joins the group and attaches
+// none), receives nothing. Without TakeBack the program the replaced
+// process left ("the socket bound after me") sent it everything.
+func TestSurvivorTakesTheAddressBack(t *testing.T) {
+	old, err := BindShared("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOld := spawnShared(t, old, "10.0.0.1")
+	survivor, err := BindShared(old.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawnShared(t, survivor, "10.0.0.2")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	took := make(chan error, 1)
+	go func() {
+		ok, err := survivor.TakeBack(ctx)
+		if err == nil && !ok {
+			err = fmt.Errorf("TakeBack gave up with no error")
+		}
+		took <- err
+	}()
+	if err := old.Handover(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	stopOld()
+	old.Close()
+	if err := <-took; err != nil {
+		t.Fatalf("TakeBack: %v", err)
+	}
+
+	udp, tcp := bareMembers(t, survivor.Addr())
+	for i := range 20 {
+		expectAddr(t, survivor.Addr(), []string{"udp", "tcp"}[i%2], "10.0.0.2")
+	}
+	if n, _ := unix.IoctlGetInt(udp, unix.SIOCINQ); n > 0 {
+		t.Fatalf("a socket joining the group without a program of its own got %d bytes of queries", n)
+	}
+	if info, err := unix.GetsockoptTCPInfo(tcp, unix.IPPROTO_TCP, unix.TCP_INFO); err != nil || info.Unacked > 0 {
+		t.Fatalf("a listener joining the group without a program of its own got connections (%v)", err)
+	}
+}
+
+// A process bound first, alone, has nothing to take back.
+func TestTakeBackAloneFromTheStart(t *testing.T) {
+	s, err := BindShared("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ok, err := s.TakeBack(context.Background()); ok || err != nil {
+		t.Fatalf("TakeBack of a first process: %v, %v; want false at once", ok, err)
+	}
+}
+
+// bareMembers joins addr's UDP and TCP groups with sockets that attach
+// no program, as a process does between its bind and its steer.
+func bareMembers(t *testing.T, addr string) (udp, tcp int) {
+	t.Helper()
+	ap := netip.MustParseAddrPort(addr)
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	for _, kind := range []int{unix.SOCK_DGRAM, unix.SOCK_STREAM} {
+		fd, err := unix.Socket(unix.AF_INET, kind|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Bind(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		if kind == unix.SOCK_STREAM {
+			if err := unix.Listen(fd, 16); err != nil {
+				t.Fatal(err)
+			}
+			tcp = fd
+		} else {
+			udp = fd
+		}
+	}
+	return udp, tcp
 }

@@ -28,3 +28,6 @@ func (s *Sockets) Handover() error { return nil }
 
 // Drain has nothing to wait for here.
 func (s *Sockets) Drain(context.Context) error { return nil }
+
+// TakeBack has nothing to steer here.
+func (s *Sockets) TakeBack(context.Context) (bool, error) { return false, nil }

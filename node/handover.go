@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"errors"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/shardns/shardns/listeners"
@@ -32,9 +34,49 @@ func (n *Node) listenHTTP(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
+// takingBack tracks the goroutines of takeBack.
+type takingBack struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// takeBack makes a node-local process that replaced another beside itself
+// take its DNS address back once that process has closed its sockets
+// (listeners.Sockets.TakeBack): the next process to replace it then gets
+// no query before its own program is in place.
+func (n *Node) takeBack(e *listenerEntry) {
+	if !n.nodeLocal || e.sockets == nil {
+		return
+	}
+	tb := &n.takingBack
+	if tb.ctx == nil {
+		tb.ctx, tb.cancel = context.WithCancel(context.Background())
+	}
+	tb.wg.Go(func() {
+		took, err := e.sockets.TakeBack(tb.ctx)
+		switch {
+		case took:
+			n.log.Info("the process replaced beside this one has closed: its address is this process's alone", "addr", e.sockets.Addr())
+		case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed):
+			n.log.Warn("taking the address back from the process replaced beside this one", "addr", e.sockets.Addr(), "err", err)
+		}
+	})
+}
+
+// stopTakingBack ends the waits of takeBack: a process handing its
+// address over must not take it back.
+func (n *Node) stopTakingBack() {
+	if tb := &n.takingBack; tb.cancel != nil {
+		tb.cancel()
+		tb.wg.Wait()
+	}
+}
+
 // handOver sends the new queries of every DNS address to the process
 // that replaces this one, if one has bound beside it.
 func (n *Node) handOver() {
+	n.stopTakingBack()
 	if !n.nodeLocal || !n.started {
 		return
 	}

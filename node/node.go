@@ -90,8 +90,11 @@ type Node struct {
 	replaced atomic.Pointer[cluster.Ring]
 
 	stopWatch chan struct{}
-	reloadNow chan struct{}
-	wg        sync.WaitGroup // HTTP server and the config watcher
+	// takingBack are the node-local listeners waiting for the process
+	// they replaced to close (handover.go).
+	takingBack takingBack
+	reloadNow  chan struct{}
+	wg         sync.WaitGroup // HTTP server and the config watcher
 }
 
 // listenerEntry is one listener (servers.go): its sockets, its listener
@@ -270,6 +273,7 @@ func (n *Node) startListener(e *listenerEntry, c *core) {
 		props = listeners.NewHTTPSProps
 	}
 	e.pid = n.system.Root.Spawn(props(cfg, e.sockets))
+	n.takeBack(e)
 }
 
 func (n *Node) startHTTP(l net.Listener) {
