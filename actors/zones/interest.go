@@ -1,7 +1,9 @@
 package zones
 
 import (
+	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -25,6 +27,9 @@ type interestView struct {
 	ring *cluster.Ring
 	self string
 	cfg  *zone.Config
+	// since is when a ring of other members or owners than the one
+	// before was set.
+	since time.Time
 }
 
 // InterestChanged tells a source that Interest changed, so it can re-sort
@@ -88,7 +93,33 @@ func (i *Interest) Set(ring *cluster.Ring, self string, cfg *zone.Config) {
 	if ring != nil {
 		ring = ring.Prospective(self)
 	}
-	i.view.Store(&interestView{ring: ring, self: self, cfg: cfg})
+	since := time.Now()
+	if old := i.view.Load(); old != nil && sameOwners(old.ring, ring) {
+		since = old.since
+	}
+	i.view.Store(&interestView{ring: ring, self: self, cfg: cfg, since: since})
+}
+
+// Unchanged is how long the members and owners the interest follows have
+// been what they are: a replica that starts with others (a first rollout)
+// sees them join one after another during its first second or so.
+func (i *Interest) Unchanged() time.Duration {
+	if i == nil {
+		return time.Duration(1<<63 - 1)
+	}
+	v := i.view.Load()
+	if v == nil {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Since(v.since)
+}
+
+// sameOwners reports whether a and b have the same members owning zones.
+func sameOwners(a, b *cluster.Ring) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Owners(), b.Owners()) && a.Replication == b.Replication
 }
 
 // setInterest publishes what the current ring gives this replica and tells

@@ -3,6 +3,7 @@ package zones_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shardns/shardns/actors/zones"
 	ring "github.com/shardns/shardns/cluster"
@@ -43,5 +44,23 @@ func TestInterestOfAReplicaNotAnnouncedYet(t *testing.T) {
 	}
 	if !before.Clustered() {
 		t.Fatal("a ring with a replication factor shares zones out")
+	}
+}
+
+// Interest tells how long the ring it follows has kept its members: a
+// new member restarts the count, a ring of the same owners does not.
+func TestInterestUnchangedFollowsMembers(t *testing.T) {
+	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	var i zones.Interest
+	alone := ring.NewRing("r0", []ring.Member{{Name: "r0", Pending: true}}, 1)
+	i.Set(alone, "r0", cfg)
+	time.Sleep(20 * time.Millisecond) // a duration to compare, not a synchronisation
+	i.Set(ring.NewRing("r0", []ring.Member{{Name: "r0", Pending: true}}, 1), "r0", cfg)
+	if got := i.Unchanged(); got < 20*time.Millisecond {
+		t.Fatalf("the same ring again: unchanged for %v, want at least 20ms", got)
+	}
+	i.Set(ring.NewRing("r0", []ring.Member{{Name: "r0", Pending: true}, {Name: "r1", Pending: true}}, 1), "r0", cfg)
+	if got := i.Unchanged(); got >= 20*time.Millisecond {
+		t.Fatalf("a member joined: unchanged for %v, want the count restarted", got)
 	}
 }

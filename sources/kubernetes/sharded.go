@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -169,6 +170,29 @@ func (s *Source) startSharded(ctx actor.Context) {
 	})
 }
 
+// Replicas started together (a first rollout: the StatefulSet's Parallel
+// pod management) join the ring one after another within a second or so.
+// The first to list would see itself alone, own every namespace and list
+// the whole cluster, then narrow its watches as the others join: its
+// memory's peak, for objects it keeps a moment. So the first sharded list
+// waits until the ring's members have been the same for ringSettle, for
+// ringSettleMax from the source's start at most (a ring that keeps
+// changing).
+const (
+	ringSettle    = time.Second
+	ringSettleMax = 5 * time.Second
+)
+
+// settleWait is how much longer the first sharded list waits for the
+// ring to settle.
+func (s *Source) settleWait() time.Duration {
+	if s.cfg.Interest == nil {
+		return 0
+	}
+	wait := ringSettle - s.cfg.Interest.Unchanged()
+	return min(wait, ringSettleMax-time.Since(s.started))
+}
+
 // reshard makes each sharded kind's informers select the namespaces this
 // replica owns. When it owns namespaces it did not (a ring change), the
 // kind gets one new informer for all it owns, replacing the others; a new
@@ -177,6 +201,13 @@ func (s *Source) startSharded(ctx actor.Context) {
 func (s *Source) reshard(ctx actor.Context) {
 	if !s.sharded || s.namespaces == nil || !s.namespaces.HasSynced() {
 		return
+	}
+	if !s.ringSettled {
+		if wait := s.settleWait(); wait > 0 {
+			scheduler.NewTimerScheduler(ctx).SendOnce(wait, ctx.Self(), &namespacesChanged{})
+			return
+		}
+		s.ringSettled = true
 	}
 	var all []string
 	for _, obj := range s.namespaces.GetStore().List() {
@@ -605,6 +636,7 @@ type shardState struct {
 	started        time.Time
 	replaysWaiting []uint64
 	wide           bool         // watching every namespace again (leaving)
+	ringSettled    bool         // the first list waited for the ring (settleWait)
 	wideWaiters    []*actor.PID // to answer once the wide watches synced
 	root           *actor.RootContext
 }
