@@ -202,7 +202,8 @@ func (s *Source) reshard(ctx actor.Context) {
 	if !s.sharded || s.namespaces == nil || !s.namespaces.HasSynced() {
 		return
 	}
-	if !s.ringSettled {
+	first := !s.ringSettled
+	if first {
 		if wait := s.settleWait(); wait > 0 {
 			scheduler.NewTimerScheduler(ctx).SendOnce(wait, ctx.Self(), &namespacesChanged{})
 			return
@@ -258,6 +259,11 @@ func (s *Source) reshard(ctx actor.Context) {
 		changed = true
 	}
 	if !changed {
+		if first {
+			// Nothing to list (no namespace owned): the source has
+			// synced with the fixed informers.
+			ctx.Send(ctx.Self(), &shardsSynced{wave: s.wave})
+		}
 		return
 	}
 	s.wave++
@@ -537,7 +543,7 @@ func (s *Source) answerWide(ctx actor.Context) {
 // shardsReady reports whether the namespace informer and every current
 // sharded informer have synced.
 func (s *Source) shardsReady() bool {
-	if s.namespaces == nil || !s.namespaces.HasSynced() {
+	if s.namespaces == nil || !s.namespaces.HasSynced() || !s.ringSettled {
 		return false
 	}
 	for _, w := range s.fixed {
