@@ -35,15 +35,18 @@ import (
 // remote, the dispatch actors, memberlist and the ring. It lives for the
 // whole process; reloads keep it.
 type clusterState struct {
-	cfg        config.ClusterConfig
-	remote     *remote.Remote
-	remoteAddr string // advertised host:port of actor remote
-	dispatch   *dispatch.Client
-	handoff    *dispatch.Handoff    // hands zones to replicas that gain them
-	ring       *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
-	members    memberSource         // gossip, or in a node-local process the replicas' word
-	feed       *ringFeed            // members in a node-local process; nil in a replica
-	announced  chan struct{}        // closed once this replica owns zones
+	// seenRemotes are the actor remotes of every member of the rings
+	// published so far (dropReturned).
+	seenRemotes sync.Map
+	cfg         config.ClusterConfig
+	remote      *remote.Remote
+	remoteAddr  string // advertised host:port of actor remote
+	dispatch    *dispatch.Client
+	handoff     *dispatch.Handoff    // hands zones to replicas that gain them
+	ring        *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
+	members     memberSource         // gossip, or in a node-local process the replicas' word
+	feed        *ringFeed            // members in a node-local process; nil in a replica
+	announced   chan struct{}        // closed once this replica owns zones
 
 	// What admits other processes (trust.go).
 	client     *kubesource.Client // joinService or a Secret; nil without

@@ -93,8 +93,19 @@ func (c *clusterState) suspectRemote(ring *cluster.Ring, addr string) {
 // up on it: seconds of SERVFAIL once the handoff grace ended. The
 // liveness check the event also starts (startLiveness) finds the member
 // serving.
+//
+// A member seen for the first time (one that joins) has no connection to
+// drop: it is left alone, and not logged as back.
 func (n *Node) dropReturned(prev, next *cluster.Ring) {
+	if prev != nil {
+		for _, m := range prev.Members {
+			n.cluster.seenRemotes.Store(m.Remote, true)
+		}
+	}
 	for _, addr := range cluster.Returned(prev, next) {
+		if _, seen := n.cluster.seenRemotes.Load(addr); !seen {
+			continue
+		}
 		n.log.Info("a member is back: its next question opens a new connection", "remote", addr)
 		n.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: addr})
 	}
