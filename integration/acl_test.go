@@ -50,7 +50,8 @@ func TestACLBesideCoreDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	shardns := startServe(t, "--corefile", path).addr
-	coredns := startCoreDNSCorefile(t, run.text, run.addrs["dns"], "www.open.test.")
+	coreRun := renderCorefile(t, aclCorefile, nil) // the same Corefile on ports of its own
+	coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "www.open.test.")
 	const dropped = "no answer"
 	cases := []struct {
 		from, name string

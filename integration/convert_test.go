@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,6 +433,14 @@ func startCoreDNSCorefileRcode(t *testing.T, dir, corefile, addr, probe string, 
 // that CoreDNS serves, for a Corefile that answers no probe with NOERROR.
 func startCoreDNSCorefileReady(t *testing.T, dir, corefile, addr string, ready func() error) string {
 	t.Helper()
+	// Another server on addr would answer the readiness probe while
+	// CoreDNS fails to bind it and exits: the test would compare that
+	// server with itself.
+	if l, err := net.Listen("tcp", addr); err != nil {
+		t.Fatalf("CoreDNS's address %s is taken before it starts (given to another server too?): %v", addr, err)
+	} else {
+		l.Close()
+	}
 	bin := buildCoreDNS(t)
 	conf := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
@@ -447,6 +456,11 @@ func startCoreDNSCorefileReady(t *testing.T, dir, corefile, addr string, ready f
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
+		select {
+		case <-done:
+			t.Errorf("coredns exited during the test:\n%s", log.String())
+		default:
+		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-done
 		if t.Failed() {

@@ -301,7 +301,8 @@ func TestServeRootKubernetesBesideCoreDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	shardns := startServeIn(t, dir, "--corefile", path).addr
-	coredns := startCoreDNSCorefileIn(t, t.TempDir(), run.text, run.addrs["dns"], "web.realworld.svc.")
+	coreRun := renderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
+	coredns := startCoreDNSCorefileIn(t, t.TempDir(), coreRun.text, coreRun.addrs["dns"], "web.realworld.svc.")
 
 	qs := []convertQuestion{
 		{"web.realworld.svc.", dns.TypeA, dns.RcodeSuccess, []string{"web.realworld.svc.\t5\tIN\tA\t" + ip}},
@@ -310,8 +311,13 @@ func TestServeRootKubernetesBesideCoreDNS(t *testing.T) {
 		{"nope.realworld.svc.", dns.TypeA, dns.RcodeNameError, nil},
 		{"web.realworld.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
 		{"www.example.test.", dns.TypeA, dns.RcodeNameError, nil},
-		{reverse(ip), dns.TypePTR, dns.RcodeNameError, nil},
 	}
 	askBoth(t, shardns, coredns, qs)
 	sameSummaries(t, shardns, coredns, qs)
+	// The reverse name of the service is where the two part: CoreDNS 1.15
+	// gives no answer within 8 s (its kubernetes plugin leaves reverse
+	// names in the root zone to forward, and the test's Unbound, with no
+	// internet to recurse to, answers nothing in time); shardns denies it
+	// as every other name of the root zone it does not hold.
+	answersAre(t, shardns, convertQuestion{reverse(ip), dns.TypePTR, dns.RcodeNameError, nil})
 }

@@ -179,11 +179,14 @@ func TestTemplateBesideCoreDNS(t *testing.T) {
 	for _, ex := range templateExamples {
 		t.Run(ex.name, func(t *testing.T) {
 			block := "    " + strings.ReplaceAll(ex.corefile, "\n", "\n    ")
-			run := renderCorefile(t, ".:{{dns}} {\n    bind 127.0.0.1\n"+block+"\n}\n", map[string]string{"upstream": upstream.addr})
+			tmpl := ".:{{dns}} {\n    bind 127.0.0.1\n" + block + "\n}\n"
+			vars := map[string]string{"upstream": upstream.addr}
+			run := renderCorefile(t, tmpl, vars)
 			shardns := startServe(t, "--corefile", writeFile(t, "Corefile", []byte(run.text))).addr
+			coreRun := renderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
 			// Every answer will do: some examples answer no name with NOERROR.
-			coredns := startCoreDNSCorefileReady(t, t.TempDir(), run.text, run.addrs["dns"], func() error {
-				_, err := testutil.Exchange(run.addrs["dns"], "udp", ex.questions[0].name, ex.questions[0].qtype)
+			coredns := startCoreDNSCorefileReady(t, t.TempDir(), coreRun.text, coreRun.addrs["dns"], func() error {
+				_, err := testutil.Exchange(coreRun.addrs["dns"], "udp", ex.questions[0].name, ex.questions[0].qtype)
 				return err
 			})
 			for _, q := range ex.questions {
