@@ -78,7 +78,10 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	const namespaces, endpoints = peakNamespaces, peakEndpoints
 	cp := kubeapi.StartWith(t, api)
 	start := time.Now()
-	generateCluster(t, cp.Client, namespaces, services, endpoints)
+	for n := range namespaces {
+		mkNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
+	}
+	loadBenchServices(t, cp, 0, services, namespaces, endpoints)
 	t.Logf("%s: generated %d services × %d endpoints in %v", mode, services, endpoints, time.Since(start).Round(time.Second))
 	coredns := startCoreDNS(t, buildCoreDNS(t), cp.Kubeconfig)
 	cluster := "gossip: fast\n  handoffGrace: 5s"
@@ -108,7 +111,7 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	table = append(table, readPeaks(t, coredns.pid, rs))
 
 	// An endpoint's own name in each namespace: one A record, known here
-	// (generateCluster's addresses), whichever replica owns it.
+	// (createBenchService's addresses), whichever replica owns it.
 	names := map[string]string{}
 	for n := range namespaces {
 		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)

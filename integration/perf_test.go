@@ -473,6 +473,13 @@ func createBenchService(t *testing.T, c kubernetes.Interface, i, namespaces, end
 		t.Error(err)
 		return nil
 	}
+	return benchQueries(name, ns, headless, created.Spec.ClusterIP)
+}
+
+// benchQueries are the dnsperf lines that ask for a bench service's
+// names: its address, its port, a search-path miss, a name that does
+// not exist, and an endpoint's name (headless) or its ClusterIP's PTR.
+func benchQueries(name, ns string, headless bool, clusterIP string) []string {
 	fqdn := name + "." + ns + ".svc.cluster.local"
 	qs := []string{
 		fqdn + " A",
@@ -481,11 +488,9 @@ func createBenchService(t *testing.T, c kubernetes.Interface, i, namespaces, end
 		"nope" + name + "." + ns + ".svc.cluster.local A",
 	}
 	if headless {
-		qs = append(qs, "host-3."+fqdn+" A")
-	} else {
-		qs = append(qs, reverse(created.Spec.ClusterIP)+" PTR")
+		return append(qs, "host-3."+fqdn+" A")
 	}
-	return qs
+	return append(qs, reverse(clusterIP)+" PTR")
 }
 
 func dnsperf(t *testing.T, host, port, file string, args ...string) string {

@@ -7,12 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
@@ -25,6 +23,8 @@ import (
 // at each size CoreDNS alone, then N = 3 and N = 6 replicas
 // (replicationFactor 1) started together, with sharded watches and
 // without (the same apiserver restarted without ShardedListAndWatch).
+// The services are written into etcd (loadBenchServices): through the
+// API, 100k would take hours here.
 //
 // For each point it records the steady RSS (after the servers answer the
 // newest service, have settled and SHARDNS_SCALE_SETTLE, 30s, has
@@ -61,18 +61,17 @@ func TestScaleCurve(t *testing.T) {
 	}
 	defer tsv.Close()
 	fmt.Fprintln(tsv, scaleHeader)
-	client := fastClient(t, cp)
 	coredns := buildCoreDNS(t)
 	const namespaces, endpoints = 100, 10
 	for n := range namespaces {
-		mkNamespace(t, client, fmt.Sprintf("bench%d", n), nil)
+		mkNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
 	}
 	s := &scaleRun{t: t, cp: cp, settle: settle, kind: "sharded", namespaces: namespaces}
 	made := 0
 	for _, size := range sizes {
 		start := time.Now()
-		createServices(t, client, made, size, namespaces, endpoints)
-		t.Logf("scale: created services %d to %d (× %d endpoints) in %v", made, size, endpoints, time.Since(start).Round(time.Second))
+		loadBenchServices(t, cp, made, size, namespaces, endpoints)
+		t.Logf("scale: loaded services %d to %d (× %d endpoints) in %v", made, size, endpoints, time.Since(start).Round(time.Second))
 		made = size
 		s.last = fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", size-1, (size-1)%namespaces)
 		core := s.coreDNS(coredns)
@@ -281,45 +280,6 @@ func residentMB(t *testing.T, pid int) (now, peak float64) {
 func stopPID(pid int) {
 	if p, err := os.FindProcess(pid); err == nil {
 		p.Kill()
-	}
-}
-
-// fastClient is a client for creating the curve's objects: the
-// harness's 200 requests a second would take 17 minutes for 100k
-// services.
-func fastClient(t *testing.T, cp *kubeapi.ControlPlane) kubernetes.Interface {
-	t.Helper()
-	cfg := cp.RESTConfig()
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// createServices creates services svc<from>… svc<to-1> as
-// generateServices does, from more clients at once: the apiserver and
-// etcd batch concurrent writes, so 32 in flight create them about four
-// times as fast as 8.
-func createServices(t *testing.T, c kubernetes.Interface, from, to, namespaces, endpoints int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 32 {
-		wg.Go(func() {
-			for i := range work {
-				createBenchService(t, c, i, namespaces, endpoints)
-			}
-		})
-	}
-	for i := from; i < to && !t.Failed(); i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
 	}
 }
 
