@@ -15,12 +15,14 @@ import (
 )
 
 // A list that the apiserver does not stream (a server without WatchList,
-// or a relist right after the apiserver restarted, while its watch cache
-// is not ready and streaming requests are refused) comes back whole: the
-// reflector asks for it in one request and keeps every decoded object of
-// the kind until its store has replaced them all. In a cluster of 20k
-// services that is every EndpointSlice decoded at once, on every replica
-// at once, at the moment the apiserver comes back: the peak that
+// a client without it, or a relist right after the apiserver restarted,
+// while its watch cache is not ready and streaming requests are
+// refused) comes back whole: the reflector asks for it in one request
+// (or, at start, for any version, which the watch cache serves whole
+// whatever the limit) and keeps every decoded object of the kind until
+// its store has replaced them all. In a cluster of 20k services that is
+// every EndpointSlice decoded at once, on every replica at once, at
+// start and at the moment the apiserver comes back: the peak that
 // OOM-kills cluster DNS servers. So a list the reflector asks for whole
 // is asked for a page at a time here, and each page is converted to the
 // entries the store keeps (the informer's own transform) as it arrives:
@@ -52,6 +54,18 @@ func pagedLists(lw *cache.ListWatch, pages *pageTransform) *cache.ListWatch {
 		DisableChunking:      lw.DisableChunking,
 		WatchFuncWithContext: lw.WatchFuncWithContext,
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if o.ResourceVersion == "0" && o.ResourceVersionMatch == "" && o.Continue == "" && !lw.DisableChunking {
+				// The reflector's first list: any version, with a
+				// limit. The watch cache serves "any version" whole
+				// whatever the limit (the reflector keeps the limit for
+				// servers without one), so each replica would decode
+				// every object of the kind at once at start. The
+				// newest version is served in pages: from the watch
+				// cache where it keeps snapshots (1.34+), else from
+				// etcd, a page at a time, as kubectl's lists are.
+				o.ResourceVersion, o.Limit = "", 0
+				return pages.listWhole(ctx, lw, o)
+			}
 			if o.Limit != 0 || o.Continue != "" || lw.DisableChunking {
 				// The caller pages, or the server cannot.
 				page, err := lw.ListWithContext(ctx, o)

@@ -20,8 +20,10 @@ import (
 )
 
 // pagingServer serves a list of services as an apiserver does: whole when
-// no limit is asked, else in pages with continue tokens. expire makes the
-// continuation of that page expire once.
+// no limit is asked, or when any version is (resourceVersion "0", which
+// the watch cache serves whole whatever the limit), else in pages with
+// continue tokens. expire makes the continuation of that page expire
+// once.
 type pagingServer struct {
 	mu     sync.Mutex
 	items  []corev1.Service
@@ -52,7 +54,7 @@ func (s *pagingServer) list(_ context.Context, o metav1.ListOptions) (runtime.Ob
 		from, _ = strconv.Atoi(o.Continue)
 	}
 	to := len(s.items)
-	if o.Limit > 0 {
+	if o.Limit > 0 && o.ResourceVersion != "0" {
 		to = min(from+int(o.Limit), to)
 	}
 	list := &corev1.ServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "9999"}}
@@ -114,6 +116,32 @@ func TestPagedListsAskPagesAndConvertEach(t *testing.T) {
 		if want := server.items[i].Namespace + "/" + server.items[i].Name; c.key != want || c.frozen == "" {
 			t.Fatalf("entry %d is %q (frozen %d bytes), want %q with its records", i, c.key, len(c.frozen), want)
 		}
+	}
+}
+
+// The reflector's first list asks for any version with a limit, which
+// the watch cache serves whole: it is asked for the newest version in
+// pages instead.
+func TestPagedListsAskTheFirstListInPages(t *testing.T) {
+	server := newPagingServer(2*listPageSize + 3)
+	pages := &pageTransform{}
+	pages.set(transformFor(func(string) bool { return true }, nil, nil))
+	got, err := pagedLists(server.listWatch(), pages).ListWithContext(context.Background(),
+		metav1.ListOptions{ResourceVersion: "0", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := server.requests()
+	if len(asked) != 3 {
+		t.Fatalf("requests %+v, want 3 pages", asked)
+	}
+	for i, o := range asked {
+		if o.Limit != listPageSize || o.ResourceVersion != "" || o.ResourceVersionMatch != "" || (i > 0) != (o.Continue != "") {
+			t.Errorf("page %d asked %+v, want limit %d at the newest version", i, o, listPageSize)
+		}
+	}
+	if entries := entriesOf(t, got); len(entries) != len(server.items) || got.(*metainternalList).Continue != "" {
+		t.Fatalf("%d entries, continue %q; want all %d and no token", len(entries), got.(*metainternalList).Continue, len(server.items))
 	}
 }
 
@@ -184,8 +212,8 @@ func TestInformerOverPagedLists(t *testing.T) {
 			t.Fatalf("the store holds a %T, want entries", obj)
 		}
 	}
-	if pagesAsked := len(server.requests()); pagesAsked != 2 {
-		t.Fatalf("%d list requests, want 2 pages", pagesAsked)
+	if asked := server.requests(); len(asked) != 2 || asked[0].ResourceVersion == "0" {
+		t.Fatalf("list requests %+v, want 2 pages of the newest version", asked)
 	}
 	mu.Lock()
 	defer mu.Unlock()
