@@ -54,15 +54,22 @@ func pagedLists(lw *cache.ListWatch, pages *pageTransform) *cache.ListWatch {
 		DisableChunking:      lw.DisableChunking,
 		WatchFuncWithContext: lw.WatchFuncWithContext,
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			if o.ResourceVersion == "0" && o.ResourceVersionMatch == "" && o.Continue == "" && !lw.DisableChunking {
+			if o.ResourceVersion == "0" && o.ResourceVersionMatch == "" && o.Continue == "" &&
+				o.ShardSelector == "" && !lw.DisableChunking {
 				// The reflector's first list: any version, with a
 				// limit. The watch cache serves "any version" whole
 				// whatever the limit (the reflector keeps the limit for
 				// servers without one), so each replica would decode
 				// every object of the kind at once at start. The
 				// newest version is served in pages: from the watch
-				// cache where it keeps snapshots (1.34+), else from
-				// etcd, a page at a time, as kubectl's lists are.
+				// cache where it serves consistent lists (1.34+ on an
+				// etcd with progress notifications), else from etcd, a
+				// page at a time, as kubectl's lists are.
+				//
+				// A sharded list is left whole: it holds this replica's
+				// share only, and from etcd the apiserver would read
+				// and decode every object of the kind to find the
+				// share, once for every replica.
 				o.ResourceVersion, o.Limit = "", 0
 				return pages.listWhole(ctx, lw, o)
 			}

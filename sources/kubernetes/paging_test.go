@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardns/shardns/cluster"
 )
 
 // pagingServer serves a list of services as an apiserver does: whole when
@@ -142,6 +144,22 @@ func TestPagedListsAskTheFirstListInPages(t *testing.T) {
 	}
 	if entries := entriesOf(t, got); len(entries) != len(server.items) || got.(*metainternalList).Continue != "" {
 		t.Fatalf("%d entries, continue %q; want all %d and no token", len(entries), got.(*metainternalList).Continue, len(server.items))
+	}
+}
+
+// A sharded first list is left to the watch cache, whole: it is this
+// replica's share.
+func TestPagedListsLeaveTheShardedFirstListWhole(t *testing.T) {
+	server := newPagingServer(2*listPageSize + 3)
+	pages := &pageTransform{}
+	pages.set(transformFor(func(string) bool { return true }, nil, nil))
+	_, err := pagedLists(server.listWatch(), pages).ListWithContext(context.Background(),
+		metav1.ListOptions{ResourceVersion: "0", Limit: 500, ShardSelector: cluster.ShardSelector(cluster.NamespaceField, []cluster.HashRange{{Start: 0, End: 1 << 63}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked := server.requests(); len(asked) != 1 || asked[0].ResourceVersion != "0" {
+		t.Fatalf("requests %+v, want the one asked for", asked)
 	}
 }
 
