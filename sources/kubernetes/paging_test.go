@@ -122,44 +122,35 @@ func TestPagedListsAskPagesAndConvertEach(t *testing.T) {
 }
 
 // The reflector's first list asks for any version with a limit, which
-// the watch cache serves whole: it is asked for the newest version in
-// pages instead.
+// the watch cache serves whole: it is asked for a version at least as new
+// as the first, which the cache serves in pages, sharded or not.
 func TestPagedListsAskTheFirstListInPages(t *testing.T) {
-	server := newPagingServer(2*listPageSize + 3)
-	pages := &pageTransform{}
-	pages.set(transformFor(func(string) bool { return true }, nil, nil))
-	got, err := pagedLists(server.listWatch(), pages).ListWithContext(context.Background(),
-		metav1.ListOptions{ResourceVersion: "0", Limit: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	asked := server.requests()
-	if len(asked) != 3 {
-		t.Fatalf("requests %+v, want 3 pages", asked)
-	}
-	for i, o := range asked {
-		if o.Limit != listPageSize || o.ResourceVersion != "" || o.ResourceVersionMatch != "" || (i > 0) != (o.Continue != "") {
-			t.Errorf("page %d asked %+v, want limit %d at the newest version", i, o, listPageSize)
+	for _, shards := range []string{"", cluster.ShardSelector(cluster.NamespaceField, []cluster.HashRange{{Start: 0, End: 1 << 63}})} {
+		server := newPagingServer(2*listPageSize + 3)
+		pages := &pageTransform{}
+		pages.set(transformFor(func(string) bool { return true }, nil, nil))
+		got, err := pagedLists(server.listWatch(), pages).ListWithContext(context.Background(),
+			metav1.ListOptions{ResourceVersion: "0", Limit: 500, ShardSelector: shards})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if entries := entriesOf(t, got); len(entries) != len(server.items) || got.(*metainternalList).Continue != "" {
-		t.Fatalf("%d entries, continue %q; want all %d and no token", len(entries), got.(*metainternalList).Continue, len(server.items))
-	}
-}
-
-// A sharded first list is left to the watch cache, whole: it is this
-// replica's share.
-func TestPagedListsLeaveTheShardedFirstListWhole(t *testing.T) {
-	server := newPagingServer(2*listPageSize + 3)
-	pages := &pageTransform{}
-	pages.set(transformFor(func(string) bool { return true }, nil, nil))
-	_, err := pagedLists(server.listWatch(), pages).ListWithContext(context.Background(),
-		metav1.ListOptions{ResourceVersion: "0", Limit: 500, ShardSelector: cluster.ShardSelector(cluster.NamespaceField, []cluster.HashRange{{Start: 0, End: 1 << 63}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if asked := server.requests(); len(asked) != 1 || asked[0].ResourceVersion != "0" {
-		t.Fatalf("requests %+v, want the one asked for", asked)
+		asked := server.requests()
+		if len(asked) != 3 {
+			t.Fatalf("shards %q: requests %+v, want 3 pages", shards, asked)
+		}
+		for i, o := range asked {
+			wantVersion, wantMatch := "1", metav1.ResourceVersionMatchNotOlderThan
+			if i > 0 { // a continuation carries the first page's version
+				wantVersion, wantMatch = "", ""
+			}
+			if o.Limit != listPageSize || o.ResourceVersion != wantVersion || o.ResourceVersionMatch != wantMatch ||
+				(i > 0) != (o.Continue != "") || o.ShardSelector != shards {
+				t.Errorf("page %d asked %+v, want limit %d at version %q (%q), shards %q", i, o, listPageSize, wantVersion, wantMatch, shards)
+			}
+		}
+		if entries := entriesOf(t, got); len(entries) != len(server.items) || got.(*metainternalList).Continue != "" {
+			t.Fatalf("%d entries, continue %q; want all %d and no token", len(entries), got.(*metainternalList).Continue, len(server.items))
+		}
 	}
 }
 
