@@ -3,6 +3,7 @@ package zones
 import (
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -358,8 +359,21 @@ func (z *zoneActor) onRepack() {
 	z.publish()
 }
 
-// publish builds the snapshot of the zone's state and publishes it.
+// builds bounds the snapshots built at once to the processors Go runs
+// on. A build's garbage (thawed objects, a reverse zone's lists, the
+// maps it sorts) is live until it ends. A start, a relist or a ring
+// change has every zone actor it touches build at once, each preempted
+// in turn, so without a bound each of them held its garbage at the same
+// moment: the peak of a replica loading a hundred zones. Bounded, the
+// builds keep every processor busy and no more garbage than that.
+var builds = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// publish builds the snapshot of the zone's state and publishes it. It
+// may wait for another zone's build (builds); nothing it waits on waits
+// for a zone actor.
 func (z *zoneActor) publish() {
+	builds <- struct{}{}
+	defer func() { <-builds }()
 	var s *zone.Snapshot
 	switch {
 	case z.fileZone != nil:
