@@ -168,7 +168,8 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		},
 		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
 		OnGrace:      func(zones int) { m.Cluster.ZonesInGrace.Set(float64(zones)) },
-		OnReleasing:  memory.loading, OnSettled: memory.release, OnChanges: memory.changed, Interest: interest,
+		OnReleasing:  memory.loading, OnLoading: memory.loading, OnSettled: memory.release, OnChanges: memory.changed,
+		Interest:     interest,
 		FetchZone:    sharding.fetch,
 		OnHandedOver: func(result string) { m.Cluster.ZonesHandedOver.WithLabelValues(result).Inc() },
 	}))

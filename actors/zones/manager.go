@@ -64,6 +64,11 @@ type Config struct {
 	// OnReleasing is told when the release of lost zones begins; it ends
 	// with OnSettled once the kept zones are built again.
 	OnReleasing func()
+	// OnLoading is told when a replay begins to load zones: those a ring
+	// change gained, those left to replicas still syncing that did not
+	// announce in time, a restarted zone's. It ends with OnSettled once
+	// the replay is over.
+	OnLoading func()
 	// OnChanges is told how many live changes (not replays) each batch
 	// brought, once every source has synced; may be nil.
 	OnChanges func(n int)

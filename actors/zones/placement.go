@@ -101,6 +101,9 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 // returns the replay's ID. Gained zones are hidden until they have
 // loaded; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
+	if m.cfg.OnLoading != nil {
+		m.cfg.OnLoading()
+	}
 	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
 	if loading == nil {
 		loading, since, gaining = map[string]bool{}, time.Now(), false
