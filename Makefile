@@ -63,7 +63,8 @@ deps:
 ## at SCALE services × 10 endpoints (peak and steady RSS of the largest replica,
 ## time to /ready, CPU to sync), written to SCALE_OUT (bench-scale.tsv) for
 ## `go run ./scripts/scalecurve < bench-scale.tsv > docs/scale-curve.svg`.
-## The whole curve adds hours on the 2-core machine (docs/performance.md#a-scale-curve);
+## The services are written into etcd (100k in under a minute); the whole curve
+## takes about 20 minutes on the 2-core machine (docs/performance.md#a-scale-curve),
 ## `make bench SCALE=5k,20k` keeps to the small points.
 SCALE ?= 5k,20k,50k,100k
 SCALE_OUT ?= $(CURDIR)/bench-scale.tsv
