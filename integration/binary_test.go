@@ -129,7 +129,7 @@ func tryStartShardns(t *testing.T, cfg string) (*process, error) {
 	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
 	path := filepath.Join(dir, "shardns.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
-	return tryStartCmd(t, exec.Command(shardnsBin, "serve", "--config", path))
+	return tryStartServeIn(t, "", "--config", path)
 }
 
 // startServe runs `shardns serve` with args, waits for its started line
@@ -144,9 +144,20 @@ func startServe(t *testing.T, args ...string) *process {
 // reads a Corefile's.
 func startServeIn(t *testing.T, dir string, args ...string) *process {
 	t.Helper()
+	p, err := tryStartServeIn(t, dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tryStartServeIn is startServeIn that returns the error of a process
+// that did not start (errPortTaken among them) rather than fail t.
+func tryStartServeIn(t *testing.T, dir string, args ...string) (*process, error) {
+	t.Helper()
 	cmd := exec.Command(shardnsBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
-	return startCmd(t, cmd)
+	return tryStartCmd(t, cmd)
 }
 
 // startCmd runs cmd, a shardns serve (or a command that execs one, such
