@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/cache"
+	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -142,7 +143,7 @@ func TestOwnerFastPathAllocatesNothing(t *testing.T) {
 	fast, _, _ := ownerHandlers(t)
 	askLateFor(t, fast, "web.ns.svc.cluster.local.", dns.TypeA)
 	req, out := pack(t, query("web.ns.svc.cluster.local.", dns.TypeA)), make([]byte, 0, 512)
-	if n := testing.AllocsPerRun(100, func() { fast.Serve(req, Transport{}, out) }); n != 0 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { fast.Serve(req, Transport{}, out) }); n != 0 && !testutil.RaceEnabled {
 		t.Fatalf("%v allocations per cached owner's answer, want 0", n)
 	}
 }

@@ -165,7 +165,7 @@ func TestFastPathLeavesTemplatedNames(t *testing.T) {
 	}
 	a := pack(t, query("web.ns.svc.cluster.local.", dns.TypeA))
 	serve(t, h, a, Transport{})
-	if n := testing.AllocsPerRun(100, func() { h.Serve(a, Transport{}, make([]byte, 0, 512)) }); n > 1 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { h.Serve(a, Transport{}, make([]byte, 0, 512)) }); n > 1 && !testutil.RaceEnabled {
 		t.Fatalf("a name no template decides allocates %v times on the fast path", n)
 	}
 }
@@ -227,7 +227,7 @@ func TestFastPathBareTemplate(t *testing.T) {
 		}
 	}
 	req := pack(t, query("www.example.org.", dns.TypeAAAA))
-	if n := testing.AllocsPerRun(100, func() { fast.Serve(req, Transport{}, make([]byte, 0, 512)) }); n > 1 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { fast.Serve(req, Transport{}, make([]byte, 0, 512)) }); n > 1 && !testutil.RaceEnabled {
 		t.Fatalf("a bare templated answer allocates %v times", n)
 	}
 }
@@ -272,7 +272,7 @@ func TestTemplateMetrics(t *testing.T) {
 		t.Fatalf("template metrics:\n%v\nwant\n%v", got, want)
 	}
 	a := pack(t, query("web.ns.svc.cluster.local.", dns.TypeAAAA))
-	if n := testing.AllocsPerRun(100, func() { h.Serve(a, Transport{}, make([]byte, 0, 512)) }); n > 1 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { h.Serve(a, Transport{}, make([]byte, 0, 512)) }); n > 1 && !testutil.RaceEnabled {
 		t.Fatalf("a bare template's answer, counted, allocates %v times on the fast path", n)
 	}
 }

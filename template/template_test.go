@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 // The examples of CoreDNS 1.15's plugin/template/README.md, as
@@ -312,7 +314,7 @@ func TestClaimsAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() {
 		ts.Claims("www.default.svc.cluster.local.", dns.ClassINET, dns.TypeA)
 		ts.Claims("ip-10-1-2-3.example.", dns.ClassINET, dns.TypeA)
-	}); n != 0 && !raceEnabled { // regexp keeps its machines in a sync.Pool
+	}); n != 0 && !testutil.RaceEnabled { // regexp keeps its machines in a sync.Pool
 		t.Fatalf("Claims allocates %v times", n)
 	}
 }
