@@ -18,8 +18,8 @@ import (
 
 // bulkTemplates is how many services loadBenchServices creates through
 // the API before writing the rest into etcd: every shape
-// createBenchService makes (i%10 decides whether a service is
-// headless), as the apiserver stores it.
+// createBenchService makes (benchService: i%10 decides whether a
+// service is headless), as the apiserver stores it.
 const bulkTemplates = 10
 
 // loadBenchServices makes services svc<from>…svc<to-1> with their
@@ -39,8 +39,7 @@ func loadBenchServices(t *testing.T, cp *kubeapi.ControlPlane, from, to, namespa
 	queries := generateServices(t, cp.Client, from, from+bulkTemplates, namespaces, endpoints)
 	tmpl := map[bool]*benchObjects{} // by headless
 	for i := from; i < from+bulkTemplates; i++ {
-		headless := i%10 >= 7
-		if tmpl[headless] == nil {
+		if _, _, headless := benchService(i, namespaces); tmpl[headless] == nil {
 			tmpl[headless] = readBenchObjects(t, cp, i, namespaces)
 		}
 	}
@@ -50,7 +49,7 @@ func loadBenchServices(t *testing.T, cp *kubeapi.ControlPlane, from, to, namespa
 	ips := freeClusterIPs(t, cp)
 	var kvs []kubeapi.KeyValue
 	for i := from + bulkTemplates; i < to; i++ {
-		headless := i%10 >= 7
+		_, _, headless := benchService(i, namespaces)
 		ip := ""
 		if !headless {
 			ip = ips()
@@ -79,7 +78,7 @@ type benchObjects struct {
 // readBenchObjects reads service i of the bench back from the API.
 func readBenchObjects(t *testing.T, cp *kubeapi.ControlPlane, i, namespaces int) *benchObjects {
 	t.Helper()
-	ns, name := fmt.Sprintf("bench%d", i%namespaces), fmt.Sprintf("svc%d", i)
+	ns, name, _ := benchService(i, namespaces)
 	var o benchObjects
 	var err error
 	if o.service, err = cp.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -103,7 +102,7 @@ func readBenchObjects(t *testing.T, cp *kubeapi.ControlPlane, i, namespaces int)
 // copyFor is the template o made service i: its name, namespace, UID,
 // ClusterIP and endpoint addresses as createBenchService gives them.
 func (o *benchObjects) copyFor(i, namespaces, endpoints int, clusterIP string) *benchObjects {
-	ns, name := fmt.Sprintf("bench%d", i%namespaces), fmt.Sprintf("svc%d", i)
+	ns, name, _ := benchService(i, namespaces)
 	uid := func(kind int) types.UID {
 		return types.UID(fmt.Sprintf("5a4d0000-0000-4000-8%03d-%012d", kind, i))
 	}
@@ -116,16 +115,7 @@ func (o *benchObjects) copyFor(i, namespaces, endpoints int, clusterIP string) *
 	c.slice.TypeMeta = metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"}
 	c.slice.Namespace, c.slice.Name, c.slice.UID, c.slice.ResourceVersion = ns, name+"-1", uid(2), ""
 	c.slice.Labels = map[string]string{discoveryv1.LabelServiceName: name}
-	c.slice.Endpoints = c.slice.Endpoints[:0]
-	ready := true
-	for e := range endpoints {
-		host := fmt.Sprintf("host-%d", e)
-		c.slice.Endpoints = append(c.slice.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 200+i/2500, (i/10)%250, (i%10)*20+e+1)},
-			Hostname:   &host,
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
-		})
-	}
+	c.slice.Endpoints = benchEndpoints(i, endpoints)
 	if o.ipAddress != nil && clusterIP != "" {
 		c.ipAddress = o.ipAddress.DeepCopy()
 		c.ipAddress.TypeMeta = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "IPAddress"}
@@ -203,7 +193,7 @@ func TestLoadBenchServices(t *testing.T) {
 	if len(queries) != services*5 {
 		t.Errorf("%d queries for %d services, want 5 each", len(queries), services)
 	}
-	list, err := cp.Client.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: ""})
+	list, err := cp.Client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

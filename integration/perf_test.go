@@ -441,10 +441,30 @@ func generateServices(t *testing.T, c kubernetes.Interface, from, to, namespaces
 	return queries
 }
 
+// benchService is the namespace and name of bench service i, and
+// whether it is headless (three in ten are).
+func benchService(i, namespaces int) (ns, name string, headless bool) {
+	return fmt.Sprintf("bench%d", i%namespaces), fmt.Sprintf("svc%d", i), i%10 >= 7
+}
+
+// benchEndpoints are the ready endpoints of bench service i, host-0…,
+// with addresses from 10.200.0.0 on, ten services to a /24.
+func benchEndpoints(i, endpoints int) []discoveryv1.Endpoint {
+	ready := true
+	var list []discoveryv1.Endpoint
+	for e := range endpoints {
+		host := fmt.Sprintf("host-%d", e)
+		list = append(list, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 200+i/2500, (i/10)%250, (i%10)*20+e+1)},
+			Hostname:   &host,
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+		})
+	}
+	return list
+}
+
 func createBenchService(t *testing.T, c kubernetes.Interface, i, namespaces, endpoints int) []string {
-	ns := fmt.Sprintf("bench%d", i%namespaces)
-	name := fmt.Sprintf("svc%d", i)
-	headless := i%10 >= 7
+	ns, name, headless := benchService(i, namespaces)
 	svc := clusterIPService(ns, name)
 	if headless {
 		svc.Spec.ClusterIP = corev1.ClusterIPNone
@@ -455,19 +475,11 @@ func createBenchService(t *testing.T, c kubernetes.Interface, i, namespaces, end
 		return nil
 	}
 	portName, port, proto := "http", int32(80), corev1.ProtocolTCP
-	ready := true
 	sl := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}},
-	}
-	for e := range endpoints {
-		host := fmt.Sprintf("host-%d", e)
-		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 200+i/2500, (i/10)%250, (i%10)*20+e+1)},
-			Hostname:   &host,
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
-		})
+		Endpoints:   benchEndpoints(i, endpoints),
 	}
 	if _, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
 		t.Error(err)
