@@ -1,7 +1,7 @@
 // Package cache is the response cache in front of the forwarder (and of
 // answers fetched from other replicas): positive and negative answers
-// with their own TTL caps, a minimum TTL, a size bound with random
-// eviction, prefetch of popular names near expiry, and serving stale
+// with their own TTL caps, a minimum TTL, bounds on entries and on the
+// bytes they hold with random eviction, prefetch of popular names near expiry, and serving stale
 // answers for a while when the upstreams fail (RFC 8767).
 package cache
 
@@ -17,6 +17,7 @@ import (
 // Config configures a Cache.
 type Config struct {
 	Size            int           // entries at most; random ones are evicted beyond it
+	MaxBytes        int64         // bytes held at most (EntryCost); 0 bounds entries only
 	SuccessMaxTTL   time.Duration // cap of positive answers (NOERROR with records)
 	DenialMaxTTL    time.Duration // cap of NXDOMAIN and NODATA
 	MinTTL          time.Duration // floor of every cached TTL
@@ -57,9 +58,11 @@ type Cache struct {
 }
 
 type shard struct {
-	mu      sync.Mutex
-	entries map[Key]*Entry
-	max     int
+	mu       sync.Mutex
+	entries  map[Key]*Entry
+	max      int
+	bytes    int64 // the EntryCost of every entry held
+	maxBytes int64 // 0: no bound
 }
 
 // Entry is one cached answer. It is never modified: a Put for the same key
@@ -67,6 +70,7 @@ type shard struct {
 // is current while Peek returns the same Entry.
 type Entry struct {
 	msg         *dns.Msg // as received, OPT removed; never modified
+	cost        int64    // EntryCost of msg
 	stored      time.Time
 	ttl         time.Duration
 	hits        atomic.Int32
@@ -77,8 +81,12 @@ type Entry struct {
 func New(cfg Config) *Cache {
 	c := &Cache{cfg: cfg, seed: maphash.MakeSeed()}
 	per := max(cfg.Size/shards, 1)
+	var perBytes int64
+	if cfg.MaxBytes > 0 {
+		perBytes = max(cfg.MaxBytes/shards, 1)
+	}
 	for i := range c.shards {
-		c.shards[i] = shard{entries: map[Key]*Entry{}, max: per}
+		c.shards[i] = shard{entries: map[Key]*Entry{}, max: per, maxBytes: perBytes}
 	}
 	return c
 }
@@ -146,9 +154,26 @@ func (c *Cache) remove(k Key, e *Entry) {
 	s := c.shard(k)
 	s.mu.Lock()
 	if s.entries[k] == e {
-		delete(s.entries, k)
+		s.drop(k, e)
 	}
 	s.mu.Unlock()
+}
+
+// drop deletes k, holding e, from the shard; s.mu is held.
+func (s *shard) drop(k Key, e *Entry) {
+	delete(s.entries, k)
+	s.bytes -= e.cost
+}
+
+// EntryCost is what the cache counts against Config.MaxBytes for m: its
+// wire length and, for each record, about what a parsed record holds
+// beyond it (its header, owner name, interface and slice headers). A
+// 64 KiB answer of 4,000 A records holds about 8 times its wire length
+// in memory, which the wire length alone would hide; the count errs
+// high for the usual answer of a few records.
+func EntryCost(m *dns.Msg) int64 {
+	const perRecord = 128
+	return int64(m.Len() + perRecord*(len(m.Answer)+len(m.Ns)+len(m.Extra)+len(m.Question)))
 }
 
 // Put stores m for k if it is cacheable, and reports whether it did. Only
@@ -161,16 +186,24 @@ func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
 	}
 	stored := m.Copy()
 	stored.Extra = withoutOPT(stored.Extra)
+	e := &Entry{msg: stored, stored: now, ttl: ttl, cost: EntryCost(stored)}
 	s := c.shard(k)
+	if s.maxBytes > 0 && e.cost > s.maxBytes {
+		return false // larger than its shard's share: it would empty it
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, exists := s.entries[k]; !exists && len(s.entries) >= s.max {
-		for victim := range s.entries { // map order is random enough to evict
-			delete(s.entries, victim)
+	if old, exists := s.entries[k]; exists {
+		s.drop(k, old)
+	}
+	for len(s.entries) > 0 && (len(s.entries) >= s.max || s.maxBytes > 0 && s.bytes+e.cost > s.maxBytes) {
+		for victim, ve := range s.entries { // map order is random enough to evict
+			s.drop(victim, ve)
 			break
 		}
 	}
-	s.entries[k] = &Entry{msg: stored, stored: now, ttl: ttl}
+	s.entries[k] = e
+	s.bytes += e.cost
 	return true
 }
 
@@ -254,6 +287,19 @@ func CountDown(ttl uint32, age, limit time.Duration) uint32 {
 		ttl = 0
 	}
 	return min(ttl, capTTL)
+}
+
+// Bytes is what the entries held cost, as counted against
+// Config.MaxBytes.
+func (c *Cache) Bytes() int64 {
+	var n int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.bytes
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // Len is the number of entries.

@@ -140,3 +140,70 @@ func TestCachePrefetchOncePopularAndNearExpiry(t *testing.T) {
 		t.Fatal("prefetch asked twice")
 	}
 }
+
+// bigAnswer is an answer for name with n A records, as a domain a client
+// controls can make its upstream send.
+func bigAnswer(name string, n int) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	m.Response = true
+	for i := range n {
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
+			A: []byte{10, byte(i >> 16), byte(i >> 8), byte(i)}})
+	}
+	return m
+}
+
+func TestCacheIsBoundedInBytes(t *testing.T) {
+	const maxBytes = 1 << 20
+	c := New(Config{Size: 10000, MaxBytes: maxBytes, SuccessMaxTTL: 30 * time.Second, DenialMaxTTL: 10 * time.Second})
+	// Answers of 200 records (about 3 KB on the wire, 29 KB counted)
+	// under many names: entries alone would let 10,000 of them in.
+	kept := 0
+	for i := range 200 {
+		name := fmt.Sprintf("n%d.attacker.example.", i)
+		if c.Put(Key{Name: name, Type: dns.TypeA, Class: dns.ClassINET}, bigAnswer(name, 200), t0) {
+			kept++
+		}
+		if b := c.Bytes(); b > maxBytes {
+			t.Fatalf("after %d answers the cache holds %d bytes, over its %d", i+1, b, maxBytes)
+		}
+	}
+	if c.Len() == 0 || c.Len() > 2*shards {
+		t.Errorf("%d of %d answers held, want at most two a shard (each is over a third of its share)", c.Len(), kept)
+	}
+	// An answer larger than a shard's share is not cached at all.
+	huge := bigAnswer("huge.attacker.example.", 4000)
+	if EntryCost(huge) <= maxBytes/shards {
+		t.Fatalf("test answer too small: %d", EntryCost(huge))
+	}
+	if c.Put(Key{Name: "huge.attacker.example.", Type: dns.TypeA, Class: dns.ClassINET}, huge, t0) {
+		t.Error("an answer over a shard's share was cached")
+	}
+	// Small answers still fit, many of them.
+	for i := range 1000 {
+		name := fmt.Sprintf("s%d.example.", i)
+		if !c.Put(Key{Name: name, Type: dns.TypeA, Class: dns.ClassINET}, bigAnswer(name, 1), t0) {
+			t.Fatalf("a small answer was not cached")
+		}
+	}
+	if c.Bytes() > maxBytes {
+		t.Errorf("%d bytes held, over %d", c.Bytes(), maxBytes)
+	}
+}
+
+func TestCacheBytesFollowReplacedAndExpiredEntries(t *testing.T) {
+	c := New(Config{Size: 100, MaxBytes: 1 << 20, SuccessMaxTTL: 30 * time.Second})
+	k := Key{Name: "a.example.", Type: dns.TypeA, Class: dns.ClassINET}
+	c.Put(k, bigAnswer("a.example.", 10), t0)
+	c.Put(k, bigAnswer("a.example.", 3), t0) // replaced: only the second counts
+	if want := EntryCost(bigAnswer("a.example.", 3)); c.Bytes() != want {
+		t.Errorf("after a replace %d bytes, want %d", c.Bytes(), want)
+	}
+	if _, st, _ := c.Get(k, t0.Add(time.Hour)); st != Miss {
+		t.Fatalf("state %v an hour later, want Miss", st)
+	}
+	if c.Bytes() != 0 || c.Len() != 0 {
+		t.Errorf("after expiry %d bytes in %d entries, want none", c.Bytes(), c.Len())
+	}
+}

@@ -311,6 +311,12 @@ type CacheConfig struct {
 	PrefetchPercent int `json:"prefetchPercent"`
 	// ServeStale serves expired answers for this long when no upstream
 	// answers (RFC 8767). 0 disables it.
+	// MaxBytes bounds the memory cached answers hold (their wire length
+	// and about 128 bytes a record), a size such as "16Mi": answers from
+	// a domain a client controls can be 64 KiB each, so a bound on
+	// entries alone is not one on memory. It applies to each cache: the
+	// forwarder's, each stub domain's and that of owners' answers.
+	MaxBytes string `json:"maxBytes"`
 	ServeStale Duration `json:"serveStale"`
 }
 
@@ -463,7 +469,7 @@ func Default() *Config {
 			Timeout: Duration(2e9), Deadline: Duration(5e9), MaxConcurrent: 1000,
 			HealthCheck: Duration(5e8), MaxFails: 2, Expire: Duration(10e9)},
 		Cache: CacheConfig{Enabled: true, MaxTTL: 30, DenialMaxTTL: 30, MinTTL: 5, Size: 10000,
-			PrefetchPercent: 10},
+			MaxBytes: DefaultCacheMaxBytes, PrefetchPercent: 10},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
 			ReplicationFactor: &rf, Label: "shardns", HandoffGrace: Duration(15e9),
 			DispatchTimeout: Duration(5e8), Gossip: "lan"},
@@ -917,6 +923,9 @@ func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
 	}
 	if ca.ServeStale < 0 {
 		bad("cache.serveStale", "must not be negative")
+	}
+	if n, err := parseSize(ca.MaxBytes); err != nil || n < minCacheMaxBytes {
+		bad("cache.maxBytes", "must be a size of at least 256Ki, such as 16Mi, got %q", ca.MaxBytes)
 	}
 }
 

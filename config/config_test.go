@@ -123,6 +123,8 @@ func TestParseRejects(t *testing.T) {
 		{"a replica with a node-local's keys", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, replicas: [\"10.0.0.5:8090\"]}\n", "nodelocal process's"},
 		{"node-local secret not namespaced", "kubernetes: {enabled: false}\ncluster: {enabled: true, secret: a/b, nodeLocalSecret: x}\n", "cluster.nodeLocalSecret"},
 		{"unknown nested key", "kubernetes: {enabled: false, tll: 5}\n", `"tll"`},
+		{"cache bytes not a size", "kubernetes: {enabled: false}\ncache: {maxBytes: lots}\n", "cache.maxBytes"},
+		{"cache bytes too small", "kubernetes: {enabled: false}\ncache: {maxBytes: 1Ki}\n", "cache.maxBytes"},
 		{"ttl too large", "kubernetes: {enabled: false, ttl: 3601}\n", "kubernetes.ttl"},
 		{"ttl negative", "kubernetes: {enabled: false, ttl: -1}\n", "kubernetes.ttl"},
 		{"pods mode", "kubernetes: {enabled: false, pods: sometimes}\n", "kubernetes.pods"},

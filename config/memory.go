@@ -43,6 +43,22 @@ func (m MemoryConfig) LimitBytes() (bytes int64, auto bool, err error) {
 	return bytes, false, nil
 }
 
+// DefaultCacheMaxBytes is cache.maxBytes's default: 10,000 usual answers
+// (a few records each) take about 5 MB, so the bound bites only on
+// large answers.
+const DefaultCacheMaxBytes = "16Mi"
+
+// minCacheMaxBytes leaves each of a cache's 16 shards room for a few
+// answers of the usual UDP limit (4 KiB) with their records.
+const minCacheMaxBytes = 256 << 10
+
+// Bytes is cache.maxBytes in bytes (0 when it does not parse, which
+// Validate refuses).
+func (c CacheConfig) Bytes() int64 {
+	n, _ := parseSize(c.MaxBytes)
+	return n
+}
+
 // sizeUnits are the suffixes Kubernetes quantities use for bytes.
 var sizeUnits = []struct {
 	suffix string

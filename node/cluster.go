@@ -477,7 +477,7 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 			}
 			return m, err
 		},
-		Cache: cache.New(cache.Config{Size: c.Cache.Size, SuccessMaxTTL: sec(c.Cache.MaxTTL),
+		Cache: cache.New(cache.Config{Size: c.Cache.Size, MaxBytes: c.Cache.Bytes(), SuccessMaxTTL: sec(c.Cache.MaxTTL),
 			DenialMaxTTL: sec(c.Cache.DenialMaxTTL)}),
 		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, MaxInFlight: int64(c.Forward.MaxConcurrent),
 		Now: time.Now,

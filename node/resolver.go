@@ -265,7 +265,7 @@ func (c *core) newCache() *cache.Cache {
 		return nil
 	}
 	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
-	return cache.New(cache.Config{Size: cc.Size, SuccessMaxTTL: sec(cc.MaxTTL), DenialMaxTTL: sec(cc.DenialMaxTTL),
+	return cache.New(cache.Config{Size: cc.Size, MaxBytes: cc.Bytes(), SuccessMaxTTL: sec(cc.MaxTTL), DenialMaxTTL: sec(cc.DenialMaxTTL),
 		MinTTL: sec(cc.MinTTL), PrefetchHits: cc.PrefetchHits, PrefetchPercent: cc.PrefetchPercent,
 		ServeStale: cc.ServeStale.D()})
 }
