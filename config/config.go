@@ -249,6 +249,14 @@ type IstioConfig struct {
 	Enabled bool `json:"enabled"`
 	// TTL of every ServiceEntry record, 0–3600 seconds.
 	TTL int `json:"ttl"`
+	// Zones are the zones the cluster admin delegates to the mesh (as
+	// istio-coredns's `global:53` block): ServiceEntry hosts outside them
+	// are not answered. Default [global]; ["."] reaches as far as Istio's
+	// own proxy (see istio.go).
+	Zones []string `json:"zones"`
+	// DefaultExportTo is the exportTo of entries that declare none, as
+	// Istio's meshConfig.defaultServiceExportTo. Default ["*"], Istio's.
+	DefaultExportTo []string `json:"defaultExportTo"`
 }
 
 // ManifestsConfig is the YAML file source.
@@ -303,6 +311,12 @@ type CacheConfig struct {
 	MinTTL int `json:"minTTL"`
 	// Size bounds the number of cached answers.
 	Size int `json:"size"`
+	// MaxBytes bounds the memory cached answers hold (their wire length
+	// and about 128 bytes a record), a size such as "16Mi": answers from
+	// a domain a client controls can be 64 KiB each, so a bound on
+	// entries alone is not one on memory. It applies to each cache: the
+	// forwarder's, each stub domain's and that of owners' answers.
+	MaxBytes string `json:"maxBytes"`
 	// PrefetchHits makes an answer popular; popular answers are refreshed
 	// before they expire. 0 disables prefetching.
 	PrefetchHits int `json:"prefetchHits"`
@@ -311,12 +325,6 @@ type CacheConfig struct {
 	PrefetchPercent int `json:"prefetchPercent"`
 	// ServeStale serves expired answers for this long when no upstream
 	// answers (RFC 8767). 0 disables it.
-	// MaxBytes bounds the memory cached answers hold (their wire length
-	// and about 128 bytes a record), a size such as "16Mi": answers from
-	// a domain a client controls can be 64 KiB each, so a bound on
-	// entries alone is not one on memory. It applies to each cache: the
-	// forwarder's, each stub domain's and that of owners' answers.
-	MaxBytes string `json:"maxBytes"`
 	ServeStale Duration `json:"serveStale"`
 }
 
@@ -463,7 +471,7 @@ func Default() *Config {
 			Fallthrough:    []string{"in-addr.arpa", "ip6.arpa"},
 			StartupTimeout: Duration(5e9),
 		},
-		Istio:     IstioConfig{TTL: 30},
+		Istio:     IstioConfig{TTL: 30, Zones: []string{"global"}, DefaultExportTo: []string{"*"}},
 		Manifests: ManifestsConfig{Interval: Duration(2e9)},
 		Forward: ForwardConfig{Upstreams: []string{"/etc/resolv.conf"}, Policy: "random",
 			Timeout: Duration(2e9), Deadline: Duration(5e9), MaxConcurrent: 1000,
@@ -602,9 +610,7 @@ func (c *Config) validate() error {
 		}
 	}
 	c.validateKubernetes(bad)
-	if c.Istio.TTL < 0 || c.Istio.TTL > 3600 {
-		bad("istio.ttl", "must be between 0 and 3600, got %d", c.Istio.TTL)
-	}
+	c.validateIstio(bad)
 	if c.Manifests.Interval <= 0 {
 		bad("manifests.interval", "must be positive")
 	}
@@ -918,14 +924,14 @@ func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
 	if ca.Enabled && ca.Size <= 0 {
 		bad("cache.size", "must be positive")
 	}
+	if n, err := parseSize(ca.MaxBytes); err != nil || n < minCacheMaxBytes {
+		bad("cache.maxBytes", "must be a size of at least 256Ki, such as 16Mi, got %q", ca.MaxBytes)
+	}
 	if ca.PrefetchPercent < 0 || ca.PrefetchPercent > 100 {
 		bad("cache.prefetchPercent", "must be between 0 and 100")
 	}
 	if ca.ServeStale < 0 {
 		bad("cache.serveStale", "must not be negative")
-	}
-	if n, err := parseSize(ca.MaxBytes); err != nil || n < minCacheMaxBytes {
-		bad("cache.maxBytes", "must be a size of at least 256Ki, such as 16Mi, got %q", ca.MaxBytes)
 	}
 }
 

@@ -114,6 +114,11 @@ type Kubernetes struct {
 	// field (the object served without it, e.g. an external IP that is
 	// not an address).
 	Skipped *prometheus.CounterVec
+	// MeshSkipped counts ServiceEntry hosts (of the Istio or the manifest
+	// source) not answered on purpose, by why (zone.Skip*): outside
+	// istio.zones, a wildcard over a public suffix, not exported to every
+	// namespace, inside a cluster zone, a misplaced wildcard.
+	MeshSkipped *prometheus.CounterVec
 }
 
 // All is every metric of a node.
@@ -296,7 +301,10 @@ func New(version string) (*prometheus.Registry, *All) {
 	k.Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "kubernetes",
 		Name: "skipped_total", Help: "Objects (or parts of objects) the API served malformed for DNS and that are not served, by kind and what."},
 		[]string{"kind", "what"})
-	reg.MustRegister(k.Events, k.ShardedWatch, k.Skipped)
+	k.MeshSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "istio",
+		Name: "skipped_hosts_total", Help: "ServiceEntry hosts not answered on purpose, by why, counted once per change of their entry."},
+		[]string{"why"})
+	reg.MustRegister(k.Events, k.ShardedWatch, k.Skipped, k.MeshSkipped)
 	reloadFailed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Name: "reload_failed_total",
 		Help: "Counter of configuration changes rejected; the running configuration kept serving."})
 	reg.MustRegister(reloadFailed)

@@ -169,9 +169,10 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
 		OnGrace:      func(zones int) { m.Cluster.ZonesInGrace.Set(float64(zones)) },
 		OnReleasing:  memory.loading, OnLoading: memory.loading, OnSettled: memory.release, OnChanges: memory.changed,
-		Interest:     interest,
-		FetchZone:    sharding.fetch,
-		OnHandedOver: func(result string) { m.Cluster.ZonesHandedOver.WithLabelValues(result).Inc() },
+		Interest:      interest,
+		FetchZone:     sharding.fetch,
+		OnHandedOver:  func(result string) { m.Cluster.ZonesHandedOver.WithLabelValues(result).Inc() },
+		OnMeshSkipped: func(why string) { m.Kubernetes.MeshSkipped.WithLabelValues(why).Inc() },
 	}))
 	c.manager = manager
 	if initial != nil {
@@ -278,7 +279,7 @@ func (c *core) stop() {
 func answerConfig(cfg *config.Config) *zone.Config {
 	k := cfg.Kubernetes
 	a := &zone.Config{TTL: uint32(*k.TTL), EndpointPodNames: k.EndpointPodNames, IgnoreEmptyService: k.IgnoreEmptyService,
-		MeshTTL: uint32(cfg.Istio.TTL)}
+		MeshTTL: uint32(cfg.Istio.TTL), MeshZones: fqdns(cfg.Istio.Zones), MeshExportTo: cfg.Istio.DefaultExportTo}
 	a.Topology, _ = zone.ParseTopologyMode(k.Topology) // validated at load
 	for _, z := range k.Zones {
 		a.Domains.Cluster = append(a.Domains.Cluster, zone.Fqdn(z))

@@ -37,6 +37,13 @@ type Config struct {
 	IgnoreEmptyService bool
 	NSAddrs            []netip.Addr // addresses of ns.dns.<domain>, the server itself
 	MeshTTL            uint32       // TTL of mesh (Istio ServiceEntry) records
+	// MeshZones are the zones delegated to the mesh (istio.zones, fully
+	// qualified; "." is every name): ServiceEntry hosts outside them are
+	// not answered. None: no host is (see MeshHosts).
+	MeshZones []string
+	// MeshExportTo is the exportTo of entries that declare none
+	// (istio.defaultExportTo); none is Istio's default, every namespace.
+	MeshExportTo []string
 	// External serves k8s_external zones; nil serves none. Its zones and
 	// apex are those of Domains.External and Domains.ExternalApex.
 	External *External

@@ -3,7 +3,6 @@ package zone
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -28,48 +27,32 @@ type MeshHost struct {
 	Addrs []netip.Addr // what it resolves to
 }
 
-// SkippedHost is a host of a ServiceEntry that is not answered, and why.
-type SkippedHost struct {
-	Host   string
-	Reason string
-}
-
 // MeshHosts returns the hosts of e that are answered, grouped by zone key,
-// and the hosts left out on purpose:
+// and the hosts left out on purpose (meshpolicy.go):
 //
-//   - An entry not exported to every namespace is not answered at all: an
-//     answer depends on the question alone (the query path does not know
-//     which namespace asks, and other replicas' answers are cached by
-//     name), so answering it would expose it to every namespace.
+//   - An entry not exported to every namespace (its exportTo, else
+//     istio.defaultExportTo) is not answered at all: an answer depends on
+//     the question alone (the query path does not know which namespace
+//     asks, and other replicas' answers are cached by name), so answering
+//     it would expose it to every namespace.
 //   - A host inside a cluster or reverse zone is not answered: the
 //     Kubernetes records own those names.
+//   - A host outside istio.zones is not answered, nor a wildcard over a
+//     public suffix, wherever it is.
 //   - A host without an address (none in spec.addresses, none allocated
 //     in status.addresses) is not a mesh name; it is not reported, since
 //     Istio's DNS proxy leaves such hosts to the upstream resolver too.
 func MeshHosts(cfg *Config, e *model.ServiceEntry) (map[string][]MeshHost, []SkippedHost) {
 	var skipped []SkippedHost
-	if !ExportedToAll(e.ExportTo) {
+	if exportTo := cfg.meshExportTo(e); !ExportedToAll(exportTo) {
 		for _, h := range e.Hosts {
-			skipped = append(skipped, SkippedHost{h, fmt.Sprintf(
-				"exportTo %v does not include every namespace; only entries visible to all are answered", e.ExportTo)})
+			skipped = append(skipped, SkippedHost{h, SkipExportTo, fmt.Sprintf(
+				"exportTo %v does not include every namespace; only entries visible to all are answered", exportTo)})
 		}
 		return nil, skipped
 	}
 	out := map[string][]MeshHost{}
 	for _, h := range e.Hosts {
-		name := Fqdn(h)
-		base := name
-		if strings.HasPrefix(name, "*.") {
-			base = name[2:]
-		}
-		if base == "" || base == "." || strings.Contains(base, "*") {
-			skipped = append(skipped, SkippedHost{h, "a wildcard must be the first label of a domain"})
-			continue
-		}
-		if cfg.Domains.Route(base).Kind != RouteExternal {
-			skipped = append(skipped, SkippedHost{h, "inside a cluster or reverse zone, whose names the Kubernetes records own"})
-			continue
-		}
 		addrs := e.Addresses
 		if len(addrs) == 0 {
 			addrs = e.StatusAddresses[strings.TrimSuffix(strings.ToLower(h), ".")]
@@ -77,16 +60,15 @@ func MeshHosts(cfg *Config, e *model.ServiceEntry) (map[string][]MeshHost, []Ski
 		if len(addrs) == 0 {
 			continue
 		}
+		if s, refused := cfg.meshHostRefused(h); refused {
+			skipped = append(skipped, s)
+			continue
+		}
+		name := Fqdn(h)
 		key := MeshZoneKey(name)
 		out[key] = append(out[key], MeshHost{Name: name, Addrs: addrs})
 	}
 	return out, skipped
-}
-
-// ExportedToAll reports whether an exportTo list makes an entry visible in
-// every namespace: empty (Istio's default) or containing "*".
-func ExportedToAll(exportTo []string) bool {
-	return len(exportTo) == 0 || slices.Contains(exportTo, "*")
 }
 
 // MeshZoneKey is the zone key of a mesh host: its parent domain ("x.y."

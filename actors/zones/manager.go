@@ -80,6 +80,10 @@ type Config struct {
 	// replicas that held it: "loaded", "empty", "not_held" or "failed";
 	// may be nil.
 	OnHandedOver func(result string)
+	// OnMeshSkipped is told why each ServiceEntry host left unanswered
+	// on purpose (zone.Skip*) was, once per change of its entry; may be
+	// nil.
+	OnMeshSkipped func(why string)
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.

@@ -13,17 +13,15 @@ import (
 // routeMeshChange sends a ServiceEntry change to the mesh zones of its
 // hosts, including zones it no longer contributes to, and keeps the mesh
 // host names of the directory. It reports whether those names changed.
-// Hosts left out on purpose are logged when report is set (live changes,
-// not replays).
+// Hosts left out on purpose are logged and counted when report is set
+// (live changes, not replays, which send what was reported already).
 func (m *Manager) routeMeshChange(c model.Change, batch func(string) *zoneApply, report bool) bool {
 	var byZone map[string][]zone.MeshHost
 	if e, ok := c.Object.(*model.ServiceEntry); ok {
 		var skipped []zone.SkippedHost
 		byZone, skipped = zone.MeshHosts(m.cfg.Answer, e)
-		for _, s := range skipped {
-			if report {
-				m.cfg.Logger.Info("ServiceEntry host not answered", "object", c.Key.String(), "host", s.Host, "reason", s.Reason)
-			}
+		if report {
+			m.reportSkipped(c.Key, skipped)
 		}
 	}
 	var keys, names []string
@@ -67,4 +65,15 @@ func (m *Manager) setMeshNames(key model.Key, names []string) bool {
 		m.meshOf[key] = names
 	}
 	return changed
+}
+
+// reportSkipped logs and counts the hosts of one entry left out on
+// purpose.
+func (m *Manager) reportSkipped(key model.Key, skipped []zone.SkippedHost) {
+	for _, s := range skipped {
+		m.cfg.Logger.Info("ServiceEntry host not answered", "object", key.String(), "host", s.Host, "why", s.Why, "reason", s.Reason)
+		if m.cfg.OnMeshSkipped != nil {
+			m.cfg.OnMeshSkipped(s.Why)
+		}
+	}
 }

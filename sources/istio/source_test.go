@@ -90,7 +90,7 @@ func hosts(h ...string) []any {
 // good version serving.
 func TestSourceFeedsMeshZones(t *testing.T) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, Reverse: []string{"in-addr.arpa."}},
-		TTL: 5, MeshTTL: 30}
+		TTL: 5, MeshTTL: 30, MeshZones: []string{"global.", "example.com."}}
 	cfg.Prepare()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "ServiceEntryList"},
