@@ -115,7 +115,8 @@ type DNSConfig struct {
 
 // HTTPConfig is the health, readiness and metrics endpoint.
 type HTTPConfig struct {
-	// Listen is the host:port of /health, /ready, /metrics and /debug/ring.
+	// Listen is the host:port of /health, /ready, /metrics and /debug/ring
+	// (see Debug).
 	Listen string `json:"listen"`
 	// Lameduck is how long /ready fails before shutdown stops serving, so
 	// clients move to other replicas first.
@@ -124,6 +125,11 @@ type HTTPConfig struct {
 	// (heap, CPU, goroutines). Off by default: profiles reveal internals
 	// and a CPU profile costs CPU while it runs.
 	Pprof bool `json:"pprof"`
+	// Debug are the networks (CIDRs or addresses) whose clients may read
+	// /debug/ring and /debug/pprof/ on Listen. Clients on this host
+	// (loopback, or an address of its own) always may; empty: nobody
+	// else. ["0.0.0.0/0", "::/0"] is everybody.
+	Debug []string `json:"debug"`
 	// MetricsListen are more host:port addresses serving /metrics alone,
 	// where a Corefile's `prometheus ADDR` put CoreDNS's metrics (9153),
 	// so existing scrape configurations and Services keep working.
@@ -599,6 +605,7 @@ func (c *Config) validate() error {
 	if c.HTTP.Lameduck < 0 {
 		bad("http.lameduck", "must not be negative")
 	}
+	validateDebug(bad, &c.HTTP)
 	for i, a := range c.HTTP.MetricsListen {
 		key := fmt.Sprintf("http.metricsListen[%d]", i)
 		if err := checkHostPort(a); err != nil {

@@ -1,14 +1,17 @@
 // Package httpapi serves the operational HTTP endpoints on one address:
-// /health (liveness), /ready (readiness), /metrics (Prometheus),
-// /debug/ring (zones and owners as JSON) and, when enabled, Go's runtime
-// profiles under /debug/pprof/.
+// /health (liveness), /ready (readiness), /metrics (Prometheus) to every
+// client, and /debug/ring (zones and owners as JSON) and, when enabled,
+// Go's runtime profiles under /debug/pprof/ to clients on this host and
+// the networks of http.debug only. Every server bounds its connections
+// and the time a request may take (conns.go), so that requests that
+// never finish hold neither memory nor the probes out.
 package httpapi
 
 import (
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -55,27 +58,38 @@ type Config struct {
 	// asked on every request, so a reload turns profiles on and off
 	// without restarting the server; nil serves none.
 	Pprof func() bool
+	// Debug are the networks, beyond this host, whose clients may read
+	// /debug/ (http.debug); asked on every such request, so a reload
+	// applies at once. nil: this host's clients only.
+	Debug func() []netip.Prefix
+	// Counters count connections closed to make room and requests timed
+	// out; nil counts nowhere.
+	Counters *Counters
+	// Limits bound connections and requests; zero fields take
+	// DefaultLimits's.
+	Limits Limits
+	// Now is the clock of the ring's cache and of the connections' ages;
+	// nil is time.Now.
+	Now func() time.Time
 }
 
 // Server is the HTTP endpoint set.
 type Server struct {
 	cfg      Config
 	srv      *http.Server
+	conns    *connSet
+	ring     ringCache
 	lameduck atomic.Bool
 }
 
 // New returns a server for cfg; Serve starts it.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg}
+	s := newServer(cfg)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /ready", s.ready)
-	// The page is sent uncompressed: it is about 20 KB, and a gzip
-	// writer, which the handler pools between scrapes, holds about 1 MB
-	// of the replica's heap (1.3 MB of RSS on an idle replica: 5% of it).
-	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
-		Registry: cfg.Registry, DisableCompression: true}))
-	mux.HandleFunc("GET /debug/ring", s.ring)
+	mux.Handle("GET /metrics", metricsHandler(cfg.Registry))
+	mux.Handle("GET /debug/ring", s.debug(http.HandlerFunc(s.serveRing)))
 	// The handlers are registered on this server's mux only: importing
 	// net/http/pprof also registers them on http.DefaultServeMux, which
 	// nothing here serves.
@@ -84,32 +98,67 @@ func New(cfg Config) *Server {
 	mux.Handle("/debug/pprof/profile", s.profiles(http.HandlerFunc(pprof.Profile)))
 	mux.Handle("/debug/pprof/symbol", s.profiles(http.HandlerFunc(pprof.Symbol)))
 	mux.Handle("/debug/pprof/trace", s.profiles(http.HandlerFunc(pprof.Trace)))
-	s.srv = &http.Server{Handler: mux}
+	mux.Handle("/", notFound("this address serves /health, /ready, /metrics, and /debug/ring to this host's clients"))
+	s.srv.Handler = s.withDeadlines(mux)
 	return s
 }
 
-// profiles serves h only while http.pprof is on; otherwise the path does
-// not exist.
-func (s *Server) profiles(h http.Handler) http.Handler {
+// NewMetrics returns a server of /metrics alone: a second address for
+// scrapes, such as CoreDNS's :9153, which every pod reaches. cfg's
+// Registry, Counters, Limits and Now are used; nothing else is served.
+func NewMetrics(cfg Config) *Server {
+	s := newServer(Config{Registry: cfg.Registry, Counters: cfg.Counters, Limits: cfg.Limits, Now: cfg.Now})
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metricsHandler(cfg.Registry))
+	mux.Handle("/", notFound("this address serves /metrics only"))
+	s.srv.Handler = s.withDeadlines(mux)
+	return s
+}
+
+func newServer(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{cfg: cfg}
+	s.srv = &http.Server{
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Limits.ReadTimeout,
+		// The write deadline is set per request (withDeadlines): a CPU
+		// profile takes longer than any other answer, and pprof refuses
+		// a duration over the server's WriteTimeout.
+		IdleTimeout:    cfg.Limits.IdleTimeout,
+		MaxHeaderBytes: cfg.Limits.MaxHeaderBytes,
+		ConnState: func(c net.Conn, state http.ConnState) {
+			if s.conns != nil {
+				s.conns.changed(c, state)
+			}
+		},
+	}
+	return s
+}
+
+// metricsHandler serves reg's page. The page is sent uncompressed: it is
+// about 20 KB, and a gzip writer, which the handler pools between
+// scrapes, holds about 1 MB of the replica's heap (1.3 MB of RSS on an
+// idle replica: 5% of it).
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true})
+}
+
+// notFound answers 404 with a body that says what the address serves.
+func notFound(serves string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Pprof == nil || !s.cfg.Pprof() {
-			http.NotFound(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
+		http.Error(w, "404 not found: "+serves, http.StatusNotFound)
 	})
 }
 
-// NewMetrics returns a server of /metrics alone: a second address for
-// scrapes, such as CoreDNS's :9153.
-func NewMetrics(reg *prometheus.Registry) *Server {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true}))
-	return &Server{srv: &http.Server{Handler: mux}}
-}
-
 // Serve serves on l until Close; it returns http.ErrServerClosed then.
-func (s *Server) Serve(l net.Listener) error { return s.srv.Serve(l) }
+// Serve is called once.
+func (s *Server) Serve(l net.Listener) error {
+	s.conns = newConnSet(s.cfg.Limits, s.cfg.Counters.server("http://"+l.Addr().String()), s.cfg.Now)
+	return s.srv.Serve(&boundedListener{Listener: l, set: s.conns})
+}
 
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
@@ -132,9 +181,4 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	w.Write([]byte("OK"))
-}
-
-func (s *Server) ring(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(s.cfg.Ring())
 }

@@ -69,7 +69,7 @@ func (m *metricsListeners) start(n *Node) {
 		if e.srv != nil {
 			continue
 		}
-		srv, l := httpapi.NewMetrics(n.reg), e.l
+		srv, l := httpapi.NewMetrics(httpapi.Config{Registry: n.reg, Counters: n.httpCounters}), e.l
 		e.srv = srv
 		n.wg.Go(func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -52,8 +52,13 @@ func TestMetricsListen(t *testing.T) {
 	if err != nil || status != http.StatusOK || !strings.Contains(body, "shardns_zones_served") {
 		t.Fatalf("/metrics on %s: %d %v, %.200s", addrs[0], status, err, body)
 	}
-	if status, _, err := get(addrs[0], "/ready"); err != nil || status != http.StatusNotFound {
-		t.Fatalf("/ready on the metrics address: %d %v, want 404", status, err)
+	for _, p := range []string{"/ready", "/debug/ring"} {
+		if status, _, err := get(addrs[0], p); err != nil || status != http.StatusNotFound {
+			t.Fatalf("%s on the metrics address: %d %v, want 404", p, status, err)
+		}
+	}
+	if !strings.Contains(body, `shardns_http_evicted_total{reason="full",server="http://`+addrs[0]+`"}`) {
+		t.Errorf("/metrics lacks the metrics address's connection bound:\n%s", body)
 	}
 
 	// Moved to 127.0.0.2: the old address stops serving.

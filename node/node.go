@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -75,6 +76,9 @@ type Node struct {
 
 	httpConfigured string      // http.listen the running server was bound for
 	pprof          atomic.Bool // http.pprof of the running configuration
+	// debugNets is http.debug of the running configuration.
+	debugNets    atomic.Pointer[[]netip.Prefix]
+	httpCounters *httpapi.Counters // of every HTTP server: made once, as the registry
 
 	memory *memoryReleaser // returns freed memory to the OS after loads
 
@@ -131,6 +135,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 	}
 	sampleHeap(cfg.HTTP.Pprof) // before anything serves profiles (see sampleHeap)
 	n.pprof.Store(cfg.HTTP.Pprof)
+	n.setDebugNets(cfg)
 	for _, sp := range listenerSpecs(cfg) {
 		e, err := bindListener(sp, n.nodeLocal, log)
 		if err != nil {
@@ -154,6 +159,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 	}
 	n.metricsOnly = metricsOnly
 	n.reg, n.metrics = metrics.New(Version)
+	n.httpCounters = httpapi.NewCounters(n.reg)
 	n.registerStateMetrics()
 	return n, nil
 }
@@ -277,7 +283,8 @@ func (n *Node) startListener(e *listenerEntry, c *core) {
 }
 
 func (n *Node) startHTTP(l net.Listener) {
-	srv := httpapi.New(httpapi.Config{Registry: n.reg, Ready: n.Ready, Ring: n.debugRing, Pprof: n.pprof.Load})
+	srv := httpapi.New(httpapi.Config{Registry: n.reg, Ready: n.Ready, Ring: n.debugRing, Pprof: n.pprof.Load,
+		Debug: n.debugNetworks, Counters: n.httpCounters})
 	n.http = srv
 	n.wg.Go(func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -285,6 +292,15 @@ func (n *Node) startHTTP(l net.Listener) {
 		}
 	})
 }
+
+// setDebugNets takes http.debug from cfg: the networks whose clients,
+// beside this host's, may read /debug/.
+func (n *Node) setDebugNets(cfg *config.Config) {
+	nets := cfg.HTTP.DebugNetworks()
+	n.debugNets.Store(&nets)
+}
+
+func (n *Node) debugNetworks() []netip.Prefix { return *n.debugNets.Load() }
 
 // Lameduck is the configured lameduck period of the running configuration.
 func (n *Node) Lameduck() time.Duration {

@@ -83,6 +83,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 		sampleHeap(true) // before the handler serves profiles (see sampleHeap)
 	}
 	n.pprof.Store(cfg.HTTP.Pprof)
+	n.setDebugNets(cfg)
 	applyMemoryLimit(cfg.Memory, n.log)
 	n.applyListeners(changes, next)
 	if cfg.HTTP.Listen != n.HTTPAddrConfigured() {
