@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -57,6 +58,27 @@ type Config struct {
 	// (Admit's, or "key" and "label" for gossip that fails decryption or
 	// carries another label). It must not block.
 	Rejected func(addr, name, reason string)
+	// AdmitSource, when set, says whether a stream (a push/pull, a join,
+	// a TCP ping) from ip may be read, e.g. an endpoint of the peers
+	// Service; streams from the hosts of live members and of the seeds
+	// (as last resolved) are read whatever it says. memberlist reads a
+	// stream whole before the key can refuse it, so a refused address
+	// costs nothing. Nil reads streams from every address, within
+	// Streams. It must only read memory.
+	AdmitSource func(ip netip.Addr) bool
+	// Streams bound the streams memberlist reads at once; zero fields
+	// take DefaultStreamLimits(Timing.TCPTimeout)'s.
+	Streams StreamLimits
+	// Serving, when set, is asked whether a member gossip declared dead
+	// still serves (its actor remote port completes a handshake): any
+	// holder of the key may declare any member dead. While it says so,
+	// the member stays in Members, for at most DeadNodeReclaimTime, and
+	// its gossip address is joined so that it hears of its death and
+	// refutes it; once gossip hears it alive again nothing changed.
+	// memberlist does not tell a member that left from one declared dead:
+	// Serving must say false for one that said it is leaving. It is asked
+	// off memberlist's lock, with a deadline of Timing.ProbeInterval.
+	Serving func(ctx context.Context, m Member) bool
 	// RejoinNow, when set, asks for a rejoin round at once on every
 	// receive: e.g. when the peers Service lists a new address, which Admit
 	// refused until then, so that a replica refused while its address was
@@ -181,6 +203,7 @@ func (c *Config) validate() error {
 	if err := c.Timing.fill(def.Timing); err != nil {
 		return err
 	}
+	c.Streams.fill(DefaultStreamLimits(c.Timing.TCPTimeout))
 	if _, _, err := splitBind(c.Bind); err != nil {
 		return err
 	}

@@ -13,12 +13,13 @@ import (
 // they only signal, or copy a few bytes under a short private lock.
 
 // events copies joins, leaves, failures and metadata changes into the
-// member map and signals subscribers.
+// member map and signals subscribers. A failure may be disputed first
+// (disputes.go).
 type events struct{ m *Membership }
 
 func (e events) NotifyJoin(n *memberlist.Node)   { e.m.setMember(n) }
 func (e events) NotifyUpdate(n *memberlist.Node) { e.m.setMember(n) }
-func (e events) NotifyLeave(n *memberlist.Node)  { e.m.removeMember(n.Name) }
+func (e events) NotifyLeave(n *memberlist.Node)  { e.m.memberDied(n.Name) }
 
 // conflicts remembers where a name we know at one address was claimed
 // from another: usually a pod restarted with a new IP before its old
@@ -56,10 +57,26 @@ func (d meta) MergeRemoteState(buf []byte, join bool)     {}
 // joining member's state. A refused alive message is ignored, so the node
 // never becomes a member or changes one; a refused merge fails the join,
 // so a stranger learns nothing of the members either.
+//
+// Whatever Admit says, an alive message naming another node at the
+// gossip address of a member is ignored: any holder of the key could
+// otherwise add a phantom at a replica's address, which the others would
+// probe and reach there. A pod that takes over the address of one that
+// is gone is admitted once gossip dropped the old one.
 type admission struct{ m *Membership }
 
+// reasonAddressTaken is trust's reason for a node announced at another
+// member's address.
+const reasonAddressTaken = "address-taken"
+
 func (a admission) NotifyAlive(n *memberlist.Node) error {
-	return a.check(n)
+	if err := a.check(n); err != nil {
+		return err
+	}
+	if holder, ok := a.m.holder(n.Address()); ok && holder != n.Name {
+		return a.refuse(n, reasonAddressTaken)
+	}
+	return nil
 }
 
 // NotifyMerge checks the nodes of a state exchanged at a join that it
@@ -83,15 +100,19 @@ func (a admission) NotifyMerge(peers []*memberlist.Node) error {
 }
 
 func (a admission) check(n *memberlist.Node) error {
-	if n.Name == a.m.cfg.NodeName {
+	if n.Name == a.m.cfg.NodeName || a.m.cfg.Admit == nil {
 		// Ourselves (memberlist announces us in Create); a claim of our
 		// name from elsewhere is a conflict memberlist refutes itself.
 		return nil
 	}
-	reason := a.m.cfg.Admit(Member{Name: n.Name, Addr: n.Address(), Meta: n.Meta})
-	if reason == "" {
-		return nil
+	if reason := a.m.cfg.Admit(Member{Name: n.Name, Addr: n.Address(), Meta: n.Meta}); reason != "" {
+		return a.refuse(n, reason)
 	}
+	return nil
+}
+
+// refuse tells Config.Rejected of n and returns why it is refused.
+func (a admission) refuse(n *memberlist.Node, reason string) error {
 	if a.m.cfg.Rejected != nil {
 		a.m.cfg.Rejected(n.Address(), n.Name, reason)
 	}

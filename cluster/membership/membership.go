@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"sync"
@@ -40,8 +41,11 @@ type Membership struct {
 	cfg  Config
 	meta atomic.Pointer[[]byte] // served to memberlist as this node's metadata
 	list *memberlist.Memberlist
-	addr string // own gossip address, ip:port
-	port string // own gossip port: the default port of seeds
+	// joiner is list, for the disputes that memberlist's events may start
+	// before Start has set list.
+	joiner atomic.Pointer[memberlist.Memberlist]
+	addr   string // own gossip address, ip:port
+	port   string // own gossip port: the default port of seeds
 
 	stopRejoin context.CancelFunc // ends the rejoin loop (Leave, Close)
 	stopDials  context.CancelFunc // aborts dials in flight (Close)
@@ -54,9 +58,13 @@ type Membership struct {
 	// node lock, so mu is never held while calling memberlist.
 	mu         sync.Mutex
 	members    map[string]Member // copied from memberlist's events
+	holders    map[string]string // gossip address → the member's name there
 	subs       []chan struct{}
 	subsClosed bool
 	conflicts  map[string]string // address → name claimed from it
+	disputes   disputes          // members gossip declared dead that may serve
+
+	seedHosts atomic.Pointer[map[netip.Addr]struct{}] // hosts of the seeds last resolved
 }
 
 // ErrClosed is returned by Leave after Close.
@@ -74,7 +82,15 @@ func Start(cfg Config) (*Membership, error) {
 	advIP, advPort, _ := splitAdvertise(cfg.Advertise)
 	stdLog := newStdLogger(cfg.Logger, cfg.Rejected)
 	dialCtx, stopDials := context.WithCancel(context.Background())
-	tr, err := listen(dialCtx, bindIP, bindPort, stdLog, cfg.blocked)
+	m := &Membership{cfg: cfg, stopDials: stopDials, rejoinDone: make(chan struct{}),
+		members: make(map[string]Member), holders: make(map[string]string), conflicts: make(map[string]string)}
+	m.disputes.start()
+	var admitSource func(netip.Addr) bool
+	if cfg.AdmitSource != nil {
+		admitSource = m.sourceAdmitted
+	}
+	gate := newStreamGate(cfg.Streams, admitSource, cfg.Rejected)
+	tr, err := listen(dialCtx, bindIP, bindPort, stdLog, cfg.blocked, gate)
 	if err != nil {
 		stopDials()
 		return nil, err
@@ -83,8 +99,6 @@ func Start(cfg Config) (*Membership, error) {
 	if advPort == 0 {
 		advPort = bound
 	}
-	m := &Membership{cfg: cfg, stopDials: stopDials, rejoinDone: make(chan struct{}),
-		members: make(map[string]Member), conflicts: make(map[string]string)}
 
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.NodeName
@@ -108,9 +122,7 @@ func Start(cfg Config) (*Membership, error) {
 	initial := slices.Clone(cfg.Meta)
 	m.meta.Store(&initial)
 	mc.Events, mc.Conflict, mc.Delegate = events{m}, conflicts{m}, meta{&m.meta}
-	if cfg.Admit != nil {
-		mc.Alive, mc.Merge = admission{m}, admission{m}
-	}
+	mc.Alive, mc.Merge = admission{m}, admission{m}
 	cfg.Timing.apply(mc)
 	list, err := memberlist.Create(mc)
 	if err != nil {
@@ -119,6 +131,7 @@ func Start(cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("membership: %w", err)
 	}
 	m.list = list
+	m.joiner.Store(list)
 	m.mu.Lock()
 	m.addr = m.members[cfg.NodeName].Addr // memberlist announced us in Create
 	m.mu.Unlock()
@@ -199,15 +212,62 @@ func (m *Membership) setMember(n *memberlist.Node) {
 	mem := Member{Name: n.Name, Addr: n.Address(), Meta: slices.Clone(n.Meta)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.disputes.end(n.Name) // alive again: the dispute is settled
+	if old, ok := m.members[n.Name]; ok && m.holders[old.Addr] == n.Name {
+		delete(m.holders, old.Addr)
+	}
 	m.members[n.Name] = mem
+	m.holders[mem.Addr] = n.Name
 	m.notifyLocked()
 }
 
 func (m *Membership) removeMember(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.removeLocked(name)
+}
+
+func (m *Membership) removeLocked(name string) {
+	m.disputes.end(name)
+	if old, ok := m.members[name]; ok && m.holders[old.Addr] == name {
+		delete(m.holders, old.Addr)
+	}
 	delete(m.members, name)
 	m.notifyLocked()
+}
+
+// holder is the name of the member at gossip address addr, if any.
+func (m *Membership) holder(addr string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name, ok := m.holders[addr]
+	return name, ok
+}
+
+// sourceAdmitted is the stream gate's admission: the hosts of the live
+// members and of the seeds, and what Config.AdmitSource admits.
+func (m *Membership) sourceAdmitted(ip netip.Addr) bool {
+	if seeds := m.seedHosts.Load(); seeds != nil {
+		if _, ok := (*seeds)[ip]; ok {
+			return true
+		}
+	}
+	if m.memberHost(ip) {
+		return true
+	}
+	return m.cfg.AdmitSource(ip)
+}
+
+// memberHost reports whether ip is the host of a live member.
+func (m *Membership) memberHost(ip netip.Addr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for addr := range m.holders {
+		if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().Unmap() == ip {
+			return true
+		}
+	}
+	return false
 }
 
 // notifyLocked signals every subscriber without blocking. memberlist may
@@ -254,6 +314,10 @@ func (m *Membership) Close() error {
 	m.stopRejoin()
 	m.stopDials()
 	<-m.rejoinDone
+	m.mu.Lock()
+	m.disputes.close() // no dispute starts after this
+	m.mu.Unlock()
+	m.disputes.wait()
 	err := m.list.Shutdown()
 	m.mu.Lock()
 	m.subsClosed = true

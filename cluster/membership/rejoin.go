@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -108,11 +109,16 @@ func (m *Membership) targets(ctx context.Context) []string {
 			out = append(out, addr)
 		}
 	}
+	hosts := map[netip.Addr]struct{}{}
 	for _, s := range seeds {
 		for _, addr := range m.resolve(ctx, s) {
 			add(addr)
+			if ap, err := netip.ParseAddrPort(addr); err == nil {
+				hosts[ap.Addr().Unmap()] = struct{}{}
+			}
 		}
 	}
+	m.seedHosts.Store(&hosts) // their streams are read (sourceAdmitted)
 	for addr, name := range conflicts {
 		log.Info("membership: member claimed from a new address; joining it once the old one is dead",
 			"member", name, "addr", addr)

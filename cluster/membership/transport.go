@@ -28,6 +28,8 @@ import (
 //     seconds, however little it kept. Here one buffer per socket reads
 //     and each packet is copied out at its length: memberlist may keep
 //     parts of a packet it handles.
+//   - A stream costs what a push/pull costs: each accepted connection
+//     passes the gate (streams.go) before memberlist reads it.
 type transport struct {
 	tcp     *net.TCPListener
 	udp     *net.UDPConn
@@ -40,6 +42,7 @@ type transport struct {
 
 	ctx     context.Context
 	blocked func(addr string) bool
+	gate    *streamGate // nil: every stream is handed over as accepted
 	// local is the address streams are dialed from: the bind IP when one
 	// is set, so that peers see the same address in gossip packets and
 	// streams (admission and rejections go by it), as they do in a pod.
@@ -63,7 +66,7 @@ const (
 // listen binds TCP and UDP on ip:port. With port 0 the kernel picks the
 // TCP port and the UDP socket must get the same one, which can race with
 // other sockets, so it retries as memberlist's own Create does.
-func listen(ctx context.Context, ip string, port int, logger *log.Logger, blocked func(string) bool) (*transport, error) {
+func listen(ctx context.Context, ip string, port int, logger *log.Logger, blocked func(string) bool, gate *streamGate) (*transport, error) {
 	addr := net.ParseIP(ip)
 	attempts := 1
 	if port == 0 {
@@ -85,7 +88,7 @@ func listen(ctx context.Context, ip string, port int, logger *log.Logger, blocke
 			break
 		}
 		setReceiveBuffer(udp)
-		t := &transport{tcp: tcp, udp: udp, logger: logger, ctx: ctx, blocked: blocked,
+		t := &transport{tcp: tcp, udp: udp, logger: logger, ctx: ctx, blocked: blocked, gate: gate,
 			packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), closed: make(chan struct{})}
 		if addr != nil && !addr.IsUnspecified() {
 			t.local = &net.TCPAddr{IP: addr}
@@ -195,8 +198,9 @@ func (t *transport) readPackets() {
 	}
 }
 
-// acceptStreams hands each TCP connection to memberlist, pausing after a
-// failed accept (a full file table) from 5 ms up to a second.
+// acceptStreams hands each TCP connection the gate admits to memberlist,
+// pausing after a failed accept (a full file table) from 5 ms up to a
+// second.
 func (t *transport) acceptStreams() {
 	defer t.wg.Done()
 	var pause time.Duration
@@ -212,6 +216,12 @@ func (t *transport) acceptStreams() {
 			continue
 		}
 		pause = 0
+		if t.gate != nil {
+			var ok bool
+			if c, ok = t.gate.take(c); !ok {
+				continue
+			}
+		}
 		select {
 		case t.streams <- c:
 		case <-t.closed:

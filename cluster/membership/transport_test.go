@@ -11,7 +11,7 @@ import (
 
 func startTransport(t testing.TB) (*transport, *net.UDPConn) {
 	t.Helper()
-	tr, err := listen(context.Background(), "127.0.0.1", 0, log.New(testWriter{t}, "", 0), nil)
+	tr, err := listen(context.Background(), "127.0.0.1", 0, log.New(testWriter{t}, "", 0), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,9 +47,21 @@ const (
 	// ReasonRemoteLimit: a connection beyond the remote port's limits
 	// (per peer, in total, or handshakes in progress).
 	ReasonRemoteLimit = "remote-limit"
+	// ReasonRemoteQueue: a message to another process's remote port
+	// dropped because what its address (or host) has queued is at its
+	// bound: it does not take what it is sent.
+	ReasonRemoteQueue = "remote-queue"
 	// ReasonNotOwner: a member announced that it owns zones without being
 	// an endpoint of the replicas' peers Service; it owns none.
 	ReasonNotOwner = "not-an-owner"
+	// ReasonGossipLimit: a gossip stream beyond the gossip port's limits
+	// (streams read at once, per address or in all; its bytes, declared
+	// or sent; its deadline). A stream from an address that is neither a
+	// member, a seed nor a peers Service's endpoint is not-a-peer.
+	ReasonGossipLimit = "gossip-limit"
+	// ReasonAddressTaken: an alive message named another node at the
+	// gossip address of a member (a phantom member).
+	ReasonAddressTaken = "address-taken"
 )
 
 // Rejection is one kind of refused attempt from one address.
