@@ -73,6 +73,10 @@ type clusterState struct {
 	liveness    *liveness.Checker
 	liveChanged chan struct{} // a member was found down or up again
 	endpoints   *eventstream.Subscription
+	// checkRemote dials a member's remote port and completes the
+	// handshake: nil when its process serves.
+	checkRemote func(ctx context.Context, addr string) error
+	saidLeaving atomic.Bool // this replica's metadata says it is leaving
 }
 
 // memberRole is what a process of the ring says it is, in its metadata.
@@ -204,6 +208,13 @@ func (n *Node) startMembership(c *clusterState, adv string, timing membership.Ti
 	mc.SecretKeys = c.keys
 	mc.Admit, mc.Rejected = c.admit, c.rejections.Record
 	mc.RejoinNow = c.peersChanged // nil without joinService
+	if c.peers != nil {
+		// Gossip streams only from the peers Services' endpoints (and the
+		// members and seeds): memberlist reads a stream whole before the
+		// key can refuse it.
+		mc.AdmitSource = c.peers.Has
+	}
+	mc.Serving = c.serving
 	switch {
 	case cc.Advertise != "":
 		mc.Advertise = gossipAdvertise(cc)
@@ -376,10 +387,7 @@ func (n *Node) othersStay() bool {
 // each see the others say so within the settle, a few gossip rounds.
 func (n *Node) lastToLeave(settle time.Duration) bool {
 	deadline := time.Now().Add(settle)
-	// Waits while the word goes out, as the others' comes in.
-	if err := n.cluster.members.SetMeta(meta(roleLeaving, n.cluster.remoteAddr), settle); err != nil {
-		n.log.Warn("telling the others this replica is leaving", "err", err)
-	}
+	n.sayLeaving(settle) // waits while the word goes out, as the others' comes in
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for n.othersStay() {
@@ -389,6 +397,15 @@ func (n *Node) lastToLeave(settle time.Duration) bool {
 		<-tick.C
 	}
 	return true
+}
+
+// sayLeaving tells the others, in this replica's metadata, that it is
+// leaving; it waits up to timeout for the word to go out.
+func (n *Node) sayLeaving(timeout time.Duration) {
+	n.cluster.saidLeaving.Store(true)
+	if err := n.cluster.members.SetMeta(meta(roleLeaving, n.cluster.remoteAddr), timeout); err != nil {
+		n.log.Warn("telling the others this replica is leaving", "err", err)
+	}
 }
 
 // remoteOf is the actor-remote address of member: from the live ring, or
@@ -508,6 +525,11 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 func (n *Node) leaveCluster() {
 	if n.cluster == nil {
 		return
+	}
+	if n.announcedOwner() && !n.cluster.saidLeaving.Load() {
+		// The others let a member that said so go at once; one that did
+		// not, they keep while its remote port serves (clusterState.serving).
+		n.sayLeaving(time.Second)
 	}
 	if err := n.cluster.members.Leave(2 * time.Second); err != nil {
 		n.log.Warn("leaving the ring", "err", err)

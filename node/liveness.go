@@ -39,9 +39,10 @@ import (
 // guard's handshake, as dispatches do.
 func (n *Node) startLiveness(c *clusterState, guard *trust.Guard, bindHost string, interval time.Duration) error {
 	c.liveChanged = make(chan struct{}, 1)
+	c.checkRemote = remoteCheck(guard, bindHost)
 	var err error
 	c.liveness, err = liveness.New(liveness.Config{
-		Dial:     remoteCheck(guard, bindHost),
+		Dial:     c.checkRemote,
 		Timeout:  c.cfg.DispatchTimeout.D(),
 		Interval: interval,
 		Changed: func(_ string, down bool) {
@@ -156,6 +157,22 @@ func remoteCheck(guard *trust.Guard, bindHost string) func(ctx context.Context, 
 		_, err = conn.Read(make([]byte, 1))
 		return err
 	}
+}
+
+// serving is membership's question about a member gossip declared dead:
+// any holder of the key may declare any member dead, so one whose remote
+// port still completes a handshake stays in the ring while it refutes.
+// One that said it is leaving goes at once: memberlist cannot tell its
+// leave from a death. Without a key the remote port proves nothing, and
+// gossip's word stands.
+func (c *clusterState) serving(ctx context.Context, m membership.Member) bool {
+	role, addr := parseMeta(m.Meta)
+	if role == roleLeaving || addr == "" || len(c.keys) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DispatchTimeout.D())
+	defer cancel()
+	return c.checkRemote(ctx, addr) == nil
 }
 
 // gossipTiming is memberlist's timing: the profile of cluster.gossip with
