@@ -99,6 +99,14 @@ func (g *Guard) ServerOptions() []grpc.ServerOption {
 		// protoactor opens one stream per connection, for its life.
 		grpc.MaxConcurrentStreams(l.StreamsPerConnection),
 		grpc.MaxRecvMsgSize(l.MessageBytes),
+		// Fixed windows: what a peer may send ahead of what the stream
+		// reads is 64 KiB a stream, 256 KiB a connection, never the
+		// megabytes gRPC's bandwidth probe would grant a peer that
+		// answers its pings quickly. A message larger than the window
+		// (a replica's handoff pages) is still granted whole once its
+		// header is read (gRPC's inFlow.maybeAdjust).
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(int32(l.StreamsPerConnection) * streamWindow),
 		// A connection without a stream serves nothing; one whose peer
 		// stops answering pings is gone.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.Idle,
@@ -108,6 +116,10 @@ func (g *Guard) ServerOptions() []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 }
+
+// streamWindow is the HTTP/2 flow-control window of each stream of the
+// remote port: gRPC's default, which it grows only by probing.
+const streamWindow = 64 << 10
 
 // clientPing is how long a connection this replica dialled may carry
 // nothing before it pings; clientPingTimeout how long a ping or data it
@@ -183,7 +195,10 @@ func (c admittingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Aut
 	if tlsInfo, ok := info.(credentials.TLSInfo); ok {
 		role = c.g.identity.RoleOf(tlsInfo.State)
 	}
-	return conn, roleInfo{AuthInfo: info, role: role}, nil
+	limited := newMessageLimitConn(conn, c.g.limits.limits.messageBytes(role), func(error) {
+		c.g.rejections.Record(from, "", ReasonRemoteLimit)
+	})
+	return limited, roleInfo{AuthInfo: info, role: role}, nil
 }
 
 // roleInfo carries the role a peer proved to the stream interceptor.

@@ -38,18 +38,37 @@ type Limits struct {
 	// connection: protoactor opens one, for the connection's life.
 	StreamsPerConnection uint32
 	// MessageBytes bounds one message of the stream (a batch of
-	// envelopes), decoded before it is checked: the largest batch of
-	// handoff pages must fit (dispatch.MaxMessageBytes).
+	// envelopes) a replica sends, decoded before it is checked: the
+	// largest batch of handoff pages must fit (dispatch.MaxMessageBytes).
 	MessageBytes int
+	// QuestionBytes bounds one message a node-local process sends: a
+	// batch of questions (ZoneQuery, RingRequest), which its own remote
+	// sends a few at a time. Enforced from the message's header, before
+	// gRPC allocates the length the header declares.
+	QuestionBytes int
 	// Idle closes a connection that has had no stream for this long, and
 	// pings one that has been silent for this long.
 	Idle time.Duration
 }
 
+// DefaultQuestionBytes is the largest message a node-local process may
+// send: a batch of questions. The largest ZoneQuery is about 2 KiB (a
+// name of 255 bytes on the wire, every byte written as \DDD, twice, as
+// its zone key and its name, and a topology zone label of 63 bytes); a
+// node-local process batches at most NodeLocalBatch of them, with its
+// actors' names and addresses once: under 10 KiB. A RingRequest is 20
+// bytes.
+const DefaultQuestionBytes = 16 << 10
+
+// NodeLocalBatch is how many messages a node-local process's remote puts
+// in one batch (protoactor's EndpointWriterBatchSize, 1000 by default),
+// so that its batches of questions stay under QuestionBytes.
+const NodeLocalBatch = 4
+
 // DefaultLimits are the limits of a remote port.
 func DefaultLimits() Limits {
 	return Limits{ConnectionsPerPeer: 64, Connections: 4096, HandshakesPerPeer: 8, Handshakes: 128, HandshakeRate: 20,
-		StreamsPerConnection: 4, MessageBytes: 4 << 20, Idle: 2 * time.Minute}
+		StreamsPerConnection: 4, MessageBytes: 4 << 20, QuestionBytes: DefaultQuestionBytes, Idle: 2 * time.Minute}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -75,10 +94,21 @@ func (l Limits) withDefaults() Limits {
 	if l.MessageBytes <= 0 {
 		l.MessageBytes = d.MessageBytes
 	}
+	if l.QuestionBytes <= 0 {
+		l.QuestionBytes = d.QuestionBytes
+	}
 	if l.Idle <= 0 {
 		l.Idle = d.Idle
 	}
 	return l
+}
+
+// messageBytes is the largest message a peer of role may send.
+func (l Limits) messageBytes(role Role) int {
+	if role == RoleNodeLocal {
+		return l.QuestionBytes
+	}
+	return l.MessageBytes
 }
 
 var errLimit = errors.New("trust: connection limit reached")
