@@ -40,7 +40,8 @@ type clusterState struct {
 	seenRemotes sync.Map
 	cfg         config.ClusterConfig
 	remote      *remote.Remote
-	remoteAddr  string // advertised host:port of actor remote
+	outbound    *trust.Outbound // bounds what remote queues for other processes
+	remoteAddr  string          // advertised host:port of actor remote
 	dispatch    *dispatch.Client
 	handoff     *dispatch.Handoff    // hands zones to replicas that gain them
 	ring        *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
@@ -151,10 +152,13 @@ func (n *Node) startCluster() error {
 		c.stopTrust()
 		return fmt.Errorf("cluster: %w", err)
 	}
+	c.outbound = trust.NewOutbound(trust.OutboundLimits{}, c.rejections)
+	dial := append(remoteDialOptions(guard, host, adv), c.outbound.DialOptions()...)
 	c.remote = remote.NewRemote(n.system, remote.Configure(host, port, remote.WithAdvertisedHost(c.remoteAddr),
 		remote.WithServerOptions(append(guard.ServerOptions(), grpc.ReadBufferSize(remoteBuffer), grpc.WriteBufferSize(remoteBuffer))...),
-		remote.WithDialOptions(append(remoteDialOptions(guard, host, adv), grpc.WithReadBufferSize(remoteBuffer), grpc.WithWriteBufferSize(remoteBuffer))...),
-		remote.WithEndpointWriterQueueSize(endpointWriterQueue)))
+		remote.WithDialOptions(append(dial, grpc.WithReadBufferSize(remoteBuffer), grpc.WithWriteBufferSize(remoteBuffer))...),
+		remote.WithEndpointWriterQueueSize(endpointWriterQueue), remote.WithEndpointWriterBatchSize(writerBatch(n.nodeLocal))))
+	c.outbound.Attach(n.system, c.remote)
 	c.remote.Start()
 	timing := gossipTiming(cc)
 	if err := n.startLiveness(c, guard, host, timing.ProbeInterval); err != nil {
@@ -292,6 +296,17 @@ func (n *Node) buildRing() *cluster.Ring {
 // replica and every node-local cache it answers. With 6 replicas that was
 // 80 MB of each replica's RSS (TestShardedIngest).
 const endpointWriterQueue = 1024
+
+// writerBatch is how many messages protoactor puts in one batch to a
+// peer: a node-local process's batches are questions, which replicas take
+// up to trust.DefaultQuestionBytes at once; replicas keep protoactor's
+// default.
+func writerBatch(nodeLocal bool) int {
+	if nodeLocal {
+		return trust.NodeLocalBatch
+	}
+	return 1000
+}
 
 // remoteBuffer sizes the read and the write buffer of each actor remote
 // connection, which gRPC keeps for the connection's life, 32 KB each by
@@ -543,6 +558,7 @@ func (n *Node) stopCluster() {
 	n.cluster.stopLiveness(n.system)
 	n.cluster.members.Close()
 	n.cluster.remote.Shutdown(false)
+	n.cluster.outbound.Detach()
 	n.cluster.stopTrust()
 }
 
