@@ -144,7 +144,7 @@ func containerConfig(seed string, keyed bool) string {
 	}
 	return fmt.Sprintf(`
 dns: {listen: ["0.0.0.0:53"]}
-http: {listen: "0.0.0.0:8080", lameduck: 1s}
+http: {listen: "0.0.0.0:8080", lameduck: 1s, debug: ["0.0.0.0/0"]} # the test reads /debug/ring from the host, through the network's gateway
 kubernetes: {enabled: false}
 manifests: {files: [demo-cluster.yaml]}
 forward: {upstreams: []}

@@ -120,7 +120,7 @@ func (c *nodeCluster) testReplaceCoreDNS(t *testing.T) {
 
 	// Step 2: apply, then `rollout status statefulset shardns`.
 	start := time.Now()
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, objs)
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, objs))
 	if t.Failed() {
 		t.FailNow()
 	}

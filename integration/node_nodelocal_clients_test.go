@@ -62,7 +62,7 @@ func (c *nodeCluster) testNodeLocalClients(t *testing.T) {
 		c.enforcePodSecurity(t, previous)
 	})
 	c.enforcePodSecurity(t, "privileged")
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, objs)
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, objs))
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -162,7 +162,7 @@ func (c *nodeCluster) restoreBase(t *testing.T, base string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, deployDir))
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, render(t, deployDir)))
 	if updated.Status.UpdateRevision != base {
 		c.waitRollout(t, updated.Status.UpdateRevision)
 	}

@@ -99,7 +99,7 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 		}
 		c.removeNodeLocal(t, component)
 	})
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, objs)
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, objs))
 	if t.Failed() {
 		t.FailNow()
 	}

@@ -81,7 +81,7 @@ func (c *nodeCluster) testApplyAndResolve(t *testing.T) {
 	ctx := context.Background()
 	c.enforcePodSecurity(t, "restricted")
 	start := time.Now()
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, deployDir))
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, render(t, deployDir)))
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -315,7 +315,7 @@ configMapGenerator:
 		}
 	}
 	start := time.Now()
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, overlay))
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, render(t, overlay)))
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -360,7 +360,7 @@ configMapGenerator:
 	// after this one would run during the rollback.
 	start = time.Now()
 	failedBefore := t.Failed()
-	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, render(t, deployDir))
+	newApplierFor(t, c.node.RESTConfig(), true).applyAll(t, allowNodeDebug(t, render(t, deployDir)))
 	if t.Failed() && !failedBefore {
 		t.FailNow() // deploy/ itself was refused
 	}

@@ -99,7 +99,7 @@ func startPartitionReplicas(t *testing.T, lab *netLab, cluster string, rf int) [
 	for i := range 3 {
 		cfg := fmt.Sprintf(`
 dns: {listen: ["%[1]s:53"]}
-http: {listen: "%[1]s:8080"}
+http: {listen: "%[1]s:8080", debug: [%[7]q]} # the test reads /debug/ring from the host's end of the lab
 kubernetes: {enabled: false}
 manifests: {files: [%[2]q]}
 forward: {upstreams: []}
@@ -110,7 +110,7 @@ cluster:
   remote: "%[1]s:8090"
   replicationFactor: %[5]d
   secretKeyFile: %[6]q
-`, ips[i], cluster, i, strings.Join(seeds, ", "), rf, keyFile)
+`, ips[i], cluster, i, strings.Join(seeds, ", "), rf, keyFile, lab.host)
 		path := filepath.Join(t.TempDir(), "shardns.yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
