@@ -67,12 +67,12 @@ type OutboundLimits struct {
 
 // MessageOverhead is what one queued message costs beside its encoded
 // bytes: protoactor's envelope, the message's structure, a mailbox slot.
-const MessageOverhead = 256
+const MessageOverhead = 512
 
 // DefaultOutboundLimits are the bounds of a replica's sends.
 func DefaultOutboundLimits() OutboundLimits {
 	return OutboundLimits{ConnectTimeout: 5 * time.Second, SendTimeout: 10 * time.Second,
-		QueueBytes: 4 << 20, HostQueueBytes: 8 << 20, EndpointsPerHost: 32, ReplyBytes: 16 << 10}
+		QueueBytes: 2 << 20, HostQueueBytes: 4 << 20, EndpointsPerHost: 32, ReplyBytes: 16 << 10}
 }
 
 func (l OutboundLimits) withDefaults() OutboundLimits {
