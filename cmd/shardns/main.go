@@ -52,6 +52,7 @@ const usage = `usage:
   shardns check --config FILE     validate a configuration, its manifests and zone files
                                   (--corefile FILE: a Corefile, as serve would run it)
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
+                                  (served to the replica's own host, and to http.debug)
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
                                   and its imports [--allow-unmapped] [--expand-env]; - reads standard input
   shardns convert --kube-dns-configmap FILE
@@ -196,6 +197,12 @@ func ring(args []string) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// 403: /debug/ring is served to the replica's own host and the
+		// networks of its http.debug only.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s/debug/ring: %s", *addr, strings.TrimSpace(string(body)))
+	}
 	var r httpapi.Ring
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		return fmt.Errorf("%s/debug/ring: %w", *addr, err)
