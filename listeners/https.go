@@ -2,18 +2,15 @@ package listeners
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +42,8 @@ type httpsListener struct {
 	sockets  *Sockets
 	server   *http.Server
 	conns    *connSet
+	inflight *gate         // the requests being read and answered (https_limits.go)
+	large    *gate         // those whose body outgrew the smallest buffer
 	stopping chan struct{} // closed when the actor stops: late waits end
 	wg       sync.WaitGroup
 }
@@ -69,6 +68,8 @@ func (l *httpsListener) Receive(ctx actor.Context) {
 
 func (l *httpsListener) start() {
 	l.conns = newConnSet()
+	l.inflight = newGate(l.cfg.HTTPS.maxInFlight(), l.cfg.HTTPS.Refused.Evicted)
+	l.large = newGate(cmp.Or(l.cfg.MaxLargeMessages, DefaultMaxLargeMessages), l.cfg.HTTPS.Refused.Evicted)
 	l.stopping = make(chan struct{})
 	l.server = &http.Server{
 		Handler:           l,
@@ -78,6 +79,7 @@ func (l *httpsListener) start() {
 		WriteTimeout:      l.cfg.writeTimeout() + l.lateBound(), // each request sets its own; see ServeHTTP
 		IdleTimeout:       l.cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
+		HTTP2:             l.cfg.HTTPS.http2Config(),
 		// Failed handshakes and broken clients are not the server's errors.
 		ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug),
 	}
@@ -114,11 +116,12 @@ func (l *httpsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	req, status, err := dohQuery(w, r)
+	req, release, status, err := l.admit(w, r)
 	if err != nil {
-		http.Error(w, err.Error(), status)
+		refuse(w, r, status, err)
 		return
 	}
+	defer release()
 	client, _ := netip.ParseAddrPort(r.RemoteAddr)
 	client = netip.AddrPortFrom(client.Addr().Unmap(), client.Port())
 	late := &lateAnswer{c: make(chan []byte, 1)}
@@ -187,47 +190,6 @@ func (a *lateAnswer) WriteLate(resp []byte, _ netip.AddrPort) {
 	case a.c <- bytes.Clone(resp):
 	default:
 	}
-}
-
-// dohQuery reads the DNS query of a request (RFC 8484 section 4.1): the
-// base64url dns parameter of a GET, or the application/dns-message body of
-// a POST. The error comes with the HTTP status to answer.
-func dohQuery(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
-	var msg []byte
-	switch r.Method {
-	case http.MethodGet:
-		param := r.URL.Query().Get("dns")
-		if param == "" {
-			return nil, http.StatusBadRequest, errors.New("missing dns parameter")
-		}
-		// RFC 8484 says without padding; be lenient with clients that pad.
-		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(param, "="))
-		if err != nil {
-			return nil, http.StatusBadRequest, errors.New("the dns parameter is not base64url")
-		}
-		msg = b
-	case http.MethodPost:
-		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if err != nil || mt != dohMediaType {
-			return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type must be %s", dohMediaType)
-		}
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, dohMaxMessage))
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			return nil, http.StatusRequestEntityTooLarge, errors.New("the body is larger than a DNS message")
-		case err != nil:
-			return nil, http.StatusBadRequest, errors.New("reading the body failed")
-		}
-		msg = b
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		return nil, http.StatusMethodNotAllowed, errors.New("use GET or POST")
-	}
-	if len(msg) < 12 || len(msg) > dohMaxMessage {
-		return nil, http.StatusBadRequest, errors.New("not a DNS message")
-	}
-	return msg, 0, nil
 }
 
 // cacheAge is the Cache-Control max-age of a response (RFC 8484 section

@@ -60,13 +60,17 @@ func TestDoHQuery(t *testing.T) {
 			if c.contentType != "" {
 				r.Header.Set("Content-Type", c.contentType)
 			}
-			w := httptest.NewRecorder()
-			got, status, err := dohQuery(w, r)
+			got, status, err := dohQuery(r, nil)
 			if status != c.status {
 				t.Fatalf("status %d (%v), want %d", status, err, c.status)
 			}
-			if c.status == 0 && !bytes.Equal(got, q) {
-				t.Fatalf("query %x, want %x", got, q)
+			if c.status == 0 && !bytes.Equal(got.bytes(), q) {
+				t.Fatalf("query %x, want %x", got.bytes(), q)
+			}
+			got.release()
+			w := httptest.NewRecorder()
+			if c.status != 0 {
+				refuse(w, r, status, err)
 			}
 			if c.status == http.StatusMethodNotAllowed && w.Header().Get("Allow") != "GET, POST" {
 				t.Fatalf("Allow = %q", w.Header().Get("Allow"))

@@ -11,6 +11,7 @@
 package listeners
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -50,12 +51,20 @@ type Config struct {
 	Evicted                 prometheus.Counter // counts connections closed for MaxConnections; may be nil
 	EvictedSource           prometheus.Counter // counts connections closed for MaxConnectionsPerSource; may be nil
 	MaxQueries              int                // TCP: queries per connection before it is closed; 0: no bound
-	UDPReaders              int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)
-	RateLimit               *RateLimiter       // UDP queries per client address; nil: no limit
-	RateLimited             prometheus.Counter // counts datagrams RateLimit dropped; may be nil
-	RRL                     *RRL               // UDP response rate limiting; nil: none
-	RRLCounters             *RRLCounters       // counts RRL's decisions; may be nil
-	Logger                  *slog.Logger
+	// MaxLargeMessages bounds the messages over 512 bytes (TCP and TLS
+	// messages, HTTPS bodies) read or answered at once; one more cuts the
+	// one arriving the longest (gate.go). 0: DefaultMaxLargeMessages.
+	MaxLargeMessages int
+	LargeEvicted     prometheus.Counter // counts connections closed for MaxLargeMessages; may be nil
+	LargeDropped     prometheus.Counter // counts messages dropped with every place answering; may be nil
+	// HTTPS bounds DNS over HTTPS (https.go).
+	HTTPS       HTTPSLimits
+	UDPReaders  int                // goroutines reading the UDP socket; 0: one per two cores (defaultUDPReaders)
+	RateLimit   *RateLimiter       // UDP queries per client address; nil: no limit
+	RateLimited prometheus.Counter // counts datagrams RateLimit dropped; may be nil
+	RRL         *RRL               // UDP response rate limiting; nil: none
+	RRLCounters *RRLCounters       // counts RRL's decisions; may be nil
+	Logger      *slog.Logger
 }
 
 // Sockets are the bound sockets of one address. UDP is nil for DNS over
@@ -130,7 +139,12 @@ type listener struct {
 	sockets *Sockets
 	wg      sync.WaitGroup
 	conns   *connSet
+	large   *gate // TCP messages over 512 bytes being read or answered
 }
+
+// DefaultMaxLargeMessages is Config.MaxLargeMessages's default: 64
+// buffers of at most 64 KiB, 4 MiB, per listener.
+const DefaultMaxLargeMessages = 64
 
 // NewProps returns the props of a listener serving sockets: plain DNS,
 // or DNS over TLS when cfg.TLS is set.
@@ -158,6 +172,7 @@ func (l *listener) start() {
 		readers = defaultUDPReaders()
 	}
 	l.conns = newConnSet()
+	l.large = newGate(cmp.Or(l.cfg.MaxLargeMessages, DefaultMaxLargeMessages), l.cfg.LargeEvicted)
 	proto := "tls"
 	if l.sockets.UDP != nil {
 		proto = "udp+tcp"

@@ -61,26 +61,75 @@ func (l *listener) serveConn(c net.Conn, s *trackedConnState) {
 			return
 		}
 		n := int(binary.BigEndian.Uint16(lenBuf[:]))
-		if cap(buf) < n {
-			buf = make([]byte, n)
+		var resp []byte
+		var ok bool
+		if n <= cap(buf) {
+			resp, ok = l.serveSmall(c, s, t, buf[:n], out[:0])
+		} else {
+			resp, ok = l.serveLarge(c, s, t, n, out[:0])
 		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(c, buf); err != nil {
+		if !ok {
 			return
 		}
-		l.conns.touch(s)
-		resp := l.serve(buf, t, out[:0])
 		if resp == nil {
-			if !query.Pending(buf) {
-				return // dropped: the client is not speaking DNS
-			}
 			continue // answered later through w
 		}
 		if err := w.write(resp); err != nil {
 			return
 		}
-		out = resp[:0]
+		if cap(resp) <= keptBuffer {
+			out = resp[:0]
+		}
 	}
+}
+
+// keptBuffer is the largest answer or frame buffer a connection keeps
+// between queries: one that answered a large question is dropped, so
+// that a thousand connections that each asked one cost little idle.
+const keptBuffer = 4 << 10
+
+// serveSmall reads a message that fits the connection's own buffer and
+// answers it: the fast path, which allocates nothing. resp is nil when
+// the answer comes later; ok is false when the connection must close.
+func (l *listener) serveSmall(c net.Conn, s *trackedConnState, t query.Transport, buf, out []byte) (resp []byte, ok bool) {
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return nil, false
+	}
+	l.conns.touch(s)
+	return l.answerTCP(buf, t, out)
+}
+
+// serveLarge reads a message longer than the connection's own buffer
+// into a pooled buffer that grows as its bytes arrive, holding a place
+// in the listener's gate for large messages (gate.go) from its first
+// byte until it is answered: their number is bounded, and the one that
+// has been arriving the longest has its connection closed for a newer
+// one. When every place is being answered, the connection closes.
+func (l *listener) serveLarge(c net.Conn, s *trackedConnState, t query.Transport, n int, out []byte) (resp []byte, ok bool) {
+	p := l.large.enter(func() { c.Close() })
+	if p == nil {
+		if l.cfg.LargeDropped != nil {
+			l.cfg.LargeDropped.Inc()
+		}
+		return nil, false
+	}
+	defer l.large.leave(p)
+	msg := newMsgBuffer(1)
+	defer msg.release()
+	if err := msg.readFrom(c, n); err != nil || !l.large.arrived(p) {
+		return nil, false
+	}
+	l.conns.touch(s)
+	return l.answerTCP(msg.bytes(), t, out)
+}
+
+// answerTCP answers one message read from a connection.
+func (l *listener) answerTCP(req []byte, t query.Transport, out []byte) (resp []byte, ok bool) {
+	resp = l.serve(req, t, out)
+	if resp == nil && !query.Pending(req) {
+		return nil, false // dropped: the client is not speaking DNS
+	}
+	return resp, true
 }
 
 // readTimeout is how long a new connection may take to send its first
@@ -117,6 +166,9 @@ func (w *tcpWriter) write(resp []byte) error {
 	w.frame = append(w.frame, resp...)
 	w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
 	_, err := w.conn.Write(w.frame)
+	if cap(w.frame) > keptBuffer {
+		w.frame = nil
+	}
 	return err
 }
 
