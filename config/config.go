@@ -107,6 +107,21 @@ type DNSConfig struct {
 	// TCPMaxQueries closes a TCP connection after this many queries, so
 	// one client cannot hold a connection for ever; 0: no bound.
 	TCPMaxQueries int `json:"tcpMaxQueries"`
+	// MaxLargeMessages bounds the TCP, TLS and HTTPS messages over 512
+	// bytes being read or answered at once per listener; one more cuts
+	// the one that has been arriving the longest (its connection closed,
+	// its stream answered 503). 0: 64.
+	MaxLargeMessages int `json:"maxLargeMessages"`
+	// HTTPSMaxStreams bounds the HTTP/2 streams one DNS over HTTPS
+	// connection may have open; a further one is refused. 0: 32.
+	HTTPSMaxStreams int `json:"httpsMaxStreams"`
+	// HTTPSMaxInFlight bounds the DNS over HTTPS requests being read or
+	// answered per listener; one more takes the place of the body that
+	// has been arriving the longest, or is answered 503. 0: 256.
+	HTTPSMaxInFlight int `json:"httpsMaxInFlight"`
+	// HTTPSBodyTimeout bounds reading the body of a DNS over HTTPS POST;
+	// a body not in by then is answered 408. 0: 2s.
+	HTTPSBodyTimeout Duration `json:"httpsBodyTimeout"`
 	// RateLimit bounds the UDP queries of each client; off by default.
 	RateLimit RateLimitConfig `json:"rateLimit"`
 	// RRL is response rate limiting on UDP answers; off by default.
@@ -466,7 +481,8 @@ func Default() *Config {
 	return &Config{
 		Mode: "replica",
 		DNS: DNSConfig{Listen: []string{"127.0.0.1:5353"}, TCPIdleTimeout: Duration(10e9),
-			TCPMaxConnections: 1024, TCPMaxConnectionsPerSource: 256, TCPMaxQueries: 10000},
+			TCPMaxConnections: 1024, TCPMaxConnectionsPerSource: 256, TCPMaxQueries: 10000,
+			MaxLargeMessages: 64, HTTPSMaxStreams: 32, HTTPSMaxInFlight: 256, HTTPSBodyTimeout: Duration(2e9)},
 		HTTP: HTTPConfig{Listen: "127.0.0.1:8080", Lameduck: Duration(5e9)},
 		Kubernetes: KubernetesConfig{
 			Enabled:        true,
@@ -596,6 +612,7 @@ func (c *Config) validate() error {
 	if c.DNS.TCPMaxConnectionsPerSource < 0 {
 		bad("dns.tcpMaxConnectionsPerSource", "must not be negative")
 	}
+	c.validateStreamLimits(bad)
 	validateRRL(bad, &c.DNS.RRL)
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen); err != nil {

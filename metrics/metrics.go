@@ -26,6 +26,11 @@ type DNS struct {
 	// TCPEvicted counts connections closed to let a new one in: server,
 	// reason (full: the listener's bound; source: the client's own bound).
 	TCPEvicted *prometheus.CounterVec
+	// HTTPSRefused counts DNS over HTTPS streams and requests refused:
+	// server, reason (streams: over a connection's stream limit; inflight:
+	// every place answering; evicted: a body still arriving gave its place
+	// to a newer request; body_timeout: a body not in within its time).
+	HTTPSRefused *prometheus.CounterVec
 }
 
 // ACL are the access lists' metrics, as CoreDNS's acl plugin's.
@@ -187,7 +192,11 @@ func New(version string) (*prometheus.Registry, *All) {
 		Namespace: "shardns", Subsystem: "dns", Name: "tcp_evicted_total",
 		Help: "Counter of idle TCP, TLS and HTTPS connections closed to let a new one in, by reason.",
 	}, []string{"server", "reason"})
-	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath, d.DNS64Translated, d.RRL, d.TCPEvicted)
+	d.HTTPSRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "shardns", Subsystem: "dns", Name: "https_refused_total",
+		Help: "Counter of DNS over HTTPS streams and requests refused by the listener's bounds, by reason.",
+	}, []string{"server", "reason"})
+	reg.MustRegister(d.RequestSize, d.ResponseSize, d.Panics, d.Autopath, d.DNS64Translated, d.RRL, d.TCPEvicted, d.HTTPSRefused)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "shardns", Name: "build_info",
 		Help: "A metric with a constant '1' value labeled by version and goversion.",

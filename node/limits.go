@@ -27,7 +27,8 @@ func rrlCounters(vec *prometheus.CounterVec, server string) *listeners.RRLCounte
 }
 
 // limits sets a listener's per-client bounds in cfg: the UDP rate limit,
-// response rate limiting and the TCP connection bounds.
+// response rate limiting, the TCP connection bounds, the large TCP
+// messages and the DNS over HTTPS bounds.
 func (n *Node) limits(e *listenerEntry, cfg *listeners.Config) {
 	server := e.spec.transport + "://" + e.sockets.Addr()
 	cfg.RateLimit = e.limiter
@@ -36,4 +37,16 @@ func (n *Node) limits(e *listenerEntry, cfg *listeners.Config) {
 	cfg.MaxConnectionsPerSource = n.cfg.DNS.TCPMaxConnectionsPerSource
 	cfg.Evicted = n.metrics.DNS.TCPEvicted.WithLabelValues(server, "full")
 	cfg.EvictedSource = n.metrics.DNS.TCPEvicted.WithLabelValues(server, "source")
+	cfg.MaxLargeMessages = n.cfg.DNS.MaxLargeMessages
+	cfg.HTTPS = listeners.HTTPSLimits{MaxStreams: n.cfg.DNS.HTTPSMaxStreams, MaxInFlight: n.cfg.DNS.HTTPSMaxInFlight,
+		BodyTimeout: n.cfg.DNS.HTTPSBodyTimeout.D()}
+	if e.spec.transport != "https" {
+		cfg.LargeEvicted = n.metrics.DNS.TCPEvicted.WithLabelValues(server, "buffer")
+		cfg.LargeDropped = n.metrics.DNS.Dropped.WithLabelValues(server, "buffer")
+		return
+	}
+	refused := n.metrics.DNS.HTTPSRefused.MustCurryWith(prometheus.Labels{"server": server})
+	cfg.HTTPS.Refused = listeners.HTTPSRefusals{Streams: refused.WithLabelValues("streams"),
+		InFlight: refused.WithLabelValues("inflight"), Evicted: refused.WithLabelValues("evicted"),
+		BodyTimeout: refused.WithLabelValues("body_timeout")}
 }
