@@ -22,12 +22,18 @@ type NodeLocalConfig struct {
 	// that has no IPv6 address gets NODATA at once, as CoreDNS's
 	// `template ANY AAAA` idiom answers every client. Others are answered.
 	AAAA string `json:"aaaa"`
+	// MeshNamespaces answers the mesh hosts of ServiceEntries exported to
+	// some namespaces only (exportTo "." or namespace names) to the pods
+	// of this node in those namespaces, asking the owners with the pod's
+	// namespace; the replicas answer them to no one. It needs this
+	// node's pods.
+	MeshNamespaces bool `json:"meshNamespaces"`
 }
 
 // WatchesClients reports whether a node-local process watches the pods
 // of its node.
 func (c *Config) WatchesClients() bool {
-	return c.Mode == ModeNodeLocal && (c.Autopath.Enabled || c.NodeLocal.AAAA == AAAANoData)
+	return c.Mode == ModeNodeLocal && (c.Autopath.Enabled || c.NodeLocal.AAAA == AAAANoData || c.NodeLocal.MeshNamespaces)
 }
 
 func (c *Config) validateNodeLocalClients(bad func(key, format string, args ...any)) {
@@ -37,7 +43,7 @@ func (c *Config) validateNodeLocalClients(bad func(key, format string, args ...a
 	default:
 		bad("nodeLocal.aaaa", "must be answer or nodata, got %q", n.AAAA)
 	}
-	if c.Mode != ModeNodeLocal && (n.AAAA != AAAAAnswer || n.NodeName != "") {
+	if c.Mode != ModeNodeLocal && (n.AAAA != AAAAAnswer || n.NodeName != "" || n.MeshNamespaces) {
 		bad("nodeLocal", "is read in mode: nodelocal only; a replica learns its clients from kubernetes.pods: verified")
 	}
 	if n.NodeName != "" && !ValidDomain(n.NodeName) {

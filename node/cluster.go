@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -189,6 +188,7 @@ func (n *Node) startCluster() error {
 		c.stopLiveness(n.system)
 		return err
 	}
+	c.ring.SetMeshSource(n.meshDirectory)
 	if n.nodeLocal {
 		c.feed = n.startRingFeed(c, timing.ProbeInterval)
 		c.members = c.feed
@@ -496,19 +496,9 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
 	return &query.Cluster{
 		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
-			addr, ok := n.remoteOf(member)
-			if !ok {
-				return nil, fmt.Errorf("%s is not a member", member)
-			}
-			m, err := n.cluster.dispatch.Ask(ctx, addr, zoneKey, name, qtype, topo)
-			switch {
-			case errors.Is(err, dispatch.ErrNotServed):
-				return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)
-			case err != nil:
-				n.cluster.liveness.Suspect(member, addr) // no answer: is it gone?
-			}
-			return m, err
+			return n.askFor(ctx, member, zoneKey, name, qtype, topo, "")
 		},
+		AskFor: n.askFor,
 		Cache: cache.New(cache.Config{Size: c.Cache.Size, MaxBytes: c.Cache.Bytes(), SuccessMaxTTL: sec(c.Cache.MaxTTL),
 			DenialMaxTTL: sec(c.Cache.DenialMaxTTL)}),
 		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, MaxInFlight: int64(c.Forward.MaxConcurrent),

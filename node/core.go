@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardns/shardns/acl"
+	"github.com/shardns/shardns/actors/dispatch"
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
@@ -212,6 +213,7 @@ type coreSharding struct {
 	cluster *query.Cluster
 	live    *atomic.Pointer[cluster.Ring] // the ring as it changes
 	fetch   zones.FetchZone               // loads a gained zone from a replica that held it
+	mesh    func() *dispatch.MeshNames    // the mesh names the replicas told a node-local process
 }
 
 // handler is the query handler of this core for one listener; server is
@@ -242,6 +244,9 @@ func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handl
 		}
 		if c.cfg.NodeLocal.AAAA == config.AAAANoData {
 			h.IPv4Clients = c.clients
+		}
+		if c.cfg.NodeLocal.MeshNamespaces {
+			h.MeshClients = c.clients
 		}
 	}
 	if c.cfg.Log.Queries {

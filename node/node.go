@@ -327,6 +327,7 @@ func (n *Node) sharding(cfg *config.Config) coreSharding {
 	s := coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring}
 	if n.cluster != nil {
 		s.fetch = n.cluster.handoff.Fetch
+		s.mesh = n.cluster.ring.Mesh
 	}
 	return s
 }

@@ -1,13 +1,19 @@
 package node
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/actors/dispatch"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/metrics"
+	"github.com/shardns/shardns/query"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/zone"
 )
@@ -17,9 +23,20 @@ import (
 // may exist (the owners say NXDOMAIN). Names outside the cluster domains
 // are not cluster names here: they go to the forwarder.
 type ownersView struct {
-	dir  *zone.Directory
+	cfg  *zone.Config
+	base *zone.Directory // without mesh names
 	ring *atomic.Pointer[cluster.Ring]
 	memo atomic.Pointer[ownerMemo]
+	// mesh is the mesh host names the replicas told last (nil: none,
+	// or not asked); dir is the directory built from them.
+	mesh func() *dispatch.MeshNames
+	dir  atomic.Pointer[meshDirectory]
+}
+
+// meshDirectory is the directory of one set of mesh names.
+type meshDirectory struct {
+	from *dispatch.MeshNames
+	dir  *zone.Directory
 }
 
 // ownerMemo remembers the owners of zone keys for one ring.
@@ -33,13 +50,39 @@ type ownerMemo struct {
 // which clients choose.
 const maxMemo = 4096
 
-func newOwnersView(cfg *zone.Config, ring *atomic.Pointer[cluster.Ring]) *ownersView {
-	dir := zone.NewDirectory(cfg, map[string]struct{}{}, true, 1)
-	dir.AnyNamespace = true
-	return &ownersView{dir: dir, ring: ring}
+func newOwnersView(cfg *zone.Config, ring *atomic.Pointer[cluster.Ring], mesh func() *dispatch.MeshNames) *ownersView {
+	return &ownersView{cfg: cfg, base: ownersDirectory(cfg, nil), ring: ring, mesh: mesh}
 }
 
-func (v *ownersView) Directory() *zone.Directory { return v.dir }
+func ownersDirectory(cfg *zone.Config, meshNames []string) *zone.Directory {
+	names := make(map[string]struct{}, len(meshNames))
+	for _, n := range meshNames {
+		names[n] = struct{}{}
+	}
+	dir := zone.NewDirectory(cfg, map[string]struct{}{}, true, 1).WithMesh(names)
+	dir.AnyNamespace = true
+	return dir
+}
+
+// Directory is the directory of the mesh names the replicas told last:
+// a mesh name is asked of the owners of its zone (with the client's
+// namespace, when that namespace has names of its own), as on a replica.
+// It is built again by the first question after the names change.
+func (v *ownersView) Directory() *zone.Directory {
+	var m *dispatch.MeshNames
+	if v.mesh != nil {
+		m = v.mesh()
+	}
+	if m == nil {
+		return v.base
+	}
+	if d := v.dir.Load(); d != nil && d.from == m {
+		return d.dir
+	}
+	d := &meshDirectory{from: m, dir: ownersDirectory(v.cfg, m.Names)}
+	v.dir.Store(d)
+	return d.dir
+}
 
 func (v *ownersView) Zone(string) *zone.Snapshot { return nil }
 
@@ -91,7 +134,7 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if sharding.cluster == nil || sharding.live == nil {
 		return nil, fmt.Errorf("mode: nodelocal needs cluster.join or cluster.joinService")
 	}
-	c.view = newOwnersView(c.answer, sharding.live)
+	c.view = newOwnersView(c.answer, sharding.live, sharding.mesh)
 	c.synced.Store(true)
 	c.loaded.Store(true)
 	var err error
@@ -132,5 +175,32 @@ func (c *core) watchClients() error {
 			log.Info("the pods of this node are known: autopath and the AAAA policy apply to them", "node", nodeName, "pods", len(pods))
 		}
 	})
+	return nil
+}
+
+// askFor asks the replica called member, for a client of namespace ns
+// ("": none known, or a replica's own question): the query path's access
+// to the owners (query.Cluster's Ask and AskFor).
+func (n *Node) askFor(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error) {
+	addr, ok := n.remoteOf(member)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a member", member)
+	}
+	m, err := n.cluster.dispatch.AskFor(ctx, addr, zoneKey, name, qtype, topo, ns)
+	switch {
+	case errors.Is(err, dispatch.ErrNotServed):
+		return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)
+	case err != nil:
+		n.cluster.liveness.Suspect(member, addr) // no answer: is it gone?
+	}
+	return m, err
+}
+
+// meshDirectory is the directory whose mesh host names the ring server
+// tells node-local processes: the serving core's; nil before it has one.
+func (n *Node) meshDirectory() *zone.Directory {
+	if core := n.core.Load(); core != nil && core.table != nil {
+		return core.table.Directory()
+	}
 	return nil
 }

@@ -139,7 +139,7 @@ func (c *Cluster) lookup(name string, qtype uint16, resp zone.Response, topo zon
 	c.count("miss")
 	err := errNoOwnerAnswered
 	for _, member := range resp.Remote[:min(len(resp.Remote), c.Attempts)] {
-		m, e := c.ask(member, resp.Zone, name, qtype, topo, c.Timeout)
+		m, e := c.ask(member, resp.Zone, name, qtype, topo, c.Timeout, "")
 		if e == nil {
 			c.Cache.Put(key, m, c.Now())
 			return m, nil

@@ -44,6 +44,10 @@ type Handler struct {
 	Upstream *Upstream
 	// Autopath, when set, walks the client pod's search path on the server.
 	Autopath ClientNamespaces
+	// MeshClients, when set (a node-local process), tells the namespace
+	// of a client pod, whose mesh hosts exported to it alone are then
+	// answered to it (meshclients.go).
+	MeshClients ClientNamespaces
 	// IPv4Clients, when set, answers AAAA questions from the clients it
 	// reports IPv4-only with NODATA, asking no one: they cannot use the
 	// answer (a node-local process's nodeLocal.aaaa: nodata).
@@ -130,6 +134,7 @@ type exchange struct {
 	rewrite *rewrite.Result // the rules that applied; asked is the question before them
 	asked   dns.Question
 	fed     *federated     // the question had a federation label, taken out
+	meshNS  string         // the client's namespace, when it has mesh hosts of its own
 	ede     *dns.EDNS0_EDE // an extended error for the OPT record of the answer
 }
 
@@ -154,13 +159,16 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 			return b
 		}
 	}
-	if b, ok := h.serveFast(req, t, out); ok {
-		if h.ACL != nil {
-			h.countACL(acl.Allow, "")
+	meshNS := h.meshNamespace(t)
+	if meshNS == "" { // else no answer cached by name may be this client's
+		if b, ok := h.serveFast(req, t, out); ok {
+			if h.ACL != nil {
+				h.countACL(acl.Allow, "")
+			}
+			return b
 		}
-		return b
 	}
-	x := &exchange{req: new(dns.Msg), reqSize: len(req), t: t, zone: ".", start: time.Now()}
+	x := &exchange{req: new(dns.Msg), reqSize: len(req), t: t, zone: ".", start: time.Now(), meshNS: meshNS}
 	if err := x.req.Unpack(req); err != nil {
 		b := AppendErrorReply(out, req, dns.RcodeFormatError)
 		h.observe(x, dns.RcodeFormatError, len(b))
@@ -231,7 +239,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	if h.Federation != nil {
 		name = h.federate(x, name)
 	}
-	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
+	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype, Namespace: x.meshNS})
 	if x.fed != nil && resp.Rcode == dns.RcodeNameError {
 		return h.answerFederated(x, r, out)
 	}

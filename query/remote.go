@@ -24,6 +24,10 @@ type Cluster struct {
 	// hold the zone (yet). topo is what the answer is ordered for: this
 	// process's own topology, which the replica asked follows.
 	Ask func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error)
+	// AskFor is Ask for a client pod of namespace ns: the owner answers
+	// with the mesh hosts exported to ns alone too (zone.Response's
+	// Private). Nil: such names are not asked (SERVFAIL).
+	AskFor func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error)
 	// Cache holds owners' answers, bounded in size and by their TTLs.
 	Cache *cache.Cache
 	// Timeout bounds one attempt; Attempts × Timeout bounds the question.
@@ -51,7 +55,9 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	c := h.Cluster
 	q := x.req.Question[0]
 	key := cache.Key{Name: name, Type: q.Qtype, Class: q.Qclass}
-	if m, st, _ := c.Cache.Get(key, c.Now()); st == cache.Fresh {
+	// A namespace's own answer is never cached by name: another
+	// namespace's client would get it.
+	if m, st, _ := c.Cache.Get(key, c.Now()); st == cache.Fresh && !resp.Private {
 		c.count("hit")
 		return h.answerFromOwner(x, r, name, m, out)
 	}
@@ -100,9 +106,11 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 			if silent[member] || left <= 0 {
 				continue
 			}
-			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left))
+			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left), privateTo(x, resp))
 			if err == nil {
-				c.Cache.Put(key, m, c.Now())
+				if !resp.Private {
+					c.Cache.Put(key, m, c.Now())
+				}
 				return h.answerFromOwner(x, r, name, m, nil)
 			}
 			if !errors.Is(err, ErrNotServed) {
@@ -114,7 +122,7 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, c.Timeout)
-		next := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: qtype})
+		next := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: qtype, Namespace: x.meshNS})
 		switch {
 		case next.FanOut:
 			// The reverse zones became partial meanwhile: the name's
@@ -150,7 +158,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 		var wg sync.WaitGroup
 		for i, member := range resp.Remote {
 			wg.Go(func() {
-				m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), left)
+				m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), left, "")
 				shares[i] = share{member: member, msg: m, err: err}
 			})
 		}
@@ -258,12 +266,22 @@ func appendNew(dst, rrs []dns.RR) []dns.RR {
 	return dst
 }
 
-// ask asks member once, for at most timeout.
-func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, topo zone.Topology, timeout time.Duration) (*dns.Msg, error) {
+// ask asks member once, for at most timeout, for a client of namespace
+// ns ("": the answer every namespace gets).
+func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, topo zone.Topology, timeout time.Duration, ns string) (*dns.Msg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	m, err := c.Ask(ctx, member, zoneKey, name, qtype, topo)
+	var m *dns.Msg
+	var err error
+	switch {
+	case ns == "":
+		m, err = c.Ask(ctx, member, zoneKey, name, qtype, topo)
+	case c.AskFor == nil:
+		err = errors.New("query: no way to ask owners for a namespace")
+	default:
+		m, err = c.AskFor(ctx, member, zoneKey, name, qtype, topo, ns)
+	}
 	if c.Observe != nil {
 		c.Observe(member, time.Since(start), err)
 	}

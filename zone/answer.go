@@ -19,6 +19,10 @@ type Question struct {
 	// Asker, when another process asked (over the cluster), is what its
 	// answer is ordered for (topology.go); nil: this process's own.
 	Asker *Topology
+	// Namespace is the client pod's, when the node tier knows it: mesh
+	// hosts exported to that namespace only are answered too
+	// (meshprivate.go). "": only those exported to every namespace.
+	Namespace string
 }
 
 // Response is the outcome of Answer. Its records may share memory with the
@@ -42,9 +46,13 @@ type Response struct {
 	// Referral is a delegation from a file zone: NS in the authority
 	// section, glue in the additional one, and no AA bit.
 	Referral bool
-	Answer   []dns.RR
-	Ns       []dns.RR
-	Extra    []dns.RR
+	// Private says the answer is the asking namespace's (a mesh host
+	// exported to it alone, meshprivate.go): the owners are asked with
+	// the namespace, and what they answer is never cached by name.
+	Private bool
+	Answer  []dns.RR
+	Ns      []dns.RR
+	Extra   []dns.RR
 }
 
 // View is the state a question is answered from: the replicated directory

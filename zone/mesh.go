@@ -25,16 +25,21 @@ import (
 type MeshHost struct {
 	Name  string       // lower-case and fully qualified; "*.x.y." for a wildcard
 	Addrs []netip.Addr // what it resolves to
+	// Namespaces are those the entry is exported to, sorted, when that is
+	// not every namespace (nil): only the node tier, which knows the
+	// namespace of its client pods, answers it, to those (meshprivate.go).
+	Namespaces []string
 }
 
 // MeshHosts returns the hosts of e that are answered, grouped by zone key,
 // and the hosts left out on purpose (meshpolicy.go):
 //
 //   - An entry not exported to every namespace (its exportTo, else
-//     istio.defaultExportTo) is not answered at all: an answer depends on
-//     the question alone (the query path does not know which namespace
-//     asks, and other replicas' answers are cached by name), so answering
-//     it would expose it to every namespace.
+//     istio.defaultExportTo) gives hosts with the Namespaces it is
+//     exported to: the replicas never answer them (their answer depends
+//     on the question alone, and is cached by name), the node tier does,
+//     to the client pods of those namespaces only. Exported to none
+//     ("~"), it is skipped.
 //   - A host inside a cluster or reverse zone is not answered: the
 //     Kubernetes records own those names.
 //   - A host outside istio.zones is not answered, nor a wildcard over a
@@ -44,12 +49,15 @@ type MeshHost struct {
 //     Istio's DNS proxy leaves such hosts to the upstream resolver too.
 func MeshHosts(cfg *Config, e *model.ServiceEntry) (map[string][]MeshHost, []SkippedHost) {
 	var skipped []SkippedHost
-	if exportTo := cfg.meshExportTo(e); !ExportedToAll(exportTo) {
-		for _, h := range e.Hosts {
-			skipped = append(skipped, SkippedHost{h, SkipExportTo, fmt.Sprintf(
-				"exportTo %v does not include every namespace; only entries visible to all are answered", exportTo)})
+	exportTo := cfg.meshExportTo(e)
+	var visible []string // nil: every namespace
+	if !ExportedToAll(exportTo) {
+		if visible = exportedNamespaces(exportTo, e.Namespace); len(visible) == 0 {
+			for _, h := range e.Hosts {
+				skipped = append(skipped, SkippedHost{h, SkipExportTo, fmt.Sprintf("exportTo %v names no namespace", exportTo)})
+			}
+			return nil, skipped
 		}
-		return nil, skipped
 	}
 	out := map[string][]MeshHost{}
 	for _, h := range e.Hosts {
@@ -66,7 +74,7 @@ func MeshHosts(cfg *Config, e *model.ServiceEntry) (map[string][]MeshHost, []Ski
 		}
 		name := Fqdn(h)
 		key := MeshZoneKey(name)
-		out[key] = append(out[key], MeshHost{Name: name, Addrs: addrs})
+		out[key] = append(out[key], MeshHost{Name: name, Addrs: addrs, Namespaces: visible})
 	}
 	return out, skipped
 }
@@ -112,17 +120,35 @@ func (m *mesh) match(name string) (key string, wildcard, ok bool) {
 }
 
 // WithMesh sets the mesh host names ("a.x.y.", "*.x.y.") of a directory
-// that is not published yet, and returns it.
+// that is not published yet, and returns it. A name written
+// PrivateMeshName(ns, host) is seen by namespace ns only.
 func (d *Directory) WithMesh(hosts map[string]struct{}) *Directory {
-	d.mesh = mesh{exact: map[string]struct{}{}, wildcard: map[string]struct{}{}}
+	d.mesh, d.meshPrivate = newMesh(), nil
 	for h := range hosts {
-		if base, ok := strings.CutPrefix(h, "*."); ok {
-			d.mesh.wildcard[base] = struct{}{}
-		} else {
-			d.mesh.exact[h] = struct{}{}
+		m := &d.mesh
+		if ns, host, private := strings.Cut(h, "/"); private {
+			if d.meshPrivate[ns] == nil {
+				if d.meshPrivate == nil {
+					d.meshPrivate = map[string]*mesh{}
+				}
+				d.meshPrivate[ns] = &mesh{exact: map[string]struct{}{}, wildcard: map[string]struct{}{}}
+			}
+			m, h = d.meshPrivate[ns], host
 		}
+		m.add(h)
 	}
 	return d
+}
+
+func newMesh() mesh { return mesh{exact: map[string]struct{}{}, wildcard: map[string]struct{}{}} }
+
+// add indexes one host name.
+func (m *mesh) add(h string) {
+	if base, ok := strings.CutPrefix(h, "*."); ok {
+		m.wildcard[base] = struct{}{}
+	} else {
+		m.exact[h] = struct{}{}
+	}
 }
 
 // KeyOf returns the zone key that name is answered from in v: its cluster
@@ -139,10 +165,20 @@ func KeyOf(cfg *Config, v View, name string) string {
 	return key
 }
 
+// KeyOfFor is KeyOf for a client of namespace ns, which may see mesh
+// hosts exported to it.
+func KeyOfFor(cfg *Config, v View, name, ns string) string {
+	if key := KeyOf(cfg, v, name); ns == "" || cfg.Domains.Route(name).Kind != RouteExternal || v.Directory().FileOrigin(name) != "" {
+		return key
+	}
+	key, _, _, _ := v.Directory().meshMatch(ns, name)
+	return key
+}
+
 // answerMesh answers a name outside the cluster and reverse zones: from
 // the mesh zone of the host it matches, else it is external.
 func answerMesh(cfg *Config, v View, q Question) Response {
-	key, wildcard, ok := v.Directory().mesh.match(q.Name)
+	key, wildcard, private, ok := v.Directory().meshMatch(q.Namespace, q.Name)
 	if !ok {
 		return Response{External: true}
 	}
@@ -155,13 +191,15 @@ func answerMesh(cfg *Config, v View, q Question) Response {
 			if len(order) == 0 {
 				return Response{Rcode: dns.RcodeServerFailure}
 			}
-			return Response{Remote: order, Zone: key}
+			return Response{Remote: order, Zone: key, Private: private}
 		}
 		// The directory is published before the zone it names; for that
 		// moment the name is what it was before: not ours.
 		return Response{External: true}
 	}
-	return s.answerMesh(q, wildcard)
+	r := s.forNamespace(q.Namespace).answerMesh(q, wildcard)
+	r.Private = private
+	return r
 }
 
 // answerMesh answers a mesh name from this zone. A known host asked for a
@@ -202,7 +240,21 @@ func withOwner(rrs []dns.RR, name string) []dns.RR {
 // ServiceEntry contributes. Entries declaring the same host add up, as
 // Istio merges them.
 func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost) *Snapshot {
-	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]uint32{}, Mesh: hosts}
+	s := buildMeshSnapshot(cfg, key, serial, hosts, "")
+	s.Mesh = hosts
+	for _, ns := range privateNamespaces(hosts) {
+		if s.meshByNamespace == nil {
+			s.meshByNamespace = map[string]*Snapshot{}
+		}
+		s.meshByNamespace[ns] = buildMeshSnapshot(cfg, key, serial, hosts, ns)
+	}
+	return s
+}
+
+// buildMeshSnapshot builds the records of the hosts namespace ns sees:
+// those exported to every namespace, and to ns ("" sees the first only).
+func buildMeshSnapshot(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost, ns string) *Snapshot {
+	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]uint32{}}
 	type draft struct {
 		v4, v6 []netip.Addr
 		seen   map[netip.Addr]bool
@@ -211,6 +263,9 @@ func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][
 	var names []string
 	for _, src := range sortedObjectKeys(hosts) {
 		for _, h := range hosts[src] {
+			if !h.visibleTo(ns) {
+				continue
+			}
 			name := h.Name
 			if strings.HasPrefix(name, "*.") {
 				name = "*" // the zone's one wildcard

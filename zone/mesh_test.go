@@ -160,7 +160,7 @@ func TestMeshHosts(t *testing.T) {
 		{"bare wildcard", serviceEntry("a", "e", []string{"*", "a.*.b"}, "10.0.0.1"), map[string][]string{}, []string{"*", "a.*.b"}},
 		{"no address", serviceEntry("a", "e", []string{"x.y"}), map[string][]string{}, nil},
 		{"exported to a namespace", &model.ServiceEntry{Hosts: []string{"x.y"}, Addresses: ips("10.0.0.1"), ExportTo: []string{"a"}},
-			nil, []string{"x.y"}},
+			map[string][]string{"y.": {"x.y."}}, nil},
 		{"exported to nobody", &model.ServiceEntry{Hosts: []string{"x.y"}, Addresses: ips("10.0.0.1"), ExportTo: []string{"~"}},
 			nil, []string{"x.y"}},
 		{"exported to all", &model.ServiceEntry{Hosts: []string{"x.y"}, Addresses: ips("10.0.0.1"), ExportTo: []string{"*"}},

@@ -81,23 +81,25 @@ func TestPublicSuffix(t *testing.T) {
 	}
 }
 
-// An entry's exportTo, else istio.defaultExportTo, decides whether it is
-// answered by a replica: only when every namespace may see it.
+// An entry's exportTo, else istio.defaultExportTo, decides which
+// namespaces see its hosts: every one (nil), a list, or none (skipped).
 func TestMeshHostsExportTo(t *testing.T) {
 	cases := []struct {
 		name     string
 		defaults []string
 		exportTo []string
-		answered bool
+		want     []string // the hosts' Namespaces
+		skipped  bool
 	}{
-		{"Istio's default", nil, nil, true},
-		{"default every namespace", []string{"*"}, nil, true},
-		{"default own namespace", []string{"."}, nil, false},
-		{"default nobody", []string{"~"}, nil, false},
-		{"entry overrides a private default", []string{"."}, []string{"*"}, true},
-		{"entry overrides a public default", []string{"*"}, []string{"."}, false},
-		{"named namespaces", nil, []string{"a", "b"}, false},
-		{"named and every", nil, []string{"a", "*"}, true},
+		{"Istio's default", nil, nil, nil, false},
+		{"default every namespace", []string{"*"}, nil, nil, false},
+		{"default own namespace", []string{"."}, nil, []string{"tenant-a"}, false},
+		{"default nobody", []string{"~"}, nil, nil, true},
+		{"entry overrides a private default", []string{"."}, []string{"*"}, nil, false},
+		{"entry overrides a public default", []string{"*"}, []string{"."}, []string{"tenant-a"}, false},
+		{"named namespaces, sorted and once", nil, []string{"b", ".", "a", "b"}, []string{"a", "b", "tenant-a"}, false},
+		{"named and every", nil, []string{"a", "*"}, nil, false},
+		{"nobody", nil, []string{"~"}, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -106,11 +108,15 @@ func TestMeshHostsExportTo(t *testing.T) {
 			e := &model.ServiceEntry{Namespace: "tenant-a", Name: "e", Hosts: []string{"x.test.global"},
 				Addresses: ips("10.0.0.1"), ExportTo: c.exportTo}
 			got, skipped := MeshHosts(cfg, e)
-			if answered := len(got) > 0; answered != c.answered {
-				t.Fatalf("answered = %v, want %v (skipped %v)", answered, c.answered, skippedWhy(skipped))
+			if c.skipped {
+				if len(got) != 0 || !slices.Equal(skippedWhy(skipped), []string{"x.test.global export_to"}) {
+					t.Fatalf("hosts %v, skipped %v; want x.test.global skipped for export_to", got, skippedWhy(skipped))
+				}
+				return
 			}
-			if !c.answered && !slices.Equal(skippedWhy(skipped), []string{"x.test.global export_to"}) {
-				t.Errorf("skipped %v, want x.test.global export_to", skippedWhy(skipped))
+			hosts := got["test.global."]
+			if len(hosts) != 1 || len(skipped) != 0 || !slices.Equal(hosts[0].Namespaces, c.want) {
+				t.Fatalf("hosts %+v, skipped %v; want x.test.global. for namespaces %v", hosts, skippedWhy(skipped), c.want)
 			}
 		})
 	}

@@ -30,7 +30,11 @@ type Snapshot struct {
 	// that has them.
 	wildcard    uint32
 	hasWildcard bool
-	reverse     bool // a reverse zone's
+	// meshByNamespace are a mesh zone's records as the namespaces that
+	// have hosts exported to them see them (meshprivate.go); the zone's
+	// own are what every namespace sees.
+	meshByNamespace map[string]*Snapshot
+	reverse         bool // a reverse zone's
 	// A reverse zone answers from PTRs, through ptrIndex, sorted by
 	// address (see BuildReverseZone); ptrRecords is how many records
 	// that makes.
@@ -65,6 +69,7 @@ type Directory struct {
 	Serial       uint32
 	soa          map[string][]dns.RR
 	mesh         mesh              // ServiceEntry host names (see WithMesh)
+	meshPrivate  map[string]*mesh  // host names exported to some namespaces only, by namespace
 	files        map[string]string // file zone origins, each its own key (see WithFiles)
 }
 

@@ -72,7 +72,12 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 			for key, hosts := range byZone {
 				addTo(meshZones, key, o.Key(), hosts)
 				for _, h := range hosts {
-					meshNames[h.Name] = struct{}{}
+					if h.Namespaces == nil {
+						meshNames[h.Name] = struct{}{}
+					}
+					for _, ns := range h.Namespaces {
+						meshNames[PrivateMeshName(ns, h.Name)] = struct{}{}
+					}
 				}
 			}
 		}

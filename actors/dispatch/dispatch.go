@@ -94,9 +94,12 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 	// zones, and reverse zones held whole, are unaffected: a zone held
 	// elsewhere still comes back with Remote, answered "not served", and
 	// so does a zone still loading here (Wait).
-	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype), LocalOnly: true, Asker: askerTopology(q)})
+	// A namespace (a node-local process's client's) adds the mesh hosts
+	// exported to it alone, which are answered to no one else.
+	resp := zone.Answer(cfg, view, zone.Question{Name: q.Name, Type: uint16(q.Qtype), LocalOnly: true, Asker: askerTopology(q),
+		Namespace: q.Namespace})
 	notHere := len(resp.Remote) > 0 || resp.Wait
-	if resp.External || notHere || zone.KeyOf(cfg, view, q.Name) != q.Zone {
+	if resp.External || notHere || zone.KeyOfFor(cfg, view, q.Name, q.Namespace) != q.Zone {
 		return reply, notHere // not a zone this replica serves now
 	}
 	m := new(dns.Msg)
@@ -186,6 +189,13 @@ func (c *Client) receiveReply(ctx actor.Context) {
 // question. The answer is ordered for topo (the asker's zone). An AXFR
 // asks for a namespace's part of a transfer (TransferName).
 func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
+	return c.AskFor(ctx, remoteAddr, zoneKey, name, qtype, topo, "")
+}
+
+// AskFor is Ask for a client pod of namespace ns: the answer includes the
+// mesh hosts exported to ns alone. Only a node-local process, which knows
+// its clients, asks with a namespace.
+func (c *Client) AskFor(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error) {
 	server := ServerName
 	if qtype == dns.TypeAXFR {
 		server = TransferName
@@ -195,7 +205,7 @@ func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtyp
 	})
 	defer c.pending.done(id)
 	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype),
-		TopologyMode: uint32(topo.Mode), TopologyZone: topo.Zone}
+		TopologyMode: uint32(topo.Mode), TopologyZone: topo.Zone, Namespace: ns}
 	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, server), q, c.replies)
 	select {
 	case r := <-ch:

@@ -33,6 +33,7 @@ type RingSource func() *cluster.Ring
 type ringServer struct {
 	source RingSource
 	last   atomic.Pointer[ringView] // the view of the last ring asked about
+	mesh   meshServer
 }
 
 // ringView is a ring as node-local processes are told it.
@@ -52,6 +53,12 @@ func (s *ringServer) Receive(ctx actor.Context) {
 		reply.Version = v.version
 		if v.version != q.Version {
 			reply.Members = v.members
+		}
+	}
+	if m := s.mesh.view(); m != nil {
+		reply.MeshVersion = m.version
+		if m.version != q.MeshVersion {
+			reply.MeshNames = m.names
 		}
 	}
 	ctx.Request(ctx.Sender(), reply)
@@ -104,14 +111,16 @@ type RingClient struct {
 	system  *actor.ActorSystem
 	replies *actor.PID
 	pending *pending[*wire.RingState]
+	server  *ringServer
+	mesh    atomic.Pointer[MeshNames] // what the replicas told last
 }
 
 // StartRing spawns the ring server and its reply actor on system, which
 // must have remote started.
 func StartRing(system *actor.ActorSystem, source RingSource, counters Counters) (*RingClient, error) {
-	c := &RingClient{system: system, pending: newPending[*wire.RingState](counters.RepliesDropped)}
+	c := &RingClient{system: system, pending: newPending[*wire.RingState](counters.RepliesDropped), server: &ringServer{source: source}}
 	var err error
-	c.replies, err = spawnPair(system, RingName, &ringServer{source: source}, ringRepliesName, c.receive,
+	c.replies, err = spawnPair(system, RingName, c.server, ringRepliesName, c.receive,
 		counters.MailboxDropped)
 	if err != nil {
 		return nil, fmt.Errorf("ring: %w", err)
@@ -132,9 +141,15 @@ func (c *RingClient) receive(ctx actor.Context) {
 func (c *RingClient) Fetch(ctx context.Context, remoteAddr string, known uint64) (uint64, []*wire.RingMember, error) {
 	id, ch := c.pending.add(remoteAddr, RingName, func(r *wire.RingState) bool { return r.AskedVersion == known })
 	defer c.pending.done(id)
-	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, RingName), &wire.RingRequest{Id: id, Version: known}, c.replies)
+	meshKnown := uint64(0)
+	if m := c.mesh.Load(); m != nil {
+		meshKnown = m.Version
+	}
+	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, RingName),
+		&wire.RingRequest{Id: id, Version: known, MeshVersion: meshKnown}, c.replies)
 	select {
 	case r := <-ch:
+		c.takeMesh(meshKnown, r.MeshVersion, r.MeshNames)
 		if r.Version == 0 {
 			return 0, nil, fmt.Errorf("ring: %s has no ring yet", remoteAddr)
 		}

@@ -29,7 +29,12 @@ func (m *Manager) routeMeshChange(c model.Change, batch func(string) *zoneApply,
 		keys = append(keys, key)
 		batch(key).mesh = append(batch(key).mesh, meshChange{source: c.Key, hosts: hosts})
 		for _, h := range hosts {
-			names = append(names, h.Name)
+			if h.Namespaces == nil {
+				names = append(names, h.Name)
+			}
+			for _, ns := range h.Namespaces {
+				names = append(names, zone.PrivateMeshName(ns, h.Name))
+			}
 		}
 	}
 	for _, id := range m.zonesOf.zones(c.Key) {

@@ -38,8 +38,13 @@ type ZoneQuery struct {
 	// zone of the asker's node): a headless Service's endpoints for that
 	// zone first, or alone. A replica that does not read them answers in
 	// the usual order; an asker that does not send them gets it.
-	TopologyMode  uint32 `protobuf:"varint,5,opt,name=topology_mode,json=topologyMode,proto3" json:"topology_mode,omitempty"`
-	TopologyZone  string `protobuf:"bytes,6,opt,name=topology_zone,json=topologyZone,proto3" json:"topology_zone,omitempty"`
+	TopologyMode uint32 `protobuf:"varint,5,opt,name=topology_mode,json=topologyMode,proto3" json:"topology_mode,omitempty"`
+	TopologyZone string `protobuf:"bytes,6,opt,name=topology_zone,json=topologyZone,proto3" json:"topology_zone,omitempty"`
+	// namespace is the client pod's, sent by a node-local process that
+	// knows it: the owner answers with the mesh hosts exported to that
+	// namespace too (zone/meshprivate.go). Empty: those exported to every
+	// namespace only, as a replica that does not read it answers.
+	Namespace     string `protobuf:"bytes,7,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -112,6 +117,13 @@ func (x *ZoneQuery) GetTopologyMode() uint32 {
 func (x *ZoneQuery) GetTopologyZone() string {
 	if x != nil {
 		return x.TopologyZone
+	}
+	return ""
+}
+
+func (x *ZoneQuery) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -456,7 +468,10 @@ type RingRequest struct {
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	// version is the ring the asker holds (0: none): a reply for the same
 	// version lists no members.
-	Version       uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// mesh_version is the version of the mesh host names the asker holds
+	// (0: none): a reply for the same version lists no names.
+	MeshVersion   uint64 `protobuf:"varint,3,opt,name=mesh_version,json=meshVersion,proto3" json:"mesh_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +520,13 @@ func (x *RingRequest) GetVersion() uint64 {
 	return 0
 }
 
+func (x *RingRequest) GetMeshVersion() uint64 {
+	if x != nil {
+		return x.MeshVersion
+	}
+	return 0
+}
+
 // RingState answers a RingRequest.
 type RingState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -513,7 +535,15 @@ type RingState struct {
 	AskedVersion uint64 `protobuf:"varint,2,opt,name=asked_version,json=askedVersion,proto3" json:"asked_version,omitempty"`
 	Version      uint64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
 	// members are the ring's, when version differs from asked_version.
-	Members       []*RingMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	Members []*RingMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	// mesh_version and mesh_names are the replica's directory of mesh host
+	// names (zone.Directory.MeshNames: "a.x.y.", "*.x.y.", and "ns/a.x.y."
+	// for a host exported to namespace ns alone), so that a node-local
+	// process routes a mesh name, and a namespace's own, to the owners of
+	// its zone. 0: the replica tells none. Names are listed only when
+	// mesh_version differs from the request's.
+	MeshVersion   uint64   `protobuf:"varint,5,opt,name=mesh_version,json=meshVersion,proto3" json:"mesh_version,omitempty"`
+	MeshNames     []string `protobuf:"bytes,6,rep,name=mesh_names,json=meshNames,proto3" json:"mesh_names,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -572,6 +602,20 @@ func (x *RingState) GetVersion() uint64 {
 func (x *RingState) GetMembers() []*RingMember {
 	if x != nil {
 		return x.Members
+	}
+	return nil
+}
+
+func (x *RingState) GetMeshVersion() uint64 {
+	if x != nil {
+		return x.MeshVersion
+	}
+	return 0
+}
+
+func (x *RingState) GetMeshNames() []string {
+	if x != nil {
+		return x.MeshNames
 	}
 	return nil
 }
@@ -651,14 +695,15 @@ var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x17cluster/wire/wire.proto\x12\x0fshardns.wire.v1\"\xa3\x01\n" +
+	"\x17cluster/wire/wire.proto\x12\x0fshardns.wire.v1\"\xc1\x01\n" +
 	"\tZoneQuery\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
 	"\x05qtype\x18\x04 \x01(\rR\x05qtype\x12#\n" +
 	"\rtopology_mode\x18\x05 \x01(\rR\ftopologyMode\x12#\n" +
-	"\rtopology_zone\x18\x06 \x01(\tR\ftopologyZone\"\x83\x01\n" +
+	"\rtopology_zone\x18\x06 \x01(\tR\ftopologyZone\x12\x1c\n" +
+	"\tnamespace\x18\a \x01(\tR\tnamespace\"\x83\x01\n" +
 	"\tZoneReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06served\x18\x02 \x01(\bR\x06served\x12\x10\n" +
@@ -688,15 +733,19 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"ZoneObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06frozen\x18\x03 \x01(\fR\x06frozen\"7\n" +
+	"\x06frozen\x18\x03 \x01(\fR\x06frozen\"Z\n" +
 	"\vRingRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\x91\x01\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12!\n" +
+	"\fmesh_version\x18\x03 \x01(\x04R\vmeshVersion\"\xd3\x01\n" +
 	"\tRingState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12#\n" +
 	"\rasked_version\x18\x02 \x01(\x04R\faskedVersion\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x125\n" +
-	"\amembers\x18\x04 \x03(\v2\x1b.shardns.wire.v1.RingMemberR\amembers\"h\n" +
+	"\amembers\x18\x04 \x03(\v2\x1b.shardns.wire.v1.RingMemberR\amembers\x12!\n" +
+	"\fmesh_version\x18\x05 \x01(\x04R\vmeshVersion\x12\x1d\n" +
+	"\n" +
+	"mesh_names\x18\x06 \x03(\tR\tmeshNames\"h\n" +
 	"\n" +
 	"RingMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +

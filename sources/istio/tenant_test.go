@@ -37,14 +37,17 @@ func TestTenantEntriesAnswerOnlyDelegatedNames(t *testing.T) {
 		{"default zones", []string{"global."}, nil,
 			map[string]string{"example.com.": "", "api.github.com.": "", "x.global.": "",
 				"evil.test.global.": "6.6.6.6", "service1.test.global.": "127.255.0.2", "db.test.global.": "127.255.0.2"},
-			map[string]int{zone.SkipOutsideZones: 2, zone.SkipPublicSuffix: 1, zone.SkipExportTo: 1}},
+			map[string]int{zone.SkipOutsideZones: 2, zone.SkipPublicSuffix: 1}},
 		{"every name delegated", []string{"."}, nil,
 			map[string]string{"example.com.": "", "api.github.com.": "6.6.6.6", "x.global.": "",
 				"service1.test.global.": "127.255.0.2"},
-			map[string]int{zone.SkipPublicSuffix: 2, zone.SkipExportTo: 1}},
+			map[string]int{zone.SkipPublicSuffix: 2}},
 		{"private by default", []string{"global."}, []string{"."},
 			map[string]string{"evil.test.global.": "", "service1.test.global.": ""},
-			map[string]int{zone.SkipExportTo: 6}}, // every host of the three entries
+			map[string]int{zone.SkipOutsideZones: 2, zone.SkipPublicSuffix: 1}},
+		{"exported to nobody", []string{"global."}, []string{"~"},
+			map[string]string{"evil.test.global.": "", "service1.test.global.": "", "db.test.global.": ""},
+			map[string]int{zone.SkipExportTo: 5}}, // every host but the private entry's, which names its own namespace
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
