@@ -197,7 +197,7 @@ func startMeshNode(t *testing.T, cp *kubeapi.ControlPlane, upstream string) *kub
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q}
-istio: {enabled: true, ttl: 17}
+istio: {enabled: true, ttl: 17, zones: [global, mesh.example]}
 cluster: {replicationFactor: 0}
 forward: {upstreams: [%q]}
 `, cp.Kubeconfig, upstream), true)
@@ -327,7 +327,7 @@ func startMeshReplica(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q}
-istio: {enabled: true}
+istio: {enabled: true, zones: [shard.example]}
 forward: {upstreams: []}
 cluster:
   enabled: true
