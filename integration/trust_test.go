@@ -102,13 +102,24 @@ func TestStrangersCannotJoin(t *testing.T) {
 	// Asked all along: the record is the API's, from both replicas.
 	ask := startForgeryWatch(honest)
 	seed := net.JoinHostPort(honestIPs[0], fmt.Sprint(gossipPort))
-	strangers := []struct{ ip, cluster, reason string }{
-		{strangerIPs[0], fmt.Sprintf("join: [%q]\n  insecure: true", seed), trust.ReasonKey},
-		{strangerIPs[1], fmt.Sprintf("joinService: %s/peers\n  secretKeyFile: %s", trustNS, keyFile), trust.ReasonNotPeer},
-		{strangerIPs[2], fmt.Sprintf("join: [%q]\n  secretKeyFile: %s\n  label: other", seed, keyFile), trust.ReasonLabel},
+	// Gossip from an address that is not a peer is closed unread,
+	// whatever its key or label; from a member's address (a process
+	// beside a replica, sharing its pod's address) it is read, and the
+	// key and the label refuse it.
+	strangers := []struct {
+		ip      string
+		port    int
+		cluster string
+		reason  string
+	}{
+		{strangerIPs[0], gossipPort, fmt.Sprintf("join: [%q]\n  insecure: true", seed), trust.ReasonNotPeer},
+		{strangerIPs[1], gossipPort, fmt.Sprintf("joinService: %s/peers\n  secretKeyFile: %s", trustNS, keyFile), trust.ReasonNotPeer},
+		{strangerIPs[2], gossipPort, fmt.Sprintf("join: [%q]\n  secretKeyFile: %s\n  label: other", seed, keyFile), trust.ReasonNotPeer},
+		{honestIPs[1], freeTCPPort(t), fmt.Sprintf("join: [%q]\n  insecure: true", seed), trust.ReasonKey},
+		{honestIPs[1], freeTCPPort(t), fmt.Sprintf("join: [%q]\n  secretKeyFile: %s\n  label: other", seed, keyFile), trust.ReasonLabel},
 	}
 	for i, s := range strangers {
-		startStranger(t, cp, fmt.Sprintf("stranger-%d", i), s.ip, gossipPort, s.cluster)
+		startStranger(t, cp, fmt.Sprintf("stranger-%d", i), s.ip, s.port, s.cluster)
 	}
 	for _, s := range strangers {
 		waitRejected(t, honest, s.ip, s.reason)
