@@ -197,7 +197,7 @@ func answerMesh(cfg *Config, v View, q Question) Response {
 		// moment the name is what it was before: not ours.
 		return Response{External: true}
 	}
-	r := s.forNamespace(q.Namespace).answerMesh(q, wildcard)
+	r := s.forNamespace(q.Namespace, private).answerMesh(q, wildcard)
 	r.Private = private
 	return r
 }
@@ -240,20 +240,19 @@ func withOwner(rrs []dns.RR, name string) []dns.RR {
 // ServiceEntry contributes. Entries declaring the same host add up, as
 // Istio merges them.
 func BuildMeshZone(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost) *Snapshot {
-	s := buildMeshSnapshot(cfg, key, serial, hosts, "")
+	s := buildMeshSnapshot(cfg, key, serial, hosts, func(h MeshHost) bool { return h.Namespaces == nil })
 	s.Mesh = hosts
 	for _, ns := range privateNamespaces(hosts) {
 		if s.meshByNamespace == nil {
 			s.meshByNamespace = map[string]*Snapshot{}
 		}
-		s.meshByNamespace[ns] = buildMeshSnapshot(cfg, key, serial, hosts, ns)
+		s.meshByNamespace[ns] = buildPrivateMesh(cfg, key, serial, hosts, ns)
 	}
 	return s
 }
 
-// buildMeshSnapshot builds the records of the hosts namespace ns sees:
-// those exported to every namespace, and to ns ("" sees the first only).
-func buildMeshSnapshot(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost, ns string) *Snapshot {
+// buildMeshSnapshot builds the records of the hosts that keep says.
+func buildMeshSnapshot(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost, keep func(MeshHost) bool) *Snapshot {
 	s := &Snapshot{Key: key, Serial: serial, nodes: map[string]uint32{}}
 	type draft struct {
 		v4, v6 []netip.Addr
@@ -263,7 +262,7 @@ func buildMeshSnapshot(cfg *Config, key string, serial uint32, hosts map[model.K
 	var names []string
 	for _, src := range sortedObjectKeys(hosts) {
 		for _, h := range hosts[src] {
-			if !h.visibleTo(ns) {
+			if !keep(h) {
 				continue
 			}
 			name := h.Name

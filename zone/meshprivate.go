@@ -45,9 +45,25 @@ func exportedNamespaces(exportTo []string, ns string) []string {
 	return slices.Compact(out)
 }
 
-// visibleTo reports whether a client of namespace ns ("" none known) sees h.
-func (h MeshHost) visibleTo(ns string) bool {
-	return h.Namespaces == nil || ns != "" && slices.Contains(h.Namespaces, ns)
+// buildPrivateMesh builds the records of the host names exported to ns
+// alone, with those the public hosts of the same names add: a name ns
+// has no host of its own for is answered from the zone's public records
+// (meshMatch tells which). So a namespace's records cost what its own
+// hosts are, not a copy of the zone's: an entry exported to a thousand
+// namespaces costs a thousand times its own hosts, whatever else the
+// zone holds.
+func buildPrivateMesh(cfg *Config, key string, serial uint32, hosts map[model.Key][]MeshHost, ns string) *Snapshot {
+	own := map[string]bool{}
+	for _, hs := range hosts {
+		for _, h := range hs {
+			if slices.Contains(h.Namespaces, ns) {
+				own[h.Name] = true
+			}
+		}
+	}
+	return buildMeshSnapshot(cfg, key, serial, hosts, func(h MeshHost) bool {
+		return own[h.Name] && (h.Namespaces == nil || slices.Contains(h.Namespaces, ns))
+	})
 }
 
 // privateNamespaces lists the namespaces some host of hosts is exported
@@ -69,9 +85,10 @@ func privateNamespaces(hosts map[model.Key][]MeshHost) []string {
 	return out
 }
 
-// forNamespace is the mesh zone as a client of namespace ns sees it.
-func (s *Snapshot) forNamespace(ns string) *Snapshot {
-	if ns != "" {
+// forNamespace is the mesh zone of the host names exported to ns alone,
+// for a name meshMatch found private to ns; else the zone's own.
+func (s *Snapshot) forNamespace(ns string, private bool) *Snapshot {
+	if private {
 		if sub := s.meshByNamespace[ns]; sub != nil {
 			return sub
 		}

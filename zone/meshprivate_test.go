@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,5 +93,36 @@ func TestAnswerMeshPrivateRemote(t *testing.T) {
 		if got := KeyOfFor(cfg, v, "x.b.test.global.", c.ns); got != c.zone {
 			t.Errorf("KeyOfFor(namespace %q) = %q, want %q", c.ns, got, c.zone)
 		}
+	}
+}
+
+// A namespace's records are its own hosts' (and the public hosts of the
+// same names), not a copy of the zone: an entry exported to many
+// namespaces costs its own size once per namespace, whatever the zone
+// holds beside it.
+func TestMeshPrivateRecordsAreTheNamespacesOwn(t *testing.T) {
+	cfg := meshConfig()
+	hosts := map[model.Key][]MeshHost{}
+	for i := range 200 {
+		k := model.Key{Kind: model.KindServiceEntry, Namespace: "default", Name: fmt.Sprint("e", i)}
+		hosts[k] = []MeshHost{{Name: fmt.Sprintf("h%d.test.global.", i), Addrs: ips("127.255.0.2")}}
+	}
+	var namespaces []string
+	for i := range 50 {
+		namespaces = append(namespaces, fmt.Sprint("ns", i))
+	}
+	hosts[model.Key{Kind: model.KindServiceEntry, Namespace: "ns0", Name: "wide"}] = []MeshHost{
+		{Name: "h7.test.global.", Addrs: ips("6.6.6.6"), Namespaces: namespaces}}
+	s := BuildMeshZone(cfg, "test.global.", 1, hosts)
+	if len(s.meshByNamespace) != 50 {
+		t.Fatalf("%d namespaces' records, want 50", len(s.meshByNamespace))
+	}
+	for ns, sub := range s.meshByNamespace {
+		if len(sub.nodes) != 1 || sub.hasWildcard {
+			t.Fatalf("%s holds %d names (wildcard %v), want its one", ns, len(sub.nodes), sub.hasWildcard)
+		}
+	}
+	if got := addresses(s.forNamespace("ns3", true).answerMesh(Question{Name: "h7.test.global.", Type: dns.TypeA}, false)); got != "127.255.0.2 6.6.6.6" {
+		t.Errorf("h7.test.global. for ns3: %s, want both entries' addresses", got)
 	}
 }
