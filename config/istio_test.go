@@ -41,3 +41,19 @@ func TestIstioRejects(t *testing.T) {
 		})
 	}
 }
+
+// Namespace answers are the node tier's: a replica cannot tell which
+// namespace asks.
+func TestMeshNamespacesOnNodeLocalOnly(t *testing.T) {
+	_, err := Parse([]byte("kubernetes: {enabled: false}\nnodeLocal: {meshNamespaces: true}\n"))
+	if err == nil || !strings.Contains(err.Error(), "nodeLocal") {
+		t.Fatalf("err = %v, want one naming nodeLocal", err)
+	}
+	cfg, err := Parse([]byte("mode: nodelocal\nkubernetes: {enabled: false}\ncluster: {replicas: [\"127.0.0.1:8090\"], remote: \"127.0.0.1:0\"}\nnodeLocal: {meshNamespaces: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.WatchesClients() {
+		t.Fatal("nodeLocal.meshNamespaces does not watch this node's pods")
+	}
+}
