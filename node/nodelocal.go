@@ -151,8 +151,8 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	return c, nil
 }
 
-// watchClients starts the watch of this node's pods when autopath or the
-// AAAA policy needs to know the clients: only this node's, selected by
+// watchClients starts the watch of this node's pods when autopath, the
+// AAAA policy or namespace mesh names need to know the clients: only this node's, selected by
 // the API server (spec.nodeName), so no process of the cluster watches
 // every Pod. Until the first list every client is unknown and gets the
 // ordinary answers.
@@ -161,7 +161,7 @@ func (c *core) watchClients() error {
 		return nil
 	}
 	nodeName, client, err := c.ownNode(c.cfg.NodeLocal.NodeName, "nodeLocal", "nodeLocal.nodeName",
-		"; autopath and nodeLocal.aaaa need this node's pods")
+		"; autopath, nodeLocal.aaaa and nodeLocal.meshNamespaces need this node's pods")
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,8 @@ func (c *core) watchClients() error {
 		c.clients.Set(zone.NewClients(pods))
 		if first {
 			first = false
-			log.Info("the pods of this node are known: autopath and the AAAA policy apply to them", "node", nodeName, "pods", len(pods))
+			log.Info("the pods of this node are known: autopath, the AAAA policy and namespace mesh names apply to them",
+				"node", nodeName, "pods", len(pods))
 		}
 	})
 	return nil
