@@ -124,6 +124,10 @@ type Kubernetes struct {
 	// istio.zones, a wildcard over a public suffix, not exported to every
 	// namespace, inside a cluster zone, a misplaced wildcard.
 	MeshSkipped *prometheus.CounterVec
+	// MeshNamesWithheld counts directories whose mesh host names a
+	// replica did not tell node-local processes: more than 1 MiB of them
+	// (actors/dispatch meshnames.go).
+	MeshNamesWithheld prometheus.Counter
 }
 
 // All is every metric of a node.
@@ -313,7 +317,10 @@ func New(version string) (*prometheus.Registry, *All) {
 	k.MeshSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "istio",
 		Name: "skipped_hosts_total", Help: "ServiceEntry hosts not answered on purpose, by why, counted once per change of their entry."},
 		[]string{"why"})
-	reg.MustRegister(k.Events, k.ShardedWatch, k.Skipped, k.MeshSkipped)
+	k.MeshNamesWithheld = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "istio",
+		Name: "names_withheld_total", Help: "Directories whose mesh host names were too many to tell node-local processes, " +
+			"which then forward mesh names instead."})
+	reg.MustRegister(k.Events, k.ShardedWatch, k.Skipped, k.MeshSkipped, k.MeshNamesWithheld)
 	reloadFailed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Name: "reload_failed_total",
 		Help: "Counter of configuration changes rejected; the running configuration kept serving."})
 	reg.MustRegister(reloadFailed)

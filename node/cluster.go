@@ -188,7 +188,7 @@ func (n *Node) startCluster() error {
 		c.stopLiveness(n.system)
 		return err
 	}
-	c.ring.SetMeshSource(n.meshDirectory)
+	c.ring.SetMeshSource(n.meshDirectory, n.metrics.Kubernetes.MeshNamesWithheld.Inc)
 	if n.nodeLocal {
 		c.feed = n.startRingFeed(c, timing.ProbeInterval)
 		c.members = c.feed

@@ -38,7 +38,7 @@ type meshView struct {
 	names   []string
 }
 
-func newMeshView(d *zone.Directory) *meshView {
+func newMeshView(d *zone.Directory, withheld func()) *meshView {
 	names := d.MeshNames()
 	size := 0
 	h := fnv.New64a()
@@ -50,14 +50,18 @@ func newMeshView(d *zone.Directory) *meshView {
 	if size > maxMeshBytes {
 		names = nil
 		h.Reset()
+		if withheld != nil {
+			withheld()
+		}
 	}
 	return &meshView{dir: d, version: h.Sum64() | 1, names: names} // never 0, "none"
 }
 
 // meshServer is the ring server's part that tells mesh names.
 type meshServer struct {
-	source atomic.Pointer[MeshSource]
-	last   atomic.Pointer[meshView]
+	source   atomic.Pointer[MeshSource]
+	withheld func() // told of each directory whose names are not told
+	last     atomic.Pointer[meshView]
 }
 
 // view is the current directory's mesh names, nil without a source.
@@ -73,7 +77,7 @@ func (s *meshServer) view() *meshView {
 	if v := s.last.Load(); v != nil && v.dir == d {
 		return v
 	}
-	v := newMeshView(d)
+	v := newMeshView(d, s.withheld)
 	if old := s.last.Load(); old != nil && old.version == v.version {
 		v.names = old.names // the same names: keep one copy
 	}
@@ -82,8 +86,13 @@ func (s *meshServer) view() *meshView {
 }
 
 // SetMeshSource makes the ring server tell the mesh names of source's
-// directory (a replica's).
-func (c *RingClient) SetMeshSource(source MeshSource) { c.server.mesh.source.Store(&source) }
+// directory (a replica's); withheld, which may be nil, is told of each
+// directory whose names are too many to tell. Call it before the server
+// is asked.
+func (c *RingClient) SetMeshSource(source MeshSource, withheld func()) {
+	c.server.mesh.withheld = withheld
+	c.server.mesh.source.Store(&source)
+}
 
 // Mesh is the mesh directory the replicas told last; nil before any.
 func (c *RingClient) Mesh() *MeshNames { return c.mesh.Load() }

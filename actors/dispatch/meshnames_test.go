@@ -1,11 +1,14 @@
 package dispatch
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/model"
@@ -65,5 +68,30 @@ func TestRingServerTellsMeshNames(t *testing.T) {
 	c.takeMesh(v.version, v.version, nil) // same version: no names sent, the kept ones stay
 	if m := c.Mesh(); !slices.Equal(m.Names, want) {
 		t.Fatalf("after a reply for the same version the client keeps %v", m.Names)
+	}
+}
+
+// A directory of more mesh names than one reply should carry is told as
+// none (node-local processes then forward mesh names), and counted once.
+func TestRingServerWithholdsTooManyMeshNames(t *testing.T) {
+	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
+	cfg.Prepare()
+	names := map[string]struct{}{}
+	for i := 0; len(names)*len("service-00000.a-long-mesh-domain.global.") <= maxMeshBytes; i++ {
+		names[fmt.Sprintf("service-%05d.a-long-mesh-domain.global.", i)] = struct{}{}
+	}
+	dir := zone.NewDirectory(cfg, map[string]struct{}{}, true, 1).WithMesh(names)
+	withheld := prometheus.NewCounter(prometheus.CounterOpts{Name: "withheld"})
+	c := &RingClient{server: &ringServer{}}
+	c.SetMeshSource(func() *zone.Directory { return dir }, withheld.Inc)
+	for range 3 {
+		if v := c.server.mesh.view(); v == nil || v.version == 0 || len(v.names) != 0 {
+			t.Fatalf("told %d names of %d, want none and a version", len(v.names), len(names))
+		}
+	}
+	var m dto.Metric
+	if err := withheld.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		got := m.GetCounter().GetValue()
+		t.Fatalf("withheld counted %v times (%v), want once for the one directory", got, err)
 	}
 }
