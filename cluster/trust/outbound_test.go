@@ -62,46 +62,114 @@ func TestOutboundBoundsQueues(t *testing.T) {
 }
 
 // A process that names, as the address to answer, a port that accepts
-// TCP and says nothing: the messages to it are queued up to their bound
-// and the rest dropped and counted; protoactor's endpoint writer gives up
-// within its tries' deadlines, closing every connection it opened, and
-// the queue is forgotten.
+// TCP and says nothing, or that serves gRPC and never answers
+// protoactor's connect request: the messages to it are queued up to their
+// bound and the rest dropped and counted; protoactor's endpoint writer
+// gives up within its tries' deadlines, closing every connection it
+// opened, and the queue is forgotten.
+//
+// Not in parallel: protoactor's remote.Start sets gRPC's logger, which
+// every gRPC server and client of the process reads.
 func TestOutboundGivesUpASilentPeer(t *testing.T) {
-	t.Parallel()
-	silent, accepted := silentListener(t)
 	rejections := NewRejections(nil, nil, time.Now)
 	o := NewOutbound(OutboundLimits{ConnectTimeout: 200 * time.Millisecond, QueueBytes: 4 << 10}, rejections)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	port := freeTCPPort(t)
-	r := remote.NewRemote(system, remote.Configure("127.0.0.1", port,
+	r := remote.NewRemote(system, remote.Configure("127.0.0.1", freeTCPPort(t),
 		remote.WithDialOptions(append(o.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)))
 	o.Attach(system, r)
-	r.Start()
+	r.Start() // before any peer serves: it sets gRPC's logger
 	t.Cleanup(func() { r.Shutdown(false); o.Detach() })
+	for _, tc := range []struct {
+		name string
+		peer func(t *testing.T) (string, *connCount)
+	}{
+		{"accepts TCP only", silentListener},
+		{"never answers the connect request", mutePeer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			silent, accepted := tc.peer(t)
+			dropped := countReason(rejections, ReasonRemoteQueue)
 
-	target := actor.NewPID(silent, "dispatch-replies")
-	reply := &actor.PID{Address: silent, Id: strings.Repeat("a", 500)} // a proto message of about 520 bytes
-	for range 100 {
-		system.Root.Send(target, reply)
+			target := actor.NewPID(silent, "dispatch-replies")
+			reply := &actor.PID{Address: silent, Id: strings.Repeat("a", 500)} // a proto message of about 520 bytes
+			for range 100 {
+				system.Root.Send(target, reply)
+			}
+			if q := o.Queued(silent); q == 0 || q > 4<<10 {
+				t.Fatalf("%d bytes queued to the silent peer, want some, at most 4 KiB", q)
+			}
+			if n := countReason(rejections, ReasonRemoteQueue) - dropped; n == 0 || n == 100 {
+				t.Fatalf("%d of 100 messages dropped as %s, want those past the bound", n, ReasonRemoteQueue)
+			}
+			// protoactor tries 5 times, 2 s apart.
+			testutil.Eventually(t, 30*time.Second, func() error {
+				if q := o.Queued(silent); q != 0 {
+					return fmt.Errorf("%d bytes still queued to the silent peer", q)
+				}
+				if open := accepted.open(); open > 0 || accepted.total() == 0 {
+					return fmt.Errorf("%d of %d connections to the silent peer still open", open, accepted.total())
+				}
+				return nil
+			})
+		})
 	}
-	if q := o.Queued(silent); q == 0 || q > 4<<10 {
-		t.Fatalf("%d bytes queued to the silent peer, want some, at most 4 KiB", q)
+}
+
+// mutePeer serves protoactor's remote over gRPC and never answers a
+// stream; it tells how many connections it accepted and how many are
+// still open.
+func mutePeer(t *testing.T) (string, *connCount) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := countReason(rejections, ReasonRemoteQueue); n == 0 || n == 100 {
-		t.Fatalf("%d of 100 messages dropped as %s, want those past the bound", n, ReasonRemoteQueue)
-	}
-	// protoactor tries 5 times, 2 s apart.
-	testutil.Eventually(t, 30*time.Second, func() error {
-		if q := o.Queued(silent); q != 0 {
-			return fmt.Errorf("%d bytes still queued to the silent peer", q)
+	c := &connCount{}
+	srv := grpc.NewServer()
+	remote.RegisterRemotingServer(srv, mute{})
+	go srv.Serve(countingListener{Listener: l, c: c})
+	t.Cleanup(srv.Stop)
+	return l.Addr().String(), c
+}
+
+// mute is a remoting server that reads its streams and never writes.
+type mute struct {
+	remote.UnimplementedRemotingServer
+}
+
+func (mute) Receive(s remote.Remoting_ReceiveServer) error {
+	for {
+		if _, err := s.Recv(); err != nil {
+			return err
 		}
-		if open := accepted.open(); open > 0 || accepted.total() == 0 {
-			return fmt.Errorf("%d of %d connections to the silent peer still open", open, accepted.total())
-		}
-		return nil
-	})
+	}
+}
+
+type countingListener struct {
+	net.Listener
+	c *connCount
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.c.add(1, 1)
+	return &countedConn{Conn: conn, c: l.c}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	c    *connCount
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.c.add(0, -1) })
+	return c.Conn.Close()
 }
 
 // silentListener accepts connections and never writes; it tells how many
