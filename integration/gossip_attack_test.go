@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 // The gossip port (cluster.bind, 7946) is reachable by every pod unless
@@ -68,6 +70,51 @@ func TestGossipStreamsUnderTheCap(t *testing.T) {
 	after := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
 	if after <= before {
 		t.Errorf("64 streams were all read: shardns_cluster_rejected_members_total{reason=\"gossip-limit\"} stayed %.0f", after)
+	}
+}
+
+// TestPhantomAtAReplicasAddress: a process with the replicas' key
+// announces itself, under another name, at the gossip address of a
+// replica, to replicas that have no peers Service to tell names by: it is
+// refused as address-taken, counted, and never listed in the ring.
+func TestPhantomAtAReplicasAddress(t *testing.T) {
+	h := startHostileTarget(t, "")
+	keyed := func(name, join, bind, advertise string) string {
+		return fmt.Sprintf(`
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0", lameduck: 0s}
+kubernetes: {enabled: false}
+forward: {upstreams: []}
+cluster:
+  nodeName: %s
+  join: [%q]
+  bind: %q
+  advertise: %q
+  remote: "127.0.0.1:%d"
+  secretKeyFile: %s
+  replicationFactor: 1
+`, name, join, bind, advertise, freeTCPPort(t), h.keyFile)
+	}
+	bGossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	startShardns(t, keyed("b", h.gossip, bGossip, bGossip))
+	target := &replicaProcess{process: h.p, http: h.http, gossip: h.gossip}
+	settled(t, []*replicaProcess{target}, 2)
+
+	startShardns(t, keyed("phantom", h.gossip, fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t)), bGossip))
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if n := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="address-taken"`); n == 0 {
+			return fmt.Errorf("no address-taken refusal counted yet")
+		}
+		return nil
+	})
+	ring, err := target.ring(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ring.Members {
+		if m.Name != "target" && m.Name != "b" {
+			t.Errorf("the ring lists %s (%s)", m.Name, m.Remote)
+		}
 	}
 }
 
