@@ -44,9 +44,10 @@ func (m MemoryConfig) LimitBytes() (bytes int64, auto bool, err error) {
 }
 
 // DefaultCacheMaxBytes is cache.maxBytes's default: 10,000 usual answers
-// (a few records each) take about 5 MB, so the bound bites only on
-// large answers.
-const DefaultCacheMaxBytes = "16Mi"
+// (a few records each) count about 3–5 MB, so the bound bites only on
+// large answers; the garbage collector may let the heap grow to twice
+// what is held, so a full cache costs up to 16 MiB of RSS.
+const DefaultCacheMaxBytes = "8Mi"
 
 // minCacheMaxBytes leaves each of a cache's 16 shards room for a few
 // answers of the usual UDP limit (4 KiB) with their records.

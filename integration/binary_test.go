@@ -24,8 +24,8 @@ import (
 var shardnsBin string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("SHARDNS_FORGERY_ATTACK") != "" {
-		os.Exit(m.Run()) // an attacker process: it needs no binary (TestForgeryAttacker)
+	if os.Getenv("SHARDNS_FORGERY_ATTACK") != "" || os.Getenv("SHARDNS_HOSTILE_ATTACK") != "" {
+		os.Exit(m.Run()) // an attacker process: it needs no binary (TestForgeryAttacker, TestHostileAttacker)
 	}
 	dir, err := os.MkdirTemp("", "shardns-it-")
 	if err != nil {

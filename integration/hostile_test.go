@@ -1,0 +1,392 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// The hostile harness runs an attack as a pod would: from a process of
+// its own that only dials the real binary, while a client keeps asking,
+// and reads what the attack cost the replica (its RSS) and the client
+// (answers lost). Each kind of attack is a function registered in
+// hostileAttack; the tests of each port live beside the port's other
+// tests (gossip_attack_test.go, http_attack_test.go, ...).
+
+// hostileTarget is one keyed replica serving the demo cluster, its gossip
+// and remote ports on loopback.
+type hostileTarget struct {
+	p              *process
+	gossip, remote string // host:port
+	http           string // host:port of its HTTP API
+	keyFile        string // the replicas' gossip key
+	credentialFile string // the node-local credential derived from it
+	dir            string // the folder its configuration and files are in
+}
+
+// hostileQuestion is what the harness's client asks throughout an
+// attack, and the answer it must get.
+const (
+	hostileQuestion = "frontend.shop.svc.cluster.local."
+	hostileAnswer   = "10.96.10.10"
+)
+
+// startHostileTarget starts a replica serving the demo cluster with a
+// generated gossip key, gossip and remote on loopback ports of their own,
+// no upstream, and extra appended to its configuration as top-level YAML
+// (a forward section there replaces the one without upstreams).
+func startHostileTarget(t *testing.T, extra string) *hostileTarget {
+	t.Helper()
+	dir := t.TempDir()
+	demo, err := os.ReadFile("../deploy/local/demo-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeIn(t, dir, "demo-cluster.yaml", demo)
+	key := make([]byte, 32)
+	rand.Read(key)
+	h := &hostileTarget{dir: dir, keyFile: writeIn(t, dir, "gossip.key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"))}
+	cred, err := exec.Command(shardnsBin, "credential", "--secret-key-file", h.keyFile).Output()
+	if err != nil {
+		t.Fatalf("shardns credential: %v", err)
+	}
+	h.credentialFile = writeIn(t, dir, "nodelocal.credential", cred)
+	forward := "forward: {upstreams: []}\n"
+	if strings.Contains(extra, "\nforward:") || strings.HasPrefix(extra, "forward:") {
+		forward = "" // extra has its own
+	}
+	for attempt := 0; ; attempt++ {
+		h.gossip = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		h.remote = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		cfg := fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0", lameduck: 0s}
+kubernetes: {enabled: false}
+manifests: {files: [demo-cluster.yaml]}
+%scluster:
+  enabled: true
+  nodeName: target
+  bind: %q
+  remote: %q
+  replicationFactor: 1
+  secretKeyFile: %s
+%s`, forward, h.gossip, h.remote, h.keyFile, extra)
+		path := writeIn(t, dir, "shardns.yaml", []byte(cfg))
+		p, err := tryStartServeIn(t, "", "--config", path)
+		if err == errPortTaken && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.p = p
+		break
+	}
+	h.p.waitReady(t)
+	h.http = h.p.httpAddr(t)
+	h.p.httpc <- h.http // keep it for later callers
+	if err := answerIs(h.p.addr, hostileQuestion, hostileAnswer); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// writeIn writes data to dir/name and returns the path.
+func writeIn(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hostileSpec is one attack, as the attacker process receives it.
+type hostileSpec struct {
+	Kind    string            // an attack hostileAttack knows
+	Target  string            // the address it dials
+	Conns   int               // connections to open
+	Streams int               // streams (HTTP/2, gRPC) on each connection
+	Size    int               // the bytes a message claims
+	Files   map[string]string // further inputs by name: a credential, a key, a CA
+}
+
+// hostileAttackFunc opens what s says against s.Target, calls ready with
+// how many connections or streams it holds once they are in place, and
+// holds them until ctx ends.
+type hostileAttackFunc func(ctx context.Context, s hostileSpec, ready func(opened int64)) error
+
+// hostileAttack is the function of an attack kind, nil for one unknown.
+func hostileAttack(kind string) hostileAttackFunc {
+	switch kind {
+	case "hold-tcp": // connections that send nothing: the harness's own check
+		return holdTCP
+	case "cache-fill": // cache_attack_test.go
+		return cacheFill
+	case "http-slow-headers": // http_attack_test.go
+		return httpSlowHeaders
+	case "gossip-streams": // gossip_attack_test.go
+		return gossipStreams
+	case "remote-big-headers": // remote_attack_test.go
+		return remoteBigHeaders
+	case "remote-silent-sender": // remote_attack_test.go
+		return remoteSilentSender
+	case "doh-slow-bodies": // h2attack_test.go
+		return dohSlowBodies
+	case "tcp-slow-messages": // listener_attack_test.go
+		return tcpSlowMessages
+	}
+	return nil
+}
+
+// hostileReport is what an attack cost.
+type hostileReport struct {
+	Spec              hostileSpec
+	BeforeMiB         float64 // the replica's RSS before the attack
+	PeakMiB           float64 // its highest RSS sampled while the attack held
+	Opened            int64   // what the attacker said it held
+	Asked, Failed     int     // the client's questions during the attack
+	Exited            bool    // the replica exited
+	FirstFailure      string
+	AttackerErrOutput string
+}
+
+func (r hostileReport) String() string {
+	return fmt.Sprintf("%s x%d (%d streams, %d bytes) against %s: RSS %.1f → %.1f MiB (+%.1f), %d opened, %d of %d questions failed, exited %v",
+		r.Spec.Kind, r.Spec.Conns, r.Spec.Streams, r.Spec.Size, r.Spec.Target, r.BeforeMiB, r.PeakMiB,
+		r.PeakMiB-r.BeforeMiB, r.Opened, r.Failed, r.Asked, r.Exited)
+}
+
+// check fails t when the attack grew the replica's RSS by budgetMiB or
+// more, ended it, or cost the client an answer.
+func (r hostileReport) check(t *testing.T, budgetMiB float64) {
+	t.Helper()
+	t.Log(r)
+	if r.Exited {
+		t.Errorf("the replica exited under %s", r.Spec.Kind)
+	}
+	if grew := r.PeakMiB - r.BeforeMiB; grew >= budgetMiB {
+		t.Errorf("%s grew the replica's RSS by %.1f MiB (budget %.0f)", r.Spec.Kind, grew, budgetMiB)
+	}
+	if r.Failed > 0 {
+		t.Errorf("%s: %d of %d questions failed, first: %s", r.Spec.Kind, r.Failed, r.Asked, r.FirstFailure)
+	}
+	if r.Opened == 0 {
+		t.Errorf("%s opened nothing: the attack did not take place\n%s", r.Spec.Kind, r.AttackerErrOutput)
+	}
+}
+
+var hostileReady = regexp.MustCompile(`(?m)^hostile opened (\d+)$`)
+
+// runHostile runs s in an attacker process against h while a client asks
+// h a question every 0.25 s (asking once more when it gets no right
+// answer, as stub resolvers do); once the attacker holds what it opened, it
+// samples h's RSS for hold, then stops the attacker.
+func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duration) hostileReport {
+	t.Helper()
+	if hostileAttack(s.Kind) == nil {
+		t.Fatalf("no attack kind %q", s.Kind)
+	}
+	spec, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := h.p.cmd.Process.Pid
+	r := hostileReport{Spec: s}
+	r.BeforeMiB, _ = residentMB(t, pid)
+
+	asking, stopAsking := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-asking.Done():
+				return
+			case <-tick.C:
+			}
+			err := answerIs(h.p.addr, hostileQuestion, hostileAnswer)
+			if err != nil { // asked once more, as a stub resolver does
+				err = answerIs(h.p.addr, hostileQuestion, hostileAnswer)
+			}
+			mu.Lock()
+			r.Asked++
+			if err != nil {
+				if r.Failed == 0 {
+					r.FirstFailure = err.Error()
+				}
+				r.Failed++
+			}
+			mu.Unlock()
+		}
+	})
+
+	cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run", "^TestHostileAttacker$", "-test.v")
+	cmd.Env = append(os.Environ(), "SHARDNS_HOSTILE_ATTACK="+string(spec))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut testutil.SyncBuffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	opened := make(chan int64, 1)
+	var out testutil.SyncBuffer
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			fmt.Fprintln(&out, sc.Text())
+			if m := hostileReady.FindStringSubmatch(sc.Text()); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				opened <- n
+			}
+		}
+	}()
+
+	select {
+	case r.Opened = <-opened:
+	case <-time.After(90 * time.Second):
+		t.Errorf("the attacker %s was not in place within 90 s", s.Kind)
+	}
+	end := time.Now().Add(hold)
+	for time.Now().Before(end) {
+		select {
+		case <-h.p.done:
+			r.Exited = true
+		case <-time.After(100 * time.Millisecond):
+		}
+		if r.Exited {
+			break
+		}
+		if now, _ := residentMB(t, pid); now > r.PeakMiB {
+			r.PeakMiB = now
+		}
+	}
+	stdin.Close() // the attacker stops when its standard input closes
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+	stopAsking()
+	wg.Wait()
+	r.AttackerErrOutput = out.String() + errOut.String()
+	return r
+}
+
+// TestHostileAttacker is the attacker process of runHostile: it runs only
+// with SHARDNS_HOSTILE_ATTACK set, prints "hostile opened N" once its
+// attack is in place, and holds it until its standard input closes.
+func TestHostileAttacker(t *testing.T) {
+	spec := os.Getenv("SHARDNS_HOSTILE_ATTACK")
+	if spec == "" {
+		t.Skip("run by runHostile in a process of its own")
+	}
+	var s hostileSpec
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { io.Copy(io.Discard, os.Stdin); stop() }()
+	var once sync.Once
+	ready := func(n int64) { once.Do(func() { fmt.Printf("hostile opened %d\n", n) }) }
+	if err := hostileAttack(s.Kind)(ctx, s, ready); err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+}
+
+// holdTCP opens s.Conns TCP connections to s.Target and sends nothing.
+func holdTCP(ctx context.Context, s hostileSpec, ready func(int64)) error {
+	conns, err := dialMany(ctx, s.Target, s.Conns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	ready(int64(len(conns)))
+	<-ctx.Done()
+	return nil
+}
+
+// dialMany opens n TCP connections to addr, 32 at a time.
+func dialMany(ctx context.Context, addr string, n int) ([]io.Closer, error) {
+	var mu sync.Mutex
+	var conns []io.Closer
+	var firstErr error
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", addr)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			conns = append(conns, c)
+		})
+	}
+	wg.Wait()
+	if len(conns) == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return conns, nil
+}
+
+// TestHostileHarness checks the harness itself: idle connections to the
+// DNS port cost the replica little and no answer, and an attack that
+// opens nothing is reported as such.
+func TestHostileHarness(t *testing.T) {
+	h := startHostileTarget(t, "")
+	r := runHostile(t, h, hostileSpec{Kind: "hold-tcp", Target: h.p.addr, Conns: 100}, 2*time.Second)
+	r.check(t, 32)
+	if r.Asked == 0 {
+		t.Error("the client asked nothing during the attack")
+	}
+	if !strings.Contains(fmt.Sprint(r), "100 opened") {
+		t.Errorf("report %v, want 100 opened", r)
+	}
+	var m *dns.Msg // the target still answers after the attack
+	if m, _ = testutil.Exchange(h.p.addr, "tcp", hostileQuestion, dns.TypeA); m == nil || len(m.Answer) != 1 {
+		t.Errorf("after the attack, over TCP: %v", m)
+	}
+}
