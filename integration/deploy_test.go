@@ -52,6 +52,52 @@ const (
 	deployTimeout = 30 * time.Second
 )
 
+// overlayWith writes an overlay of base with components added, as a
+// user's overlay does, and returns its folder.
+func overlayWith(t *testing.T, base string, components ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	rel := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := filepath.Rel(dir, abs) // kustomize takes relative paths only
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + rel(base) + "]\ncomponents:\n"
+	for _, c := range components {
+		k += "  - " + rel(c) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkSeccomp checks that every pod template of objs runs under the
+// container runtime's default seccomp profile.
+func checkSeccomp(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	pods := 0
+	for _, o := range objs {
+		profile, found, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "securityContext", "seccompProfile", "type")
+		if _, isPod, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec"); !isPod {
+			continue
+		}
+		pods++
+		if !found || profile != "RuntimeDefault" {
+			t.Errorf("%s %s: pod seccompProfile %q, want RuntimeDefault", o.GetKind(), o.GetName(), profile)
+		}
+	}
+	if pods == 0 {
+		t.Error("no pod template rendered")
+	}
+}
+
 // render runs kustomize on dir as `kubectl kustomize dir` does.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
@@ -945,12 +991,24 @@ func TestDeployNodeLocal(t *testing.T) {
 	if !nodeName {
 		t.Errorf("the node-local container has no NODE_NAME from spec.nodeName: %+v", c.Env)
 	}
+	// It reads no pod unless the clients component is added (autopath,
+	// nodeLocal.aaaa): then list and watch of pods, nothing more.
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && strings.HasPrefix(o.GetName(), "shardns-nodelocal") {
+			t.Errorf("the node-local overlay grants ClusterRole %s: without autopath it reads no pod", o.GetName())
+		}
+	}
+	if cfg.WatchesClients() {
+		t.Error("the node-local configuration watches pods without the clients component")
+	}
 	var nlCluster rbacv1.ClusterRole
-	find(t, objs, "ClusterRole", "shardns-nodelocal", &nlCluster)
+	find(t, render(t, overlayWith(t, "../deploy/overlays/nodelocal", "../deploy/components/nodelocal-clients")),
+		"ClusterRole", "shardns-nodelocal-clients", &nlCluster)
 	if len(nlCluster.Rules) != 1 || !slices.Equal(nlCluster.Rules[0].Resources, []string{"pods"}) ||
 		!slices.Equal(nlCluster.Rules[0].Verbs, []string{"list", "watch"}) {
-		t.Errorf("the node-local ClusterRole grants %+v, want list and watch of pods only", nlCluster.Rules)
+		t.Errorf("the node-local clients ClusterRole grants %+v, want list and watch of pods only", nlCluster.Rules)
 	}
+	checkSeccomp(t, objs)
 	var np networkingv1.NetworkPolicy
 	find(t, objs, "NetworkPolicy", "shardns-from-nodelocal", &np)
 	for _, rule := range np.Spec.Ingress {

@@ -79,8 +79,9 @@ func (c *nodeCluster) testNodeLocalClients(t *testing.T) {
 
 // nodeLocalClientsOverlay writes an overlay of deploy/overlays/nodelocal
 // that merges the replicas' shardns.yaml with kubernetes.pods: disabled
-// and the node-local process's with autopath enabled, as a user's overlay
-// does, and returns its folder.
+// and the node-local process's with autopath enabled, with the component
+// that lets node-local processes read pods, as a user's overlay does, and
+// returns its folder.
 func nodeLocalClientsOverlay(t *testing.T) string {
 	t.Helper()
 	replica := editDeployFile(t, "base/shardns.yaml", "\n  pods: insecure ", "\n  pods: disabled ")
@@ -94,9 +95,18 @@ func nodeLocalClientsOverlay(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clients, err := filepath.Abs("../deploy/components/nodelocal-clients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clients, err = filepath.Rel(dir, clients); err != nil {
+		t.Fatal(err)
+	}
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
+  - %s
+components:
   - %s
 configMapGenerator:
   - name: shardns
@@ -109,7 +119,7 @@ configMapGenerator:
     behavior: merge
     files:
       - shardns.yaml=nodelocal.yaml
-`, rel)
+`, rel, clients)
 	for name, content := range map[string]string{"kustomization.yaml": kustomization, "shardns.yaml": replica, "nodelocal.yaml": nodeLocal} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
