@@ -26,12 +26,25 @@ const ringTTL = time.Second
 func (s *Server) debug(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.debugAllowed(r) {
+			s.countRefused(r, "debug")
 			http.Error(w, "403 forbidden: "+r.URL.Path+" is served only to clients on this host and in the networks of http.debug",
 				http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// countRefused counts r refused for reason, under the server it reached.
+func (s *Server) countRefused(r *http.Request, reason string) {
+	if s.cfg.Counters == nil {
+		return
+	}
+	server := "http://"
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		server += local.String()
+	}
+	s.cfg.Counters.Refused.WithLabelValues(server, reason).Inc()
 }
 
 // debugAllowed reports whether r's client is on this host or in a

@@ -40,8 +40,10 @@ func TestDebugOnlyToThisHostAndHTTPDebug(t *testing.T) {
 	cfg := testConfig()
 	cfg.Pprof = func() bool { return true }
 	cfg.Debug = func() []netip.Prefix { return *nets.Load() }
+	cfg.Counters = NewCounters(prometheus.NewRegistry())
 	s := New(cfg)
 	const node = "10.0.0.5:9254"
+	refused := 0.0
 	cases := []struct {
 		name, path, client, local string
 		nets                      []netip.Prefix
@@ -69,6 +71,12 @@ func TestDebugOnlyToThisHostAndHTTPDebug(t *testing.T) {
 			}
 			if c.want == http.StatusForbidden && !strings.Contains(rec.Body.String(), "http.debug") {
 				t.Errorf("403 body %q does not say how to allow it", rec.Body)
+			}
+			if c.want == http.StatusForbidden {
+				refused++
+			}
+			if got := (served{addr: node}).counter(cfg.Counters.Refused, "debug"); got != refused {
+				t.Errorf("shardns_http_refused_total{reason=debug} on %s = %v, want %v", node, got, refused)
 			}
 		})
 	}

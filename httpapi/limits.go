@@ -71,6 +71,9 @@ type Counters struct {
 	// headers did not arrive within ReadHeaderTimeout (reason read) or
 	// its answer was not taken within WriteTimeout (write).
 	Timeouts *prometheus.CounterVec
+	// Refused counts requests answered 403: reason debug (a /debug/
+	// path asked from beyond this host and http.debug).
+	Refused *prometheus.CounterVec
 }
 
 // NewCounters registers the counters on reg.
@@ -84,8 +87,12 @@ func NewCounters(reg prometheus.Registerer) *Counters {
 			Namespace: "shardns", Subsystem: "http", Name: "timeouts_total",
 			Help: "Counter of HTTP connections closed because a request was not received (read) or its answer not taken (write) in time.",
 		}, []string{"server", "reason"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "shardns", Subsystem: "http", Name: "refused_total",
+			Help: "Counter of HTTP requests refused, by reason (debug: a /debug/ path from beyond this host and http.debug).",
+		}, []string{"server", "reason"}),
 	}
-	reg.MustRegister(c.Evicted, c.Timeouts)
+	reg.MustRegister(c.Evicted, c.Timeouts, c.Refused)
 	return c
 }
 
