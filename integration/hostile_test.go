@@ -212,33 +212,7 @@ func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duratio
 	r := hostileReport{Spec: s}
 	r.BeforeMiB, _ = residentMB(t, pid)
 
-	asking, stopAsking := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-asking.Done():
-				return
-			case <-tick.C:
-			}
-			err := answerIs(h.p.addr, hostileQuestion, hostileAnswer)
-			if err != nil { // asked once more, as a stub resolver does
-				err = answerIs(h.p.addr, hostileQuestion, hostileAnswer)
-			}
-			mu.Lock()
-			r.Asked++
-			if err != nil {
-				if r.Failed == 0 {
-					r.FirstFailure = err.Error()
-				}
-				r.Failed++
-			}
-			mu.Unlock()
-		}
-	})
+	client := probeEvery(func() error { return answerIs(h.p.addr, hostileQuestion, hostileAnswer) })
 
 	cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run", "^TestHostileAttacker$", "-test.v")
 	cmd.Env = append(os.Environ(), "SHARDNS_HOSTILE_ATTACK="+string(spec))
@@ -297,10 +271,63 @@ func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duratio
 		cmd.Process.Kill()
 		<-done
 	}
-	stopAsking()
-	wg.Wait()
+	client.stop()
+	client.wg.Wait()
+	r.Asked, r.Failed = client.asked, client.failed
+	if client.first != nil {
+		r.FirstFailure = client.first.Error()
+	}
 	r.AttackerErrOutput = out.String() + errOut.String()
 	return r
+}
+
+// prober asks through ask every 0.25 s until checked, asking once more
+// when an answer is missing, as a stub resolver does.
+type prober struct {
+	stop          context.CancelFunc
+	wg            sync.WaitGroup
+	asked, failed int
+	first         error
+}
+
+func probeEvery(ask func() error) *prober {
+	ctx, stop := context.WithCancel(context.Background())
+	p := &prober{stop: stop}
+	p.wg.Go(func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			err := ask()
+			if err != nil {
+				err = ask()
+			}
+			p.asked++
+			if err != nil {
+				p.failed++
+				if p.first == nil {
+					p.first = err
+				}
+			}
+		}
+	})
+	return p
+}
+
+// check stops the prober and fails t when it asked nothing or any
+// question went unanswered.
+func (p *prober) check(t *testing.T, what string) {
+	t.Helper()
+	p.stop()
+	p.wg.Wait()
+	t.Logf("%s client during the attack: %d questions, %d failed", what, p.asked, p.failed)
+	if p.asked == 0 || p.failed > 0 {
+		t.Errorf("%s client: %d of %d questions failed, first: %v", what, p.failed, p.asked, p.first)
+	}
 }
 
 // TestHostileAttacker is the attacker process of runHostile: it runs only

@@ -34,12 +34,8 @@ func TestHTTPSlowHeaders(t *testing.T) {
 	h := startHostileTarget(t, "")
 	probes := probeHTTP(h.http)
 	r := runHostile(t, h, hostileSpec{Kind: "http-slow-headers", Target: h.http, Conns: conns}, 10*time.Second)
-	asked, failed, first := probes.stop()
+	probes.check(t, "HTTP (/health, /ready, /metrics)")
 	r.check(t, 32)
-	t.Logf("probes of /health, /ready and /metrics during the attack: %d, %d failed", asked, failed)
-	if asked == 0 || failed > 0 {
-		t.Errorf("%d of %d probes failed during the attack, first: %v", failed, asked, first)
-	}
 	evicted := metricSum(t, h.http, "shardns_http_evicted_total", "")
 	timedOut := metricSum(t, h.http, "shardns_http_timeouts_total", `reason="read"`)
 	t.Logf("connections closed to make room: %.0f; requests timed out: %.0f", evicted, timedOut)
@@ -48,43 +44,18 @@ func TestHTTPSlowHeaders(t *testing.T) {
 	}
 }
 
-// httpProber asks /health, /ready and /metrics from a fresh connection
+// probeHTTP asks /health, /ready and /metrics from a fresh connection
 // every 0.25 s, as the kubelet and a Prometheus that just started would.
-type httpProber struct {
-	cancel        context.CancelFunc
-	wg            sync.WaitGroup
-	asked, failed atomic.Int64
-	firstMu       sync.Mutex
-	first         error
-}
-
-func probeHTTP(addr string) *httpProber {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &httpProber{cancel: cancel}
+func probeHTTP(addr string) *prober {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	p.wg.Go(func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			for _, path := range []string{"/health", "/ready", "/metrics"} {
-				p.asked.Add(1)
-				if err := probeOnce(client, "http://"+addr+path); err != nil {
-					p.failed.Add(1)
-					p.firstMu.Lock()
-					if p.first == nil {
-						p.first = err
-					}
-					p.firstMu.Unlock()
-				}
+	return probeEvery(func() error {
+		for _, path := range []string{"/health", "/ready", "/metrics"} {
+			if err := probeOnce(client, "http://"+addr+path); err != nil {
+				return err
 			}
 		}
+		return nil
 	})
-	return p
 }
 
 func probeOnce(client *http.Client, url string) error {
@@ -100,13 +71,6 @@ func probeOnce(client *http.Client, url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
-}
-
-// stop ends the probes and says how many were asked and failed.
-func (p *httpProber) stop() (asked, failed int64, first error) {
-	p.cancel()
-	p.wg.Wait()
-	return p.asked.Load(), p.failed.Load(), p.first
 }
 
 // httpAttackSources are the addresses the attacker's connections come

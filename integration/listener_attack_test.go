@@ -183,55 +183,6 @@ func isHostileAnswer(m *dns.Msg, err error) error {
 	return nil
 }
 
-// prober asks through ask every 0.25 s until checked, asking once more
-// when an answer is missing, as a stub resolver does.
-type prober struct {
-	stop          context.CancelFunc
-	wg            sync.WaitGroup
-	asked, failed int
-	first         error
-}
-
-func probeEvery(ask func() error) *prober {
-	ctx, stop := context.WithCancel(context.Background())
-	p := &prober{stop: stop}
-	p.wg.Go(func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			err := ask()
-			if err != nil {
-				err = ask()
-			}
-			p.asked++
-			if err != nil {
-				p.failed++
-				if p.first == nil {
-					p.first = err
-				}
-			}
-		}
-	})
-	return p
-}
-
-// check stops the prober and fails t when it asked nothing or any
-// question went unanswered.
-func (p *prober) check(t *testing.T, what string) {
-	t.Helper()
-	p.stop()
-	p.wg.Wait()
-	t.Logf("%s client during the attack: %d questions, %d failed", what, p.asked, p.failed)
-	if p.asked == 0 || p.failed > 0 {
-		t.Errorf("%s client: %d of %d questions failed, first: %v", what, p.failed, p.asked, p.first)
-	}
-}
-
 // logAttackerNotes logs the lines the attacker printed about what the
 // server did to it.
 func logAttackerNotes(t *testing.T, r hostileReport) {
