@@ -571,11 +571,7 @@ func TestForgeryAttacker(t *testing.T) {
 	cfg := trust.GuardConfig{}
 	switch {
 	case a.Credential != "":
-		b, err := os.ReadFile(a.Credential)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cred, err := trust.ParseCredential(b)
+		cred, err := readCredential(a.Credential)
 		if err != nil {
 			t.Fatal(err)
 		}

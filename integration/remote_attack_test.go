@@ -82,11 +82,7 @@ func TestRemoteSilentSender(t *testing.T) {
 // can, naming as their sender a port of its own that accepts connections
 // and never answers (one port per connection).
 func remoteSilentSender(ctx context.Context, s hostileSpec, ready func(int64)) error {
-	b, err := os.ReadFile(s.Files["credential"])
-	if err != nil {
-		return err
-	}
-	cred, err := trust.ParseCredential(b)
+	cred, err := readCredential(s.Files["credential"])
 	if err != nil {
 		return err
 	}
@@ -205,11 +201,7 @@ func askUntilRefused(ctx context.Context, g *trust.Guard, target string, batch *
 // A connection the replica closes is opened again, at the pace the
 // replica lets it; what it reports is the streams sent in the first round.
 func remoteBigHeaders(ctx context.Context, s hostileSpec, ready func(int64)) error {
-	b, err := os.ReadFile(s.Files["credential"])
-	if err != nil {
-		return err
-	}
-	cred, err := trust.ParseCredential(b)
+	cred, err := readCredential(s.Files["credential"])
 	if err != nil {
 		return err
 	}
@@ -347,4 +339,13 @@ func grpcRequestHeaders(authority string) []byte {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	return buf.Bytes()
+}
+
+// readCredential reads the node-local credential in the file at path.
+func readCredential(path string) (trust.Credential, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return trust.Credential{}, err
+	}
+	return trust.ParseCredential(b)
 }
