@@ -58,6 +58,9 @@ func (s corefileSource) load() (*config.Config, error) {
 	}
 	cfg.Mode, cfg.Cluster, cfg.Memory = base.Mode, base.Cluster, base.Memory
 	cfg.Log.Level, cfg.Log.Format = base.Log.Level, base.Log.Format
+	// Who may read /debug/ring is deployment, not DNS: no Corefile
+	// plugin says it.
+	cfg.HTTP.Debug = base.HTTP.Debug
 	// Where this process reaches the API and which node it runs on are
 	// deployment, not DNS: a kube-dns ConfigMap cannot say them, and a
 	// Corefile without a kubeconfig connects in-cluster.

@@ -15,7 +15,7 @@ func TestLoadConfigFromCorefileAndKubeDNS(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string { return writeFileIn(t, dir, name, text) }
 	core := write("Corefile", ".:5300 {\n    bind 127.0.0.1\n    cache 30\n    forward . 10.0.0.53\n}\n")
-	base := write("base.yaml", "cluster: {replicationFactor: 3, nodeName: r0}\nlog: {format: json}\n")
+	base := write("base.yaml", "cluster: {replicationFactor: 3, nodeName: r0}\nlog: {format: json}\nhttp: {debug: [10.244.0.1]}\n")
 	kubeDNS := write("kube-dns.yaml", kubeDNSConfigMap)
 	federated := write("federated.yaml", "federations: |\n  {\"myfed\": \"example.com\"}\n")
 	unmapped := write("Unmapped", ".:5300 {\n    nosuchplugin\n}\n")
@@ -27,8 +27,9 @@ func TestLoadConfigFromCorefileAndKubeDNS(t *testing.T) {
 	if !slices.Equal(l.cfg.DNS.Listen, []string{"127.0.0.1:5300"}) || !slices.Equal(l.cfg.Forward.Upstreams, []string{"10.0.0.53"}) {
 		t.Errorf("from the Corefile: listen %v upstreams %v", l.cfg.DNS.Listen, l.cfg.Forward.Upstreams)
 	}
-	if *l.cfg.Cluster.ReplicationFactor != 3 || l.cfg.Cluster.NodeName != "r0" || l.cfg.Log.Format != "json" || l.watch == nil {
-		t.Errorf("from the base: cluster %+v log %+v (watched: %v)", l.cfg.Cluster, l.cfg.Log, l.watch != nil)
+	if *l.cfg.Cluster.ReplicationFactor != 3 || l.cfg.Cluster.NodeName != "r0" || l.cfg.Log.Format != "json" || l.watch == nil ||
+		!slices.Equal(l.cfg.HTTP.Debug, []string{"10.244.0.1"}) {
+		t.Errorf("from the base: cluster %+v log %+v http.debug %v (watched: %v)", l.cfg.Cluster, l.cfg.Log, l.cfg.HTTP.Debug, l.watch != nil)
 	}
 
 	l, err = loadConfig("serve", []string{"--kube-dns-configmap", kubeDNS})
