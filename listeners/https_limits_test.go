@@ -32,17 +32,12 @@ type dohUnderTest struct {
 
 func startDoH(t *testing.T, limits HTTPSLimits, maxLarge int) *dohUnderTest {
 	t.Helper()
-	certFile, keyFile, cert := testutil.WriteCert(t, t.TempDir(), "server", "shardns test")
-	c, err := LoadCertificate(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tlsConfig, pool := serverCertificate(t)
 	s, err := BindTCP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dohUnderTest{pool: x509.NewCertPool(), refused: map[string]prometheus.Counter{}}
-	d.pool.AddCert(cert)
+	d := &dohUnderTest{pool: pool, refused: map[string]prometheus.Counter{}}
 	for _, r := range []string{"streams", "inflight", "evicted", "body_timeout"} {
 		d.refused[r] = prometheus.NewCounter(prometheus.CounterOpts{Name: r})
 	}
@@ -50,7 +45,7 @@ func startDoH(t *testing.T, limits HTTPSLimits, maxLarge int) *dohUnderTest {
 		Evicted: d.refused["evicted"], BodyTimeout: d.refused["body_timeout"]}
 	var handler atomic.Pointer[query.Handler]
 	handler.Store(testHandler())
-	cfg := Config{Handler: &handler, TLS: c.TLSConfig(), MaxConnections: 64, IdleTimeout: 5 * time.Second,
+	cfg := Config{Handler: &handler, TLS: tlsConfig, MaxConnections: 64, IdleTimeout: 5 * time.Second,
 		MaxLargeMessages: maxLarge, HTTPS: limits, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	d.httpsListener = &httpsListener{cfg: cfg, sockets: s}
 	d.start()

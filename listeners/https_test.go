@@ -138,23 +138,31 @@ func tlsListenerWith(t *testing.T, transport string, handler *atomic.Pointer[que
 // tlsListenerConfig is tlsListener with the bounds and scope of cfg.
 func tlsListenerConfig(t *testing.T, transport string, cfg Config) (string, *x509.CertPool) {
 	t.Helper()
+	var pool *x509.CertPool
+	cfg.TLS, pool = serverCertificate(t)
+	s, err := BindTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := NewProps
+	if transport == "https" {
+		props = NewHTTPSProps
+	}
+	return spawnListener(t, cfg, s, props), pool
+}
+
+// serverCertificate is the TLS configuration of a server for
+// "localhost" and the pool that trusts it.
+func serverCertificate(t *testing.T) (*tls.Config, *x509.CertPool) {
+	t.Helper()
 	certFile, keyFile, cert := testutil.WriteCert(t, t.TempDir(), "server", "shardns test")
 	c, err := LoadCertificate(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := BindTCP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.TLS = c.TLSConfig()
-	props := NewProps
-	if transport == "https" {
-		props = NewHTTPSProps
-	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return spawnListener(t, cfg, s, props), pool
+	return c.TLSConfig(), pool
 }
 
 // DNS over TLS: ALPN dot, the certificate given, and the zone answered
