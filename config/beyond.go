@@ -33,6 +33,9 @@ type ServerConfig struct {
 	// Whoami answers every query with the client's address, port and
 	// transport (CoreDNS's whoami plugin) instead of records.
 	Whoami bool `json:"whoami"`
+	// Chain is this block's own plugin chain (chain.go); nil answers
+	// through the top-level keys.
+	Chain *ChainConfig `json:"chain"`
 }
 
 // TLSConfig is a certificate and its key, PEM files.

@@ -654,6 +654,7 @@ func (c *Config) validate() error {
 	c.validateFederation(bad)
 	c.validateACL(bad)
 	c.validateViews(bad)
+	c.validateChains(bad)
 	c.validateMemory(bad)
 	c.validateModifiers(bad)
 	switch c.Log.Level {
