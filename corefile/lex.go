@@ -14,9 +14,10 @@ type token struct {
 }
 
 // lex splits src into tokens the way CoreDNS does: words separated by
-// white space; "#" at the start of a word begins a comment up to the end
-// of the line; a double-quoted word may hold spaces and newlines, with \"
-// for a quote (other backslashes are kept as written).
+// white space; any "#" outside quotes begins a comment up to the end of
+// the line, in the middle of a word too (`foo#bar` is the word `foo`, as
+// CoreDNS's lexer reads it); a double-quoted word may hold spaces and
+// newlines, with \" for a quote (other backslashes are kept as written).
 func lex(file string, src []byte) ([]token, error) {
 	var (
 		toks   []token
@@ -58,7 +59,9 @@ func lex(file string, src []byte) ([]token, error) {
 			line++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
 			flush()
-		case c == '#' && !inWord:
+		case c == '#':
+			// The word read so far ends at the newline the loop reaches
+			// next, so it keeps its line.
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
