@@ -16,9 +16,13 @@ func (c *converter) kubernetesPlugin(s *server, d *Directive) {
 		return
 	}
 	k := &c.cfg.Kubernetes
+	fwd, rev := c.clusterZones(s, d)
+	if len(fwd) == 0 {
+		c.reverseOnly(d, rev)
+		return
+	}
 	k.Enabled = true
 	c.kubeBlock = s.block
-	fwd, rev := c.clusterZones(s, d)
 	if len(fwd) > 1 && slices.Contains(fwd, ".") {
 		c.unmapped(d.place(), "kubernetes zones %s: \".\" holds every other zone; shardns takes it alone", strings.Join(fwd, " "))
 		fwd = []string{"."}
@@ -33,6 +37,20 @@ func (c *converter) kubernetesPlugin(s *server, d *Directive) {
 	k.Pods = "disabled"
 	k.Fallthrough = []string{}
 	c.options(d, func(o *Directive) bool { return c.kubernetesOption(k, o) })
+}
+
+// reverseOnly reports a kubernetes plugin of reverse zones alone (the
+// Talos template with an empty cluster domain renders one) and leaves it
+// out. CoreDNS refuses to start on it ("non-reverse zone name must be
+// used"): a PTR answer names its service under the plugin's first
+// cluster domain, and there is none. Serving it under cluster.local, the
+// default, would answer names the Corefile never mentions.
+func (c *converter) reverseOnly(d *Directive, rev []string) {
+	k := &c.cfg.Kubernetes
+	k.Enabled, k.ReverseZones = false, []string{}
+	c.unmapped(d.place(), "kubernetes %s: no cluster domain, only reverse zones, which CoreDNS refuses to start on "+
+		"(\"non-reverse zone name must be used\"); name the cluster domain first (kubernetes cluster.local %s)",
+		strings.Join(rev, " "), strings.Join(rev, " "))
 }
 
 // clusterZones splits the plugin's zones (its arguments, else the

@@ -1,0 +1,74 @@
+package corefile
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shardns/shardns/config"
+)
+
+// Each case is a Corefile with a kubernetes plugin, what the
+// configuration must hold and the findings it must produce.
+func TestConvertKubernetes(t *testing.T) {
+	cases := []struct {
+		name  string
+		src   string
+		check func(t *testing.T, cfg *config.Config)
+		want  []string
+	}{
+		{
+			name: "reverse zones alone: CoreDNS does not start, and cluster.local is not served in their place",
+			src:  ".:53 {\n  kubernetes in-addr.arpa ip6.arpa {\n    pods insecure\n  }\n  forward . 10.0.0.53\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				k := cfg.Kubernetes
+				if k.Enabled || len(k.ReverseZones) != 0 {
+					t.Errorf("kubernetes.enabled %v, reverseZones %q; want the plugin left out", k.Enabled, k.ReverseZones)
+				}
+			},
+			want: []string{`Corefile:2: kubernetes in-addr.arpa ip6.arpa: no cluster domain, only reverse zones, which CoreDNS refuses to start on ` +
+				`("non-reverse zone name must be used"); name the cluster domain first (kubernetes cluster.local in-addr.arpa ip6.arpa)`},
+		},
+		{
+			name: "a reverse block's plugin without zones takes the block's",
+			src:  ".:53 {\n  forward . 10.0.0.53\n}\n10.in-addr.arpa:53 {\n  kubernetes\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Kubernetes.Enabled {
+					t.Error("kubernetes.enabled: want the plugin left out")
+				}
+			},
+			want: []string{`Corefile:5: kubernetes 10.in-addr.arpa: no cluster domain, only reverse zones, which CoreDNS refuses to start on ` +
+				`("non-reverse zone name must be used"); name the cluster domain first (kubernetes cluster.local 10.in-addr.arpa)`},
+		},
+		{
+			name: "the cluster domain beside reverse zones",
+			src:  ".:53 {\n  kubernetes example.local in-addr.arpa\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				k := cfg.Kubernetes
+				if !k.Enabled || !slices.Equal(k.Zones, []string{"example.local"}) || !slices.Equal(k.ReverseZones, []string{"in-addr.arpa"}) {
+					t.Errorf("kubernetes %v zones %q reverse %q", k.Enabled, k.Zones, k.ReverseZones)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := convert(t, c.src)
+			out, err := res.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.Parse(out); err != nil {
+				t.Fatalf("converted configuration does not validate: %v\n%s", err, out)
+			}
+			if c.check != nil {
+				c.check(t, res.Config)
+			}
+			for _, w := range c.want {
+				if !hasFinding(res, w) {
+					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
+				}
+			}
+		})
+	}
+}
