@@ -186,7 +186,7 @@ func TestDoTIdleConnectionExpires(t *testing.T) {
 	s := startDoTServer(t, answerA)
 	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, nil, func(c *Config) { c.Expire = 50 * time.Millisecond }, "tls://"+s.addr)
 	wantA(t, f, "example.org.")
-	pool := f.upstreams[0].dot
+	pool := f.upstreams[0].conns
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if n := pool.idleConns(); n != 0 {
 			return fmt.Errorf("%d idle connections after expire", n)
@@ -227,7 +227,7 @@ func TestDoTMaxIdleConns(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := f.upstreams[0].dot.idleConns(); n != 1 {
+	if n := f.upstreams[0].conns.idleConns(); n != 1 {
 		t.Errorf("%d idle connections kept, want MaxIdleConns (1)", n)
 	}
 	wantA(t, f, "late.example.org.")

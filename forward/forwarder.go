@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,12 +38,27 @@ type Config struct {
 	// TLS is the client configuration of the tls:// upstreams (LoadTLS);
 	// nil: the system's roots, and each upstream's IP as its name.
 	TLS *tls.Config
-	// MaxIdleConns bounds the open connections kept per tls:// upstream
-	// between queries; 0: no bound.
+	// MaxIdleConns bounds the open connections kept per upstream between
+	// queries (TLS, and TCP to plain ones); 0: no bound.
 	MaxIdleConns int
 	// Expire closes a connection kept open once it has been idle this
 	// long; 0 keeps none.
 	Expire time.Duration
+	// MaxAge replaces a connection kept open once it has been open this
+	// long, however busy; 0: no bound (CoreDNS's max_age).
+	MaxAge time.Duration
+	// ForceTCP asks plain upstreams over TCP, on connections kept open,
+	// whatever transport the question came over (force_tcp). It wins
+	// over PreferUDP, as in CoreDNS.
+	ForceTCP bool
+	// PreferUDP asks plain upstreams over UDP even for a question that
+	// came over TCP (prefer_udp); a truncated answer is asked again over
+	// TCP. Without either, a question that came over TCP goes over TCP.
+	PreferUDP bool
+	// Failover are the rcodes on which the next upstream is asked as if
+	// this one had failed (failover); from the last one, its answer is
+	// the answer. They do not count as failures.
+	Failover []int
 	// OnResult observes every attempt (upstream, rcode or error), for
 	// metrics. upstream is the address without its tls:// prefix, as
 	// CoreDNS labels it.
@@ -66,15 +82,18 @@ type Forwarder struct {
 }
 
 type upstream struct {
-	addr  string   // host:port
-	dot   *dotPool // the connections of a DNS over TLS upstream; nil for plain DNS
+	addr string // host:port
+	tls  bool   // DNS over TLS
+	// conns are the connections kept open: TLS ones to a tls://
+	// upstream, TCP ones to a plain one.
+	conns *connPool
 	fails atomic.Int32
 	down  atomic.Bool
 }
 
 // name is the upstream as configured, for logs.
 func (u *upstream) name() string {
-	if u.dot != nil {
+	if u.tls {
 		return tlsScheme + u.addr
 	}
 	return u.addr
@@ -87,17 +106,20 @@ func New(cfg Config) *Forwarder {
 	if base == nil {
 		base = &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(len(cfg.Upstreams))}
 	}
+	limits := poolLimits{expire: cfg.Expire, maxAge: cfg.MaxAge, maxIdle: cfg.MaxIdleConns}
 	for _, a := range cfg.Upstreams {
-		u := &upstream{addr: a}
-		if addr, ok := strings.CutPrefix(a, tlsScheme); ok {
-			u.addr = addr
-			onConn := func(reused bool) {
-				if cfg.OnConn != nil {
-					cfg.OnConn(addr, "tcp-tls", reused)
-				}
-			}
-			u.dot = newDoTPool(addr, base, cfg.Expire, cfg.MaxIdleConns, onConn)
+		addr, isTLS := strings.CutPrefix(a, tlsScheme)
+		u := &upstream{addr: addr, tls: isTLS}
+		proto, t := "tcp", (*tls.Config)(nil)
+		if isTLS {
+			proto, t = "tcp-tls", base
 		}
+		onConn := func(reused bool) {
+			if cfg.OnConn != nil {
+				cfg.OnConn(addr, proto, reused)
+			}
+		}
+		u.conns = newPool(addr, t, limits, onConn)
 		f.upstreams = append(f.upstreams, u)
 	}
 	f.wg.Go(f.healthLoop)
@@ -109,9 +131,7 @@ func (f *Forwarder) Close() {
 	close(f.stop)
 	f.wg.Wait()
 	for _, u := range f.upstreams {
-		if u.dot != nil {
-			u.dot.close()
-		}
+		u.conns.close()
 	}
 }
 
@@ -145,17 +165,28 @@ func (f *Forwarder) Drain(timeout time.Duration) {
 	}
 }
 
-// Exchange asks the upstreams in policy order until one answers. The
-// request is sent with a fresh random ID; the reply carries req's ID.
+// Exchange asks the upstreams in policy order until one answers, as
+// for a question that came over UDP.
 func (f *Forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error) {
+	return f.ExchangeFor(ctx, req, false)
+}
+
+// ExchangeFor asks the upstreams in policy order until one answers, or
+// one answers a Failover rcode and none is left to ask. overTCP says the
+// question came over TCP: without PreferUDP, plain upstreams are asked
+// over TCP too, as CoreDNS asks them over the client's transport. The
+// request is sent with a fresh random ID; the reply carries req's ID.
+func (f *Forwarder) ExchangeFor(ctx context.Context, req *dns.Msg, overTCP bool) (*dns.Msg, error) {
 	q := req.Copy()
 	q.Id = dns.Id()
-	for _, u := range f.order() {
+	list := f.order()
+	var last *dns.Msg // the latest answer passed over for a Failover rcode
+	for i, u := range list {
 		if ctx.Err() != nil {
 			break
 		}
 		start := time.Now()
-		r, err := f.exchangeOne(ctx, u, q)
+		r, err := f.exchangeOne(ctx, u, q, overTCP)
 		if f.cfg.OnResult != nil {
 			rc := -1
 			if r != nil {
@@ -168,23 +199,30 @@ func (f *Forwarder) Exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 			continue
 		}
 		u.fails.Store(0)
+		if i < len(list)-1 && slices.Contains(f.cfg.Failover, r.Rcode) {
+			last = r
+			continue
+		}
 		r.Id = req.Id
 		return r, nil
+	}
+	if last != nil {
+		last.Id = req.Id
+		return last, nil
 	}
 	return nil, ErrNoUpstream
 }
 
-// exchangeOne asks one upstream: over TLS on a connection kept open, or
-// over UDP, and again over TCP when the answer is truncated.
-func (f *Forwarder) exchangeOne(ctx context.Context, u *upstream, q *dns.Msg) (*dns.Msg, error) {
-	if u.dot != nil {
-		return u.dot.exchange(ctx, q, f.cfg.Timeout)
+// exchangeOne asks one upstream: over TLS or TCP on a connection kept
+// open, or over UDP, and again over TCP when the answer is truncated.
+func (f *Forwarder) exchangeOne(ctx context.Context, u *upstream, q *dns.Msg, overTCP bool) (*dns.Msg, error) {
+	if u.tls || f.cfg.ForceTCP || overTCP && !f.cfg.PreferUDP {
+		return u.conns.exchange(ctx, q, f.cfg.Timeout)
 	}
 	c := &dns.Client{Net: "udp", Timeout: f.cfg.Timeout, UDPSize: dns.MaxMsgSize}
 	r, _, err := c.ExchangeContext(ctx, q, u.addr)
 	if err == nil && r.Truncated {
-		c.Net = "tcp"
-		r, _, err = c.ExchangeContext(ctx, q, u.addr)
+		return u.conns.exchange(ctx, q, f.cfg.Timeout)
 	}
 	return r, err
 }
@@ -252,14 +290,15 @@ func (f *Forwarder) healthLoop() {
 }
 
 // probe asks ". IN NS" the way queries are asked (over TLS for a tls://
-// upstream, so a certificate that fails keeps it down): any answer at
-// all means the upstream is up.
+// upstream, so a certificate that fails keeps it down; over TCP with
+// ForceTCP, as CoreDNS's health checks): any answer at all means the
+// upstream is up.
 func (f *Forwarder) probe(u *upstream) bool {
 	m := new(dns.Msg)
 	m.SetQuestion(".", dns.TypeNS)
 	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	defer cancel()
-	_, err := f.exchangeOne(ctx, u, m)
+	_, err := f.exchangeOne(ctx, u, m, false)
 	return err == nil
 }
 

@@ -3,7 +3,10 @@
 // policy, health checks that take failed upstreams out until they answer
 // again, a bound on queries in flight, a read timeout, and a retry over TCP
 // when an answer is truncated. Upstreams written tls://host:port are asked
-// over DNS over TLS (RFC 7858) on connections kept open between queries.
+// over DNS over TLS (RFC 7858) on connections kept open between queries,
+// and plain ones over TCP on such connections too (force_tcp, questions
+// that came over TCP, truncated answers). Some rcodes can send the
+// question on to the next upstream (failover).
 package forward
 
 import (
