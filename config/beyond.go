@@ -57,6 +57,14 @@ type StubConfig struct {
 	// domain's servers have names of their own, as each forward block of
 	// a Corefile has its own tls and tls_servername).
 	TLS UpstreamTLSConfig `json:"tls"`
+	// ForwardOptions are this stub's own forceTCP, preferUDP, failover
+	// and except, not inherited from forward.*.
+	ForwardOptions
+	// Next are rcodes on which this stub's answer is passed over and the
+	// question goes to the forwarder of the next shorter zone that holds
+	// the name (another stub, or forward.upstreams), as CoreDNS's next
+	// goes on to the forward that follows.
+	Next []string `json:"next"`
 }
 
 // UpstreamTLSConfig is how shardns trusts DNS over TLS upstreams.
@@ -243,6 +251,8 @@ func (c *Config) validateStubs(bad func(key, format string, args ...any), key st
 			bad(key+".policy", "must be random, round_robin or sequential, got %q", s.Policy)
 		}
 		checkUpstreamTLS(bad, key+".tls", s.TLS)
+		checkForwardOptions(bad, key+".", s.ForwardOptions)
+		checkRcodes(bad, key+".next", s.Next, true)
 	}
 }
 

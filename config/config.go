@@ -313,9 +313,14 @@ type ForwardConfig struct {
 	// MaxIdleConns bounds the connections kept open per tls:// upstream
 	// between queries; 0: no bound.
 	MaxIdleConns int `json:"maxIdleConns"`
-	// Expire closes a connection to a tls:// upstream once idle this long;
-	// 0 keeps none open.
+	// Expire closes a connection kept open to an upstream (TLS, or TCP
+	// to a plain one) once idle this long; 0 keeps none open.
 	Expire Duration `json:"expire"`
+	// MaxAge replaces a connection kept open once it has been open this
+	// long, however busy (max_age); 0: no bound, else at least Expire.
+	MaxAge Duration `json:"maxAge"`
+	// ForwardOptions: forceTCP, preferUDP, failover and except.
+	ForwardOptions
 	// Stubs forward some zones to other upstreams (stub domains), each
 	// with its own health checks and cache.
 	Stubs []StubConfig `json:"stubs"`
@@ -938,6 +943,8 @@ func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
 	if f.Expire < 0 {
 		bad("forward.expire", "must not be negative")
 	}
+	checkMaxAge(bad, f)
+	checkForwardOptions(bad, "forward.", f.ForwardOptions)
 	checkUpstreamTLS(bad, "forward.tls", f.TLS)
 	ca := &c.Cache
 	for key, v := range map[string]int{"cache.maxTTL": ca.MaxTTL, "cache.denialMaxTTL": ca.DenialMaxTTL,
