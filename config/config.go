@@ -160,7 +160,9 @@ type KubernetesConfig struct {
 	// Context of Kubeconfig to connect with; empty uses its current
 	// context. CoreDNS's kubeconfig takes one too.
 	Context string `json:"context"`
-	// Zones are the cluster domains served.
+	// Zones are the cluster domains served. Empty serves no cluster
+	// names (a Corefile without the kubernetes plugin): then the API
+	// source, the manifests and every other cluster zone must be off too.
 	Zones []string `json:"zones"`
 	// ReverseZones are the reverse zones served (PTR of cluster addresses).
 	ReverseZones []string `json:"reverseZones"`
@@ -678,7 +680,7 @@ func (c *Config) validate() error {
 func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 	k := &c.Kubernetes
 	if len(k.Zones) == 0 {
-		bad("kubernetes.zones", "needs at least one cluster domain")
+		c.checkNoClusterDomain(bad)
 	}
 	checkZones(bad, "kubernetes.zones", k.Zones, true)
 	if slices.Contains(k.Zones, ".") {
@@ -731,6 +733,30 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		c.validateExternal(bad)
 	}
 	c.validateMulticluster(bad)
+}
+
+// checkNoClusterDomain accepts kubernetes.zones: [] only where nothing
+// would need a cluster domain: records of the API or the manifests are
+// named under one, and PTR, multicluster and external answers name their
+// services under the first.
+func (c *Config) checkNoClusterDomain(bad func(key, format string, args ...any)) {
+	k := &c.Kubernetes
+	var needs []string
+	for _, n := range []struct {
+		key string
+		set bool
+	}{
+		{"kubernetes.enabled", k.Enabled}, {"manifests.files", len(c.Manifests.Files) > 0},
+		{"kubernetes.reverseZones", len(k.ReverseZones) > 0}, {"kubernetes.multicluster", len(k.Multicluster) > 0},
+		{"kubernetes.external", k.External != nil},
+	} {
+		if n.set {
+			needs = append(needs, n.key)
+		}
+	}
+	if len(needs) > 0 {
+		bad("kubernetes.zones", "needs at least one cluster domain for %s (empty serves no cluster names)", strings.Join(needs, ", "))
+	}
 }
 
 // validateMulticluster checks kubernetes.multicluster.

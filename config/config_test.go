@@ -132,6 +132,9 @@ func TestParseRejects(t *testing.T) {
 		{"no listen address", "kubernetes: {enabled: false}\ndns: {listen: []}\n", "dns.listen"},
 		{"mode", "kubernetes: {enabled: false}\nmode: primary\n", "mode"},
 		{"reverse zone", "kubernetes: {enabled: false, reverseZones: [example.com]}\n", "kubernetes.reverseZones[0]"},
+		{"no cluster domain with the API", "kubernetes: {zones: [], reverseZones: []}\n", "kubernetes.zones: needs at least one cluster domain for kubernetes.enabled"},
+		{"no cluster domain with reverse zones", "kubernetes: {enabled: false, zones: []}\n", "kubernetes.zones: needs at least one cluster domain for kubernetes.reverseZones"},
+		{"no cluster domain with manifests", "kubernetes: {enabled: false, zones: [], reverseZones: []}\nmanifests: {files: [a.yaml]}\n", "for manifests.files"},
 		{"replication factor", "kubernetes: {enabled: false}\ncluster: {replicationFactor: -1}\n", "cluster.replicationFactor"},
 		{"probe interval too short", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: 10ms}}\n", "cluster.failureDetection.probeInterval"},
 		{"probe interval negative", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: -1s}}\n", "cluster.failureDetection.probeInterval"},
@@ -181,6 +184,19 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, c.key)
 			}
 		})
+	}
+}
+
+// Without the API, the manifests and other cluster zones, kubernetes.zones
+// may be empty: a Corefile without the kubernetes plugin, whose
+// cluster.local names go to stub domains and the forwarder.
+func TestParseNoClusterDomain(t *testing.T) {
+	cfg, err := Parse([]byte("kubernetes: {enabled: false, zones: [], reverseZones: []}\nforward: {stubs: [{zones: [cluster.local], upstreams: [10.0.0.10]}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Kubernetes.AllZones()) != 0 {
+		t.Errorf("cluster zones %q, want none", cfg.Kubernetes.AllZones())
 	}
 }
 

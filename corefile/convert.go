@@ -151,8 +151,10 @@ func Convert(cf *Corefile) (*Result, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	c.dropShadowedStubs()
 	c.finish()
+	// After finish, which knows whether a kubernetes plugin was read:
+	// without one no cluster zone shadows a stub.
+	c.dropShadowedStubs()
 	sort.SliceStable(c.findings, func(i, j int) bool {
 		a, b := c.findings[i], c.findings[j]
 		if c.rank[a.File] != c.rank[b.File] {
@@ -379,8 +381,8 @@ func (c *converter) finish() {
 	}
 	if !c.saw["kubernetes"] {
 		cfg.Kubernetes.Enabled = false
-		cfg.Kubernetes.ReverseZones = []string{}
-		c.note(place{}, "no kubernetes plugin: kubernetes.enabled: false, kubernetes.reverseZones: []")
+		cfg.Kubernetes.Zones, cfg.Kubernetes.ReverseZones = []string{}, []string{}
+		c.note(place{}, "no kubernetes plugin: kubernetes.enabled: false, kubernetes.zones: [], kubernetes.reverseZones: []")
 	}
 	c.dropClusterFileZones()
 	if _, ok := c.claimed["forward ."]; !ok {

@@ -47,7 +47,7 @@ func (c *converter) kubernetesPlugin(s *server, d *Directive) {
 // default, would answer names the Corefile never mentions.
 func (c *converter) reverseOnly(d *Directive, rev []string) {
 	k := &c.cfg.Kubernetes
-	k.Enabled, k.ReverseZones = false, []string{}
+	k.Enabled, k.Zones, k.ReverseZones = false, []string{}, []string{}
 	c.unmapped(d.place(), "kubernetes %s: no cluster domain, only reverse zones, which CoreDNS refuses to start on "+
 		"(\"non-reverse zone name must be used\"); name the cluster domain first (kubernetes cluster.local %s)",
 		strings.Join(rev, " "), strings.Join(rev, " "))

@@ -50,6 +50,48 @@ func TestConvertKubernetes(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "without the plugin, a stub of cluster.local is what answers its names",
+			src:  ".:53 {\n  forward cluster.local 10.0.0.10\n  forward . 10.0.0.53\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				k, st := cfg.Kubernetes, cfg.Forward.Stubs
+				if k.Enabled || len(k.Zones) != 0 || len(k.ReverseZones) != 0 {
+					t.Errorf("kubernetes %v zones %q reverse %q, want no cluster names", k.Enabled, k.Zones, k.ReverseZones)
+				}
+				if len(st) != 1 || !slices.Equal(st[0].Zones, []string{"cluster.local"}) || !slices.Equal(st[0].Upstreams, []string{"10.0.0.10"}) {
+					t.Errorf("forward.stubs %+v, want cluster.local to 10.0.0.10", st)
+				}
+			},
+		},
+		{
+			name: "a stub of cluster.local in another block, the plugin in none",
+			src:  ".:53 {\n  forward . 10.0.0.53\n}\ncluster.local:53 {\n  forward . 10.0.0.10\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if st := cfg.Forward.Stubs; len(st) != 1 || !slices.Equal(st[0].Zones, []string{"cluster.local"}) {
+					t.Errorf("forward.stubs %+v, want cluster.local", st)
+				}
+			},
+		},
+		{
+			name: "with the plugin, the stub is shadowed as in CoreDNS",
+			src:  ".:53 {\n  kubernetes cluster.local\n  forward cluster.local 10.0.0.10\n  forward . 10.0.0.53\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if len(cfg.Forward.Stubs) != 0 {
+					t.Errorf("forward.stubs %+v, want none", cfg.Forward.Stubs)
+				}
+			},
+			want: []string{"Corefile:3: note: forward for cluster.local is left out: the kubernetes plugin answers every name there " +
+				"(it comes before forward in CoreDNS too) and no fallthrough reaches it"},
+		},
+		{
+			name: "without the plugin, a zone file of cluster.local is served",
+			src:  ".:53 {\n  file db.cluster cluster.local\n  forward . 10.0.0.53\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if fz := cfg.Files.Zones; len(fz) != 1 || fz[0].Origin != "cluster.local" {
+					t.Errorf("files.zones %+v, want cluster.local's", fz)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

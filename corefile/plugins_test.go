@@ -297,7 +297,7 @@ func TestConvertPlugins(t *testing.T) {
 				"Corefile: note: no errors plugin: log.errors: false",
 				"Corefile: note: no cache plugin: cache.enabled: false",
 				"Corefile: note: no loadbalance plugin: loadbalance.enabled: false",
-				"Corefile: note: no kubernetes plugin: kubernetes.enabled: false, kubernetes.reverseZones: []",
+				"Corefile: note: no kubernetes plugin: kubernetes.enabled: false, kubernetes.zones: [], kubernetes.reverseZones: []",
 				"Corefile: note: no forward plugin for the root zone: forward.upstreams: [] (names outside every zone get REFUSED)",
 				"Corefile: note: no health lameduck: http.lameduck: 0s (on SIGTERM the listeners close at once)",
 				`Corefile: note: no health, ready or prometheus plugin: http.listen: "" (no HTTP endpoint)`,
