@@ -3,11 +3,8 @@ package config
 import (
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/hosts"
 	"github.com/shardns/shardns/template"
@@ -141,23 +138,6 @@ type HostsConfig struct {
 	Interval Duration `json:"interval"`
 }
 
-// RewriteRule changes a query before it is answered, and the answer back.
-type RewriteRule struct {
-	// Field is name, type or ttl.
-	Field string `json:"field"`
-	// Match is exact, prefix, suffix, substring or regex (name and ttl).
-	Match string `json:"match"`
-	// From is the name (or pattern) to match; for type, the query type.
-	From string `json:"from"`
-	// To is the replacement name (regex: with {1}… groups) or query type.
-	To string `json:"to"`
-	// TTL is what ttl rules set: "N" or "MIN-MAX" seconds.
-	TTL string `json:"ttl"`
-	// Continue applies the next rules too; otherwise the first rule that
-	// matches is the last.
-	Continue bool `json:"continue"`
-}
-
 // ChaosConfig answers CHAOS-class TXT queries (version.bind and friends).
 type ChaosConfig struct {
 	// Enabled answers version.bind, version.server, hostname.bind and
@@ -278,18 +258,6 @@ func validateHosts(bad func(key, format string, args ...any), key string, h *Hos
 	}
 }
 
-// validateRewrites checks the rewrite rules under key, and fills the
-// match type CoreDNS assumes when none is given.
-func validateRewrites(bad func(key, format string, args ...any), key string, rules []RewriteRule) {
-	for i := range rules {
-		r := &rules[i]
-		if r.Match == "" && r.Field != "type" {
-			r.Match = "exact" // as CoreDNS, when no match type is given
-		}
-		validateRewrite(bad, fmt.Sprintf("%s[%d]", key, i), *r)
-	}
-}
-
 // validateTemplates checks the templates under key by compiling them.
 func validateTemplates(bad func(key, format string, args ...any), key string, ts []template.Config) {
 	if _, err := template.Compile(ts); err != nil {
@@ -298,44 +266,6 @@ func validateTemplates(bad func(key, format string, args ...any), key string, ts
 			k, msg, _ := strings.Cut(line, ": ")
 			bad(key+strings.TrimPrefix(k, "template"), "%s", msg)
 		}
-	}
-}
-
-func validateRewrite(bad func(key, format string, args ...any), key string, r RewriteRule) {
-	checkMatch := func() {
-		switch r.Match {
-		case "exact", "prefix", "suffix", "substring":
-		case "regex":
-			if _, err := regexp.Compile(r.From); err != nil {
-				bad(key+".from", "%v", err)
-			}
-		default:
-			bad(key+".match", "must be exact, prefix, suffix, substring or regex, got %q", r.Match)
-		}
-		if r.From == "" {
-			bad(key+".from", "is empty")
-		}
-	}
-	switch r.Field {
-	case "name":
-		checkMatch()
-		if r.To == "" {
-			bad(key+".to", "is empty")
-		}
-	case "type":
-		if _, ok := dns.StringToType[strings.ToUpper(r.From)]; !ok {
-			bad(key+".from", "%q is not a query type", r.From)
-		}
-		if _, ok := dns.StringToType[strings.ToUpper(r.To)]; !ok {
-			bad(key+".to", "%q is not a query type", r.To)
-		}
-	case "ttl":
-		checkMatch()
-		if _, _, err := ParseTTLRange(r.TTL); err != nil {
-			bad(key+".ttl", "%v", err)
-		}
-	default:
-		bad(key+".field", "must be name, type or ttl, got %q", r.Field)
 	}
 }
 

@@ -59,6 +59,12 @@ func TestParseResolverPlaneRejects(t *testing.T) {
 		{"template key unknown", "kubernetes: {enabled: false}\ntemplate: [{type: A, exprs: [x]}]\n", `unknown field "exprs"`},
 		{"template condition that does not compile", "kubernetes: {enabled: false}\ntemplate: [{type: A, expr: [\"incidr(\"]}]\n", "template[0].expr[0]"},
 		{"rewrite ttl", "kubernetes: {enabled: false}\nrewrite: [{field: ttl, from: a, ttl: \"10-5\"}]\n", "rewrite[0].ttl"},
+		{"rewrite answer name regex", "kubernetes: {enabled: false}\nrewrite: [{field: name, from: a, to: b, answerName: [{from: \"(\", to: x}]}]\n",
+			"rewrite[0].answerName[0].from"},
+		{"rewrite answer value group", "kubernetes: {enabled: false}\nrewrite: [{field: name, from: a, to: b, answerValue: [{from: \"(a)\", to: \"{2}.x\"}]}]\n",
+			`rewrite[0].answerValue[0].to: uses group {2}, but "(a)" has 1`},
+		{"rewrite answer on a type rule", "kubernetes: {enabled: false}\nrewrite: [{field: type, from: A, to: AAAA, answerName: [{from: a, to: b}]}]\n",
+			`rewrite[0].answerName: only name rules rewrite answers (field is "type")`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.yaml))

@@ -127,7 +127,7 @@ func TestConvertAKSCustomFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	rule := config.RewriteRule{Field: "name", Match: "exact", From: "db.example.com", To: "db.prod.svc.cluster.local"}
-	if !slices.Contains(res.Config.Rewrite, rule) {
+	if !slices.ContainsFunc(res.Config.Rewrite, func(r config.RewriteRule) bool { return reflect.DeepEqual(r, rule) }) {
 		t.Errorf("rewrite %+v lacks %+v", res.Config.Rewrite, rule)
 	}
 	stub := config.StubConfig{Zones: []string{"example.com"}, Upstreams: []string{"10.0.0.10"}}

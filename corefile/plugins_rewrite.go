@@ -56,7 +56,8 @@ func (c *converter) rewritePlugin(s *server, d *Directive) {
 	c.global(s, d, "rewrite[] applies to every query")
 }
 
-// rewriteName reads [MATCH] FROM TO [answer auto | answer name FROM TO]...
+// rewriteName reads [MATCH] FROM TO [answer auto | answer name FROM TO |
+// answer value FROM TO]...
 func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []string) bool {
 	r.Match = "exact"
 	if len(args) > 0 && slices.Contains(matchTypes, args[0]) {
@@ -80,11 +81,16 @@ func (c *converter) rewriteName(d *Directive, r *config.RewriteRule, args []stri
 			rest = rest[2:]
 		case len(rest) >= 3 && rest[0] == "answer" && rest[1] == "name" && rest[2] == "auto":
 			rest = rest[3:]
-		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "name":
-			c.note(d.place(), "rewrite answer name %s %s: shardns gives answers back the name asked", rest[2], rest[3])
-			rest = rest[4:]
-		case len(rest) >= 4 && rest[0] == "answer" && rest[1] == "value":
-			c.unmapped(d.place(), "rewrite answer value %s %s: shardns does not rewrite record data", rest[2], rest[3])
+		case len(rest) >= 4 && rest[0] == "answer" && (rest[1] == "name" || rest[1] == "value"):
+			a := config.RewriteAnswer{From: rest[2], To: rest[3]}
+			if !c.rewriteAnswer(d, rest[1], a) {
+				return false
+			}
+			if rest[1] == "name" {
+				r.AnswerName = append(r.AnswerName, a)
+			} else {
+				r.AnswerValue = append(r.AnswerValue, a)
+			}
 			rest = rest[4:]
 		default:
 			c.unmapped(d.place(), "rewrite %s: shardns has no such rewrite option", strings.Join(rest, " "))
@@ -155,6 +161,21 @@ func (c *converter) rewriteFrom(d *Directive, r *config.RewriteRule) bool {
 			c.unmapped(d.place(), "rewrite %s regex %s: %v", r.Field, r.From, err)
 			return false
 		}
+	}
+	return true
+}
+
+// rewriteAnswer checks an answer name or value rewrite as CoreDNS does:
+// a regular expression, and a replacement using only its groups.
+func (c *converter) rewriteAnswer(d *Directive, kind string, a config.RewriteAnswer) bool {
+	re, err := regexp.Compile(a.From)
+	if err != nil {
+		c.unmapped(d.place(), "rewrite answer %s %s: %v", kind, a.From, err)
+		return false
+	}
+	if n := config.RegexGroup(a.To); n > re.NumSubexp() {
+		c.unmapped(d.place(), "rewrite answer %s %s %s: uses group {%d}, the pattern has %d", kind, a.From, a.To, n, re.NumSubexp())
+		return false
 	}
 	return true
 }

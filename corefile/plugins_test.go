@@ -246,7 +246,8 @@ func TestConvertPlugins(t *testing.T) {
 				"  rewrite name a.example.org b.example.org {\n  }\n}\n",
 			check: func(t *testing.T, cfg *config.Config) {
 				want := []config.RewriteRule{
-					{Field: "name", Match: "regex", From: `(.*)\.example\.com`, To: "{1}.default.svc.cluster.local"},
+					{Field: "name", Match: "regex", From: `(.*)\.example\.com`, To: "{1}.default.svc.cluster.local",
+						AnswerName: []config.RewriteAnswer{{From: `(.*)\.default\.svc\.cluster\.local`, To: "{1}.example.com"}}},
 					{Field: "ttl", Match: "regex", From: `(.*)\.coredns\.rocks`, TTL: "15", Continue: true},
 					{Field: "name", Match: "suffix", From: ".arpa", To: ".arpa"},
 				}
@@ -255,8 +256,29 @@ func TestConvertPlugins(t *testing.T) {
 				}
 			},
 			want: []string{
-				`Corefile:2: note: rewrite answer name (.*)\.default\.svc\.cluster\.local {1}.example.com: shardns gives answers back the name asked`,
 				"Corefile:13: rewrite name a.example.org b.example.org with a block: CoreDNS takes the rule inside the block",
+			},
+		},
+		{
+			name: "rewrite's answer name and value, as Gardener's search-path rewrite writes them",
+			src: ".:53 {\n  rewrite stop {\n" +
+				"    name regex (^(?:[^\\.]+\\.)+)svc\\.cluster\\.local\\.svc\\.cluster\\.local {1}svc.cluster.local\n" +
+				"    answer name (^(?:[^\\.]+\\.)+)svc\\.cluster\\.local {1}svc.cluster.local.svc.cluster.local\n" +
+				"    answer value (^(?:[^\\.]+\\.)+)svc\\.cluster\\.local {1}svc.cluster.local.svc.cluster.local\n  }\n" +
+				"  rewrite name regex (a)\\.x b.y answer value (c)\\.y {2}.x\n" +
+				"  rewrite name regex (a)\\.x b.y answer name ( x\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				back := []config.RewriteAnswer{{From: `(^(?:[^\.]+\.)+)svc\.cluster\.local`, To: "{1}svc.cluster.local.svc.cluster.local"}}
+				want := []config.RewriteRule{{Field: "name", Match: "regex",
+					From: `(^(?:[^\.]+\.)+)svc\.cluster\.local\.svc\.cluster\.local`, To: "{1}svc.cluster.local",
+					AnswerName: back, AnswerValue: back}}
+				if !reflect.DeepEqual(cfg.Rewrite, want) {
+					t.Errorf("rewrite %+v\nwant %+v", cfg.Rewrite, want)
+				}
+			},
+			want: []string{
+				`Corefile:7: rewrite answer value (c)\.y {2}.x: uses group {2}, the pattern has 1`,
+				"Corefile:8: rewrite answer name (: error parsing regexp: missing closing ): `(`",
 			},
 		},
 		{

@@ -114,6 +114,36 @@ func TestRewriteName(t *testing.T) {
 	}
 }
 
+// TestRewriteAnswer is Gardener's search-path rewrite: a name the search
+// list doubled is answered as the service, and every name in the answer
+// carries the doubled name the client asked.
+func TestRewriteAnswer(t *testing.T) {
+	back := []config.RewriteAnswer{{From: `(^(?:[^\.]+\.)+)svc\.cluster\.local`, To: "{1}svc.cluster.local.svc.cluster.local"}}
+	h := withRules(t, testHandler(t), config.RewriteRule{Field: "name", Match: "regex",
+		From: `(^(?:[^\.]+\.)+)svc\.cluster\.local\.svc\.cluster\.local`, To: "{1}svc.cluster.local",
+		AnswerName: back, AnswerValue: back})
+	// The SRV's target and the additional A are not the rewritten name:
+	// only the answer rewrites reach them.
+	const asked = "_http._tcp.web.ns.svc.cluster.local.svc.cluster.local."
+	for range 2 { // the second time, past the fast path's packed answers
+		r := serve(t, h, pack(t, query(asked, dns.TypeSRV)), Transport{})
+		if r.Rcode != dns.RcodeSuccess || r.Question[0].Name != asked {
+			t.Fatalf("%s, question %v", dns.RcodeToString[r.Rcode], r.Question)
+		}
+		got := append(testutil.Records(r.Answer), testutil.Records(r.Extra)...)
+		want := []string{asked + "\t5\tIN\tSRV\t0 100 80 web.ns.svc.cluster.local.svc.cluster.local.",
+			"web.ns.svc.cluster.local.svc.cluster.local.\t5\tIN\tA\t10.0.0.1"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("got %q\nwant %q", got, want)
+		}
+		// The service's own name is answered as it is.
+		r = serve(t, h, pack(t, query("web.ns.svc.cluster.local.", dns.TypeA)), Transport{})
+		if got := testutil.Records(r.Answer); len(got) != 1 || got[0] != "web.ns.svc.cluster.local.\t5\tIN\tA\t10.0.0.1" {
+			t.Fatalf("the service's name: %q", got)
+		}
+	}
+}
+
 func TestRewriteType(t *testing.T) {
 	h := withRules(t, testHandler(t), config.RewriteRule{Field: "type", From: "AAAA", To: "A"})
 	r := serve(t, h, pack(t, query("web.ns.svc.cluster.local.", dns.TypeAAAA)), Transport{})

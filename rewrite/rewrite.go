@@ -12,6 +12,7 @@ package rewrite
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,7 @@ type rule struct {
 	ttlLo    uint32
 	ttlHi    uint32
 	cont     bool
+	answers  []answer // answer name and answer value rewrites, in order
 }
 
 // Rules are the compiled rewrite rules, in configuration order.
@@ -90,6 +92,10 @@ func compile(i int, c config.RewriteRule) (rule, error) {
 		return r, nil
 	case "name":
 		r.field = fieldName
+		var err error
+		if r.answers, err = compileAnswers(key, c); err != nil {
+			return r, err
+		}
 	case "ttl":
 		r.field = fieldTTL
 		lo, hi, err := config.ParseTTLRange(c.TTL)
@@ -118,7 +124,7 @@ func compile(i int, c config.RewriteRule) (rule, error) {
 		if err != nil {
 			return r, fmt.Errorf("%s.from: %w", key, err)
 		}
-		if n := highestGroup(r.to); n > re.NumSubexp() {
+		if n := config.RegexGroup(r.to); n > re.NumSubexp() {
 			return r, fmt.Errorf("%s.to: uses group {%d}, but %q has %d", key, n, c.From, re.NumSubexp())
 		}
 		r.re = re
@@ -129,24 +135,6 @@ func compile(i int, c config.RewriteRule) (rule, error) {
 		return r, fmt.Errorf("%s.from: is empty", key)
 	}
 	return r, nil
-}
-
-// highestGroup is the largest {N} used in a regex replacement.
-func highestGroup(to string) int {
-	n := 0
-	for i := 0; i < len(to); i++ {
-		if to[i] != '{' {
-			continue
-		}
-		j := strings.IndexByte(to[i:], '}')
-		if j < 0 {
-			break
-		}
-		if g, err := strconv.Atoi(to[i+1 : i+j]); err == nil && g > n {
-			n = g
-		}
-	}
-	return n
 }
 
 // matchesName reports whether the rule's pattern matches name (lower-case,
@@ -220,6 +208,9 @@ type Result struct {
 	// clamped to [TTLMin, TTLMax].
 	TTL            bool
 	TTLMin, TTLMax uint32
+	// answers are the answer rewrites of the rules that applied, last
+	// rule first (CoreDNS reverts in reverse order).
+	answers []answer
 }
 
 // Apply runs the rules over a question (lower-case, fully qualified name):
@@ -242,6 +233,7 @@ func (rs *Rules) Apply(name string, qtype uint16) (res Result, ok bool, err erro
 				return res, true, fmt.Errorf("rewrite[%d] turns %s into %q, which is not a domain name", r.index, res.Name, n)
 			}
 			res.Name = n
+			res.answers = append(slices.Clone(r.answers), res.answers...)
 		case fieldType:
 			res.Type = r.toType
 		case fieldTTL:
@@ -253,93 +245,4 @@ func (rs *Rules) Apply(name string, qtype uint16) (res Result, ok bool, err erro
 	}
 	res.Renamed = res.Name != name
 	return res, ok, nil
-}
-
-// Section returns rrs as the client must see them: records owned by the
-// rewritten name (and targets naming it) carry the asked name, and TTLs
-// are clamped by a ttl rule. rrs may be shared with snapshots and caches:
-// it is never written; records that change are copied.
-func (res *Result) Section(rrs []dns.RR, asked string) []dns.RR {
-	if !res.Renamed && !res.TTL {
-		return rrs
-	}
-	var out []dns.RR
-	for i, rr := range rrs {
-		changed := res.revert(rr, asked)
-		if changed == rr {
-			if out != nil {
-				out[i] = rr
-			}
-			continue
-		}
-		if out == nil {
-			out = make([]dns.RR, len(rrs))
-			copy(out, rrs[:i])
-		}
-		out[i] = changed
-	}
-	if out == nil {
-		return rrs
-	}
-	return out
-}
-
-// revert returns rr, or a changed copy of it.
-func (res *Result) revert(rr dns.RR, asked string) dns.RR {
-	h := rr.Header()
-	if h.Rrtype == dns.TypeOPT {
-		return rr
-	}
-	owner := res.Renamed && strings.EqualFold(h.Name, res.Name)
-	target := res.Renamed && strings.EqualFold(targetOf(rr), res.Name)
-	ttl := res.TTL && (h.Ttl < res.TTLMin || h.Ttl > res.TTLMax)
-	if !owner && !target && !ttl {
-		return rr
-	}
-	rr = dns.Copy(rr)
-	h = rr.Header()
-	if owner {
-		h.Name = asked
-	}
-	if target {
-		setTarget(rr, asked)
-	}
-	if ttl {
-		h.Ttl = min(max(h.Ttl, res.TTLMin), res.TTLMax)
-	}
-	return rr
-}
-
-// targetOf is the name a record points to, for the types whose target
-// can be the rewritten name itself (an SRV of a ClusterIP service names
-// the service).
-func targetOf(rr dns.RR) string {
-	switch v := rr.(type) {
-	case *dns.CNAME:
-		return v.Target
-	case *dns.SRV:
-		return v.Target
-	case *dns.MX:
-		return v.Mx
-	case *dns.NS:
-		return v.Ns
-	case *dns.DNAME:
-		return v.Target
-	}
-	return ""
-}
-
-func setTarget(rr dns.RR, name string) {
-	switch v := rr.(type) {
-	case *dns.CNAME:
-		v.Target = name
-	case *dns.SRV:
-		v.Target = name
-	case *dns.MX:
-		v.Mx = name
-	case *dns.NS:
-		v.Ns = name
-	case *dns.DNAME:
-		v.Target = name
-	}
 }
