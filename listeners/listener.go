@@ -223,7 +223,9 @@ func (c *Config) serve(req []byte, t query.Transport, out []byte) (resp []byte) 
 	}()
 	h := c.Handler.Load()
 	if c.Scope != nil {
-		if b, done := c.Scope.Load().intercept(h, req, t, out); done {
+		var b []byte
+		var done bool
+		if h, b, done = c.Scope.Load().route(h, req, t, out); done {
 			return b
 		}
 	}

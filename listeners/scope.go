@@ -22,16 +22,27 @@ type Block struct {
 	// Whoami answers with the client's address, port and transport
 	// instead of records.
 	Whoami bool
+	// Handler answers the block's names through the block's own chain;
+	// nil: the listener's handler.
+	Handler *query.Handler
+}
+
+// scopeBlock is what the scope knows of the block a zone belongs to.
+type scopeBlock struct {
+	whoami  bool
+	handler *query.Handler // nil: the listener's
 }
 
 // Scope is what one listener answers: its server blocks and, for DNS over
 // HTTPS, the URL path. It is immutable; a reload replaces it whole.
 type Scope struct {
-	// zones maps each zone (lower case, fully qualified) to whether it is
-	// answered as whoami. Nil when one ordinary block answers every name,
-	// so such listeners skip the scope altogether.
-	zones map[string]bool
-	path  string
+	// zones maps each zone (lower case, fully qualified) to its block.
+	// Nil when one ordinary block answers every name, so such listeners
+	// skip the scope altogether.
+	zones map[string]scopeBlock
+	// only is the handler of that one block, nil for the listener's.
+	only *query.Handler
+	path string
 }
 
 // NewScope returns the scope of a listener serving blocks; path is the DNS
@@ -42,16 +53,17 @@ func NewScope(blocks []Block, path string) *Scope {
 	}
 	s := &Scope{path: path}
 	if len(blocks) == 1 && !blocks[0].Whoami && everyName(blocks[0].Zones) {
+		s.only = blocks[0].Handler
 		return s
 	}
-	s.zones = map[string]bool{}
+	s.zones = map[string]scopeBlock{}
 	for _, b := range blocks {
 		zones := b.Zones
 		if len(zones) == 0 {
 			zones = []string{"."}
 		}
 		for _, z := range zones {
-			s.zones[dns.CanonicalName(z)] = b.Whoami
+			s.zones[dns.CanonicalName(z)] = scopeBlock{whoami: b.Whoami, handler: b.Handler}
 		}
 	}
 	return s
@@ -78,13 +90,19 @@ func (s *Scope) Path() string {
 // case) and whether that zone answers as whoami; ok is false for names
 // outside every zone.
 func (s *Scope) Match(name string) (zone string, whoami, ok bool) {
+	zone, b, ok := s.match(name)
+	return zone, b.whoami, ok
+}
+
+// match is Match with the zone's block.
+func (s *Scope) match(name string) (zone string, b scopeBlock, ok bool) {
 	if s == nil || s.zones == nil {
-		return ".", false, true
+		return ".", scopeBlock{}, true
 	}
 	name = dns.CanonicalName(name)
 	for off := 0; ; {
-		if w, found := s.zones[name[off:]]; found {
-			return name[off:], w, true
+		if b, found := s.zones[name[off:]]; found {
+			return name[off:], b, true
 		}
 		next, end := dns.NextLabel(name, off)
 		if end {
@@ -92,36 +110,47 @@ func (s *Scope) Match(name string) (zone string, whoami, ok bool) {
 		}
 		off = next
 	}
-	if w, found := s.zones["."]; found {
-		return ".", w, true
+	if b, found := s.zones["."]; found {
+		return ".", b, true
 	}
-	return "", false, false
+	return "", scopeBlock{}, false
 }
 
 // refusedZone is the metrics zone label of names no block answers, as
 // CoreDNS labels the queries no server block matches.
 const refusedZone = "dropped"
 
-// intercept answers req itself when the scope decides the answer: REFUSED
-// for a name outside every zone, whoami for a whoami zone. Everything
-// else, including requests it cannot read (which the handler answers
-// FORMERR or drops), goes on to the handler.
-func (s *Scope) intercept(h *query.Handler, req []byte, t query.Transport, out []byte) ([]byte, bool) {
-	if s == nil || s.zones == nil {
-		return nil, false
+// route picks the handler of req's block, h (the listener's) unless the
+// block has a chain of its own, and answers req itself when the scope
+// decides the answer: REFUSED for a name outside every zone, whoami for
+// a whoami zone (done). Everything else, including requests it cannot
+// read (which the handler answers FORMERR or drops), goes on to the
+// handler returned.
+func (s *Scope) route(h *query.Handler, req []byte, t query.Transport, out []byte) (*query.Handler, []byte, bool) {
+	if s == nil {
+		return h, nil, false
+	}
+	if s.zones == nil {
+		if s.only != nil {
+			return s.only, nil, false
+		}
+		return h, nil, false
 	}
 	name, ok := questionName(req)
 	if !ok {
-		return nil, false
+		return h, nil, false
 	}
-	zone, whoami, ok := s.Match(name)
-	if ok && !whoami {
-		return nil, false
+	zone, b, ok := s.match(name)
+	if b.handler != nil {
+		h = b.handler
+	}
+	if ok && !b.whoami {
+		return h, nil, false
 	}
 	start := time.Now()
 	m := new(dns.Msg)
 	if m.Unpack(req) != nil || m.Opcode != dns.OpcodeQuery {
-		return nil, false
+		return h, nil, false
 	}
 	var r *dns.Msg
 	if ok {
@@ -134,12 +163,12 @@ func (s *Scope) intercept(h *query.Handler, req []byte, t query.Transport, out [
 	if opt := m.IsEdns0(); opt != nil {
 		r.SetEdns0(query.MaxUDPSize, false)
 	}
-	b, err := r.PackBuffer(out[:0])
+	resp, err := r.PackBuffer(out[:0])
 	if err != nil {
-		return nil, false
+		return h, nil, false
 	}
-	h.Observe(m, len(req), t, zone, r.Rcode, len(b), start)
-	return b, true
+	h.Observe(m, len(req), t, zone, r.Rcode, len(resp), start)
+	return h, resp, true
 }
 
 // questionName reads the name of the only question of a query without

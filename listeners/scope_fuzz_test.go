@@ -45,7 +45,7 @@ func FuzzScope(f *testing.F) {
 	scope := NewScope([]Block{{Zones: []string{"cluster.local"}}, {Zones: []string{"who.example"}, Whoami: true}}, "")
 	client := netip.MustParseAddrPort("[2001:db8::7]:5300")
 	f.Fuzz(func(t *testing.T, req []byte, tcp bool) {
-		out, done := scope.intercept(h, req, query.Transport{TCP: tcp, Client: client}, nil)
+		_, out, done := scope.route(h, req, query.Transport{TCP: tcp, Client: client}, nil)
 		if !done {
 			return
 		}

@@ -72,6 +72,11 @@ type core struct {
 	acl      *acl.Lists
 	// views answer the queries their expressions hold for (views.go).
 	views []viewPlane
+	// blocks are the planes of the servers[] entries with a chain of
+	// their own, by index; nil for the others (blocks.go).
+	blocks []*core
+	// nodeName answers hostname.bind (chaos).
+	nodeName string
 }
 
 // newCore starts the actors of cfg. A manifest that does not parse, or an
@@ -158,6 +163,9 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if err = c.buildViews(listen, m.Forward); err != nil {
 		return nil, err
 	}
+	if err = c.buildBlocks(listen, m.Forward); err != nil {
+		return nil, err
+	}
 	manager := c.spawn(zones.NewManagerProps(zones.Config{
 		Answer: c.answer, Table: c.table, Sources: sources, Now: time.Now, Logger: log,
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
@@ -231,10 +239,13 @@ func (c *core) handler(server string, m *metrics.All) *query.Handler {
 // planeHandler is a handler of this core answering through the resolver
 // plane of p: c itself, or a view's.
 func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handler {
-	h := &query.Handler{Config: c.answer, View: c.view, Metrics: m, Server: server,
-		Upstream: p.upstream, LoadBalance: c.cfg.LoadBalance.Enabled, Cluster: c.cluster,
-		Chaos: c.chaos, Rewrite: p.rewrite, Template: p.template, Hosts: p.hosts, Federation: c.federation, ACL: p.acl,
-		Modify: modifiers(c.cfg, server, m)}
+	h := &query.Handler{Config: p.answer, View: c.view, Metrics: m, Server: server,
+		Upstream: p.upstream, LoadBalance: p.cfg.LoadBalance.Enabled, Cluster: c.cluster,
+		Chaos: p.chaos, Rewrite: p.rewrite, Template: p.template, Hosts: p.hosts, ACL: p.acl,
+		Modify: modifiers(p.cfg, server, m)}
+	if p.answer.Domains.Cluster != nil || p == c { // a block without the kubernetes plugin has no federations
+		h.Federation = c.federation
+	}
 	if c.pods != nil {
 		h.Autopath = c.pods
 	}
@@ -249,10 +260,10 @@ func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handl
 			h.MeshClients = c.clients
 		}
 	}
-	if c.cfg.Log.Queries {
+	if p.cfg.Log.Queries {
 		h.QueryLog = c.log.With("component", "query")
 	}
-	if c.cfg.Log.Errors {
+	if p.cfg.Log.Errors {
 		h.ErrorLog = c.log.With("component", "errors")
 	}
 	if len(c.cfg.Files.Zones) > 0 {

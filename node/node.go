@@ -261,7 +261,7 @@ func (n *Node) Start() error {
 
 func (n *Node) startListener(e *listenerEntry, c *core) {
 	e.handler.Store(n.listenerHandler(e, c))
-	e.scope.Store(e.spec.scope())
+	e.scope.Store(n.listenerScope(e, c))
 	e.limiter = listeners.NewRateLimiter(time.Now)
 	e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
 	e.rrl = listeners.NewRRL(time.Now)

@@ -144,6 +144,9 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if err = c.buildViews(listen, m.Forward); err != nil {
 		return nil, err
 	}
+	if err = c.buildBlocks(listen, m.Forward); err != nil {
+		return nil, err
+	}
 	if err = c.watchClients(); err != nil { // last: nothing fails after the watch starts
 		return nil, err
 	}

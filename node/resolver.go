@@ -24,22 +24,14 @@ import (
 // hosts entries and files, and sets the chaos answers of the core. Nothing runs until
 // startPlane, so an error later in newCore leaves nothing behind.
 func (c *core) buildPlane(nodeName string) error {
+	c.nodeName = nodeName
 	if err := c.buildResolvers(); err != nil {
 		return err
 	}
 	if err := c.buildFederation(); err != nil {
 		return err
 	}
-	if err := c.buildTopology(); err != nil {
-		return err
-	}
-	if ch := c.cfg.Chaos; ch.Enabled {
-		c.chaos = &query.Chaos{Version: ch.Version, Hostname: nodeName}
-		if c.chaos.Version == "" {
-			c.chaos.Version = "shardns-" + Version
-		}
-	}
-	return nil
+	return c.buildTopology()
 }
 
 // buildResolvers compiles the plane keys a view has its own of too:
@@ -62,6 +54,12 @@ func (c *core) buildResolvers() error {
 		c.warnHostsShadow(opts)
 	}
 	c.acl = acl.Compile(c.cfg.ACL)
+	if ch := c.cfg.Chaos; ch.Enabled {
+		c.chaos = &query.Chaos{Version: ch.Version, Hostname: c.nodeName}
+		if c.chaos.Version == "" {
+			c.chaos.Version = "shardns-" + Version
+		}
+	}
 	return nil
 }
 
@@ -87,9 +85,9 @@ func (c *core) startPlane(built *core, err error) (*core, error) {
 	if c.hosts != nil {
 		c.hosts.Start()
 	}
-	for _, v := range c.views {
-		if v.plane.hosts != nil {
-			v.plane.hosts.Start()
+	for _, p := range c.planes() {
+		if p.hosts != nil {
+			p.hosts.Start()
 		}
 	}
 	if c.locality != nil {
@@ -106,9 +104,9 @@ func (c *core) stopPlane() {
 	if c.hosts != nil {
 		c.hosts.Stop()
 	}
-	for _, v := range c.views {
-		if v.plane.hosts != nil {
-			v.plane.hosts.Stop()
+	for _, p := range c.planes() {
+		if p.hosts != nil {
+			p.hosts.Stop()
 		}
 	}
 	if c.locality != nil {
@@ -252,8 +250,8 @@ func (c *core) allForwarders() []*forward.Forwarder {
 	if c.forwarder != nil {
 		out = append(out, c.forwarder)
 	}
-	for _, v := range c.views {
-		out = append(out, v.plane.allForwarders()...)
+	for _, p := range c.planes() {
+		out = append(out, p.allForwarders()...)
 	}
 	return out
 }

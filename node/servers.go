@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/listeners"
+	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
 )
 
@@ -24,7 +26,10 @@ type listenerSpec struct {
 	addr      string
 	transport string // dns, tls or https
 	blocks    []listeners.Block
-	tls       config.TLSConfig
+	// chains are the servers[] index of each block with a chain of its
+	// own, in blocks' order; -1 for a block answered by the top level.
+	chains []int
+	tls    config.TLSConfig
 	path      string
 }
 
@@ -33,19 +38,20 @@ type listenerSpec struct {
 func listenerSpecs(cfg *config.Config) []*listenerSpec {
 	var out []*listenerSpec
 	byKey := map[string]*listenerSpec{}
-	add := func(sp *listenerSpec, b listeners.Block) {
+	add := func(sp *listenerSpec, b listeners.Block, chain int) {
 		if have := byKey[sp.key]; have != nil {
 			have.blocks = append(have.blocks, b)
+			have.chains = append(have.chains, chain)
 			return
 		}
-		sp.blocks = []listeners.Block{b}
+		sp.blocks, sp.chains = []listeners.Block{b}, []int{chain}
 		byKey[sp.key] = sp
 		out = append(out, sp)
 	}
 	for _, addr := range cfg.DNS.Listen {
 		if byKey[dnsListenKey(addr)] == nil { // a repeated address is one listener
 			add(&listenerSpec{key: dnsListenKey(addr), listenKey: "dns.listen", addr: addr, transport: "dns"},
-				listeners.Block{Zones: []string{"."}})
+				listeners.Block{Zones: []string{"."}}, -1)
 		}
 	}
 	for i := range cfg.Servers {
@@ -53,7 +59,7 @@ func listenerSpecs(cfg *config.Config) []*listenerSpec {
 		for j, addr := range s.Listen {
 			add(&listenerSpec{key: serverKey(s.Transport, addr, i, j), listenKey: fmt.Sprintf("servers[%d].listen[%d]", i, j),
 				tlsKey: fmt.Sprintf("servers[%d].tls", i), addr: addr, transport: s.Transport, tls: s.TLS, path: s.Path},
-				listeners.Block{Zones: s.Zones, Whoami: s.Whoami})
+				listeners.Block{Zones: s.Zones, Whoami: s.Whoami}, chainIndex(s, i))
 		}
 	}
 	return out
@@ -72,7 +78,25 @@ func serverKey(transport, addr string, i, j int) string {
 	return key
 }
 
-func (sp *listenerSpec) scope() *listeners.Scope { return listeners.NewScope(sp.blocks, sp.path) }
+// chainIndex is i when servers[i] has a chain of its own, else -1.
+func chainIndex(s *config.ServerConfig, i int) int {
+	if s.Chain == nil {
+		return -1
+	}
+	return i
+}
+
+// scope is what the listener of sp answers, each block with a chain of
+// its own answered through that chain's handler of c.
+func (sp *listenerSpec) scope(c *core, server string, m *metrics.All) *listeners.Scope {
+	blocks := slices.Clone(sp.blocks)
+	for i, chain := range sp.chains {
+		if chain >= 0 {
+			blocks[i].Handler = c.blockHandler(chain, server, m)
+		}
+	}
+	return listeners.NewScope(blocks, sp.path)
+}
 
 // bindListener opens the sockets of sp and reads its certificate, so that
 // a port in use or a broken certificate is an error naming the key.
@@ -107,8 +131,16 @@ func bindListener(sp *listenerSpec, shared bool, log *slog.Logger) (*listenerEnt
 // listenerHandler is the handler of c for one listener, its metrics
 // labelled with the transport as CoreDNS does (dns://, tls://, https://).
 func (n *Node) listenerHandler(e *listenerEntry, c *core) *query.Handler {
-	return c.handler(e.spec.transport+"://"+e.sockets.Addr(), n.metrics)
+	return c.handler(n.serverLabel(e), n.metrics)
 }
+
+// listenerScope is the scope of one listener under c.
+func (n *Node) listenerScope(e *listenerEntry, c *core) *listeners.Scope {
+	return e.spec.scope(c, n.serverLabel(e), n.metrics)
+}
+
+// serverLabel is the server label of a listener's metrics.
+func (n *Node) serverLabel(e *listenerEntry) string { return e.spec.transport + "://" + e.sockets.Addr() }
 
 // listenerChanges is what a reload does to the listeners, prepared before
 // anything changes so that an error leaves them all as they were.
@@ -193,7 +225,7 @@ func (n *Node) applyListeners(ch *listenerChanges, c *core) {
 			e.cert.Replace(cert)
 		}
 		e.handler.Store(n.listenerHandler(e, c))
-		e.scope.Store(sp.scope())
+		e.scope.Store(n.listenerScope(e, c))
 		e.limiter.Configure(n.cfg.DNS.RateLimit.PerSecond, n.cfg.DNS.RateLimit.Burst)
 		e.rrl.Configure(rrlConfig(n.cfg.DNS.RRL))
 	}

@@ -30,7 +30,7 @@ func (c *core) buildViews(listen []string, m *metrics.Forward) error {
 			}
 			vp.conditions = append(vp.conditions, cond)
 		}
-		vp.plane = &core{cfg: c.cfg.Resolved(v), log: c.log.With("view", v.Name), answer: c.answer}
+		vp.plane = &core{cfg: c.cfg.Resolved(v), log: c.log.With("view", v.Name), answer: c.answer, nodeName: c.nodeName}
 		if err := vp.plane.buildResolvers(); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}

@@ -238,7 +238,7 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 	case zone.RouteExternal:
 		// A file zone held here is answered like a cluster zone; mesh
 		// names and names to forward take the full path.
-		key := h.View.Directory().FileOrigin(name)
+		key := h.Config.FileOrigin(h.View.Directory(), name)
 		if key == "" {
 			return nil, false
 		}

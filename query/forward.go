@@ -45,7 +45,7 @@ type Stub struct {
 // in a fallthrough zone, unless a zone file's zone holds it, which is the
 // authority on what does not exist there.
 func (h *Handler) fallsThrough(name string) bool {
-	return h.Upstream.fallsThrough(name) && h.View.Directory().FileOrigin(name) == ""
+	return h.Upstream.fallsThrough(name) && h.Config.FileOrigin(h.View.Directory(), name) == ""
 }
 
 // fallsThrough reports whether NXDOMAIN for name goes upstream.

@@ -289,8 +289,8 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 	// file zone name is in, whether it was answered here or by an owner.
 	route := h.Config.Domains.Route(name)
 	x.zone = route.Origin
-	if d := h.View.Directory(); route.Kind == zone.RouteExternal && d != nil {
-		x.zone = d.FileOrigin(name)
+	if route.Kind == zone.RouteExternal {
+		x.zone = h.Config.FileOrigin(h.View.Directory(), name)
 	}
 	r.Authoritative = !resp.Referral
 	r.Rcode = resp.Rcode

@@ -37,7 +37,7 @@ func (h *Handler) transfer(x *exchange, r *dns.Msg, name string, out []byte) []b
 	if h.Config.External != nil && slices.Contains(h.Config.Domains.External, name) {
 		return h.externalTransfer(x, r, name, out, refuse)
 	}
-	key := h.View.Directory().FileOrigin(name)
+	key := h.Config.FileOrigin(h.View.Directory(), name)
 	if key == "" || key != name {
 		return refuse("not the origin of a zone file")
 	}

@@ -92,7 +92,7 @@ func Answer(cfg *Config, v View, q Question) Response {
 func answer(cfg *Config, v View, q Question, depth int) Response {
 	route := cfg.Domains.Route(q.Name)
 	if route.Kind == RouteExternal {
-		if key := v.Directory().FileOrigin(q.Name); key != "" {
+		if key := cfg.FileOrigin(v.Directory(), q.Name); key != "" {
 			return answerFile(v, key, q)
 		}
 		return answerMesh(cfg, v, q)

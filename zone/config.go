@@ -55,8 +55,12 @@ type Config struct {
 	// services for its node's zone (SetNodeZone); TopologyOff: not at
 	// all. Answers to other processes follow their own question's.
 	Topology TopologyMode
+	// NoFiles keeps the zone files out of the answers: their names are
+	// answered as any name outside the cluster's (a server block without
+	// the file plugin, see Restrict).
+	NoFiles bool
 
-	nodeZone nodeZone
+	nodeZone *nodeZone
 	// Prebuilt per cluster domain, so answers need no allocation.
 	apex map[string]*apexRecords
 }
@@ -80,6 +84,9 @@ type serialSOA struct {
 
 // Prepare builds the static records. Call it once before answering.
 func (c *Config) Prepare() {
+	if c.nodeZone == nil {
+		c.nodeZone = &nodeZone{}
+	}
 	c.apex = make(map[string]*apexRecords)
 	for _, z := range slices.Concat(c.Domains.Cluster, c.Domains.Reverse, c.Domains.Multicluster) {
 		r := &apexRecords{}
@@ -151,4 +158,32 @@ func addrRR(name string, a netip.Addr, ttl uint32) dns.RR {
 	}
 	b := a.As16()
 	return &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: b[:]}
+}
+
+// Restrict returns a config that answers as c does, less what a server
+// block leaves out: the cluster's names (kubernetes, reverse, pod,
+// external, multicluster and mesh zones) unless cluster, the zone files
+// unless files. Those names are then answered as names outside every
+// zone (forwarded). It shares c's node zone and static records; c itself
+// when nothing is left out.
+func (c *Config) Restrict(cluster, files bool) *Config {
+	if cluster && files {
+		return c
+	}
+	out := *c
+	if !cluster {
+		out.Domains = Domains{}
+		out.MeshZones, out.External, out.Fallthrough = nil, nil, nil
+	}
+	out.NoFiles = out.NoFiles || !files
+	return &out
+}
+
+// FileOrigin returns the origin of the file zone of d that name lies in,
+// "" when there is none or c answers no zone file (NoFiles).
+func (c *Config) FileOrigin(d *Directory, name string) string {
+	if c.NoFiles || d == nil {
+		return ""
+	}
+	return d.FileOrigin(name)
 }

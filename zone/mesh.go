@@ -158,7 +158,7 @@ func KeyOf(cfg *Config, v View, name string) string {
 	if r := cfg.Domains.Route(name); r.Kind != RouteExternal {
 		return r.Key
 	}
-	if key := v.Directory().FileOrigin(name); key != "" {
+	if key := cfg.FileOrigin(v.Directory(), name); key != "" {
 		return key
 	}
 	key, _, _ := v.Directory().mesh.match(name)
@@ -168,7 +168,7 @@ func KeyOf(cfg *Config, v View, name string) string {
 // KeyOfFor is KeyOf for a client of namespace ns, which may see mesh
 // hosts exported to it.
 func KeyOfFor(cfg *Config, v View, name, ns string) string {
-	if key := KeyOf(cfg, v, name); ns == "" || cfg.Domains.Route(name).Kind != RouteExternal || v.Directory().FileOrigin(name) != "" {
+	if key := KeyOf(cfg, v, name); ns == "" || cfg.Domains.Route(name).Kind != RouteExternal || cfg.FileOrigin(v.Directory(), name) != "" {
 		return key
 	}
 	key, _, _, _ := v.Directory().meshMatch(ns, name)

@@ -59,15 +59,24 @@ type Topology struct {
 }
 
 // nodeZone is the zone of the node this process runs on, set once it is
-// known; Config holds one.
+// known; Config holds one, shared with the configs Restrict makes of it
+// (Prepare makes it).
 type nodeZone struct{ p atomic.Pointer[string] }
 
 // SetNodeZone records the zone of the node this process runs on: the
-// zone its own answers are ordered for.
-func (c *Config) SetNodeZone(z string) { c.nodeZone.p.Store(&z) }
+// zone its own answers are ordered for. Call it after Prepare.
+func (c *Config) SetNodeZone(z string) {
+	if c.nodeZone == nil {
+		c.nodeZone = &nodeZone{}
+	}
+	c.nodeZone.p.Store(&z)
+}
 
 // NodeZone is the zone SetNodeZone recorded; "" while it is not known.
 func (c *Config) NodeZone() string {
+	if c.nodeZone == nil {
+		return ""
+	}
 	if z := c.nodeZone.p.Load(); z != nil {
 		return *z
 	}
