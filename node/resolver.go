@@ -181,9 +181,11 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 	if e := c.cfg.Kubernetes.External; e != nil {
 		fall, final = append(fall, fqdns(e.Fallthrough)...), fqdns(e.Zones)
 	}
-	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fall, Final: final}
+	u := &query.Upstream{Deadline: f.Deadline.D(), Now: time.Now, Fallthrough: fall, Final: final, Except: fqdns(f.Except)}
 	if len(addrs) > 0 {
-		c.forwarder = c.newForwarder(addrs, f.Policy, tlsCfg, m)
+		if c.forwarder, err = c.newForwarder(addrs, f.Policy, tlsCfg, f.ForwardOptions, m); err != nil {
+			return nil, fmt.Errorf("forward.%w", err)
+		}
 		u.Forwarder, u.Cache = c.forwarder, c.newCache()
 		c.log.Info("forwarding names outside the cluster", "upstreams", addrs, "policy", f.Policy, "cache", c.cfg.Cache.Enabled)
 	} else {
@@ -194,9 +196,17 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 		if policy == "" {
 			policy = f.Policy
 		}
-		fw := c.newForwarder(stubAddrs[i], policy, stubTLS[i], m)
+		next, err := config.ParseRcodes(s.Next)
+		if err != nil {
+			return nil, fmt.Errorf("forward.stubs[%d].next: %w", i, err)
+		}
+		fw, err := c.newForwarder(stubAddrs[i], policy, stubTLS[i], s.ForwardOptions, m)
+		if err != nil {
+			return nil, fmt.Errorf("forward.stubs[%d].%w", i, err)
+		}
 		c.stubs = append(c.stubs, fw)
-		stub := &query.Upstream{Forwarder: fw, Cache: c.newCache(), Deadline: f.Deadline.D(), Now: time.Now}
+		stub := &query.Upstream{Forwarder: fw, Cache: c.newCache(), Deadline: f.Deadline.D(), Now: time.Now,
+			Except: fqdns(s.Except), Next: next}
 		for _, z := range fqdns(s.Zones) {
 			u.Stubs = append(u.Stubs, query.Stub{Zone: z, Upstream: stub})
 		}
@@ -217,12 +227,19 @@ func loadUpstreamTLS(t config.UpstreamTLSConfig, upstreams int) (*tls.Config, er
 }
 
 // newForwarder starts a forwarder whose attempts count in the forward
-// metrics under their upstream's address.
-func (c *core) newForwarder(addrs []string, policy string, tlsCfg *tls.Config, m *metrics.Forward) *forward.Forwarder {
+// metrics under their upstream's address. opts are the default
+// forwarder's or a stub's own; the rest of forward.* is shared.
+func (c *core) newForwarder(addrs []string, policy string, tlsCfg *tls.Config, opts config.ForwardOptions,
+	m *metrics.Forward) (*forward.Forwarder, error) {
 	f := c.cfg.Forward
+	failover, err := config.ParseRcodes(opts.Failover)
+	if err != nil {
+		return nil, fmt.Errorf("failover: %w", err)
+	}
 	fw := forward.New(forward.Config{Upstreams: addrs, Policy: policy, Timeout: f.Timeout.D(),
 		MaxConcurrent: f.MaxConcurrent, HealthCheck: f.HealthCheck.D(), MaxFails: f.MaxFails,
-		TLS: tlsCfg, MaxIdleConns: f.MaxIdleConns, Expire: f.Expire.D(),
+		TLS: tlsCfg, MaxIdleConns: f.MaxIdleConns, Expire: f.Expire.D(), MaxAge: f.MaxAge.D(),
+		ForceTCP: opts.ForceTCP, PreferUDP: opts.PreferUDP, Failover: failover,
 		Logger: c.log.With("component", "forward"),
 		OnConn: func(to, proto string, reused bool) {
 			if reused {
@@ -241,7 +258,7 @@ func (c *core) newForwarder(addrs []string, policy string, tlsCfg *tls.Config, m
 			m.Responses.WithLabelValues(to, rc).Inc()
 			m.Duration.WithLabelValues(to, rc).Observe(took.Seconds())
 		}})
-	return fw
+	return fw, nil
 }
 
 // allForwarders lists the default forwarder, if any, and the stubs'.

@@ -31,6 +31,13 @@ type Upstream struct {
 	// Stubs send the names of their zones to other upstreams, each with
 	// its own forwarder (and health checks) and cache: stub domains.
 	Stubs []Stub
+	// Except are zones whose names this upstream is not asked for
+	// (lower-case FQDNs): they go to the next upstream of the chain, and
+	// get SERVFAIL when there is none (forward's except).
+	Except []string
+	// Next are rcodes whose answer is passed over for the next upstream
+	// of the chain (forward's next); from the last one it is the answer.
+	Next []int
 }
 
 // Stub is one zone of a stub domain.
@@ -68,40 +75,23 @@ func longestIn(name string, zones []string) int {
 	return n
 }
 
-// pick is the upstream name is asked of: the stub with the longest zone
-// containing it, else the default one; nil when there is none.
-func (u *Upstream) pick(name string) *Upstream {
-	if u == nil {
-		return nil
-	}
-	var best *Stub
-	for i := range u.Stubs {
-		s := &u.Stubs[i]
-		if zone.InZone(name, s.Zone) && (best == nil || len(s.Zone) > len(best.Zone)) {
-			best = s
-		}
-	}
-	switch {
-	case best != nil:
-		return best.Upstream
-	case u.Forwarder != nil:
-		return u
-	}
-	return nil
-}
-
 // forward answers name from the cache, or asks upstream on another
 // goroutine and answers through t.Late, so a slow upstream never holds a
 // listener. With alias set (autopath), name is asked in place of the
 // question and the answer comes as a CNAME from alias to name.
 func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byte) []byte {
-	u := h.Upstream.pick(name)
-	if u == nil {
+	list, excepted := h.Upstream.chain(name)
+	if len(list) == 0 {
 		// Nothing upstream: refused, as CoreDNS refuses names that no
-		// server block serves.
+		// server block serves; SERVFAIL when a forwarder excepts the
+		// name, as CoreDNS's forward with no plugin after it.
 		r.Rcode = dns.RcodeRefused
+		if excepted {
+			r.Rcode = dns.RcodeServerFailure
+		}
 		return h.pack(x, r, out)
 	}
+	u := list[0]
 	ask := x.req
 	if alias != "" || x.fed != nil && x.fed.chased != "" {
 		ask = x.req.Copy()
@@ -134,22 +124,17 @@ func (h *Handler) forward(x *exchange, r *dns.Msg, name, alias string, out []byt
 		defer u.Forwarder.Release()
 		ctx, cancel := context.WithTimeout(context.Background(), u.Deadline)
 		defer cancel()
-		reply, err := u.Forwarder.Exchange(ctx, ask)
+		// Upstreams are asked over the client's transport; a question
+		// shardns asks itself (DNS64's A) marks TCP only to lift the
+		// size limit, and is asked as over UDP.
+		reply, last, err := h.exchangeChain(ctx, list, key, ask, x.t.TCP && !x.t.internal)
 		resp := r.Copy()
 		switch {
 		case err == nil:
-			if u.Cache != nil && u.Cache.Put(key, reply, u.Now()) {
-				h.setCacheSize()
-				// Answer as a cache hit would, with the capped TTLs, so
-				// the first and the second answer agree.
-				if m, st, _ := u.Cache.Get(key, u.Now()); st == cache.Fresh {
-					reply = m
-				}
-			}
 			x.t.Late.WriteLate(h.packUpstream(x, resp, reply, alias, nil), x.t.Client)
 			return
-		case u.Cache != nil:
-			if m, st, _ := u.Cache.Get(key, u.Now()); st == cache.Stale {
+		case last.Cache != nil:
+			if m, st, _ := last.Cache.Get(key, last.Now()); st == cache.Stale {
 				h.countCache("stale")
 				x.t.Late.WriteLate(h.packUpstream(x, resp, m, alias, nil), x.t.Client)
 				return
@@ -181,7 +166,8 @@ func (h *Handler) prefetch(u *Upstream, key cache.Key, req *dns.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), u.Deadline)
 		defer cancel()
 		reply, err := u.Forwarder.Exchange(ctx, req)
-		if err != nil || !u.Cache.Put(key, reply, u.Now()) {
+		// An answer the chain passes over is never u's to cache.
+		if err != nil || u.passes(reply) || !u.Cache.Put(key, reply, u.Now()) {
 			u.Cache.PrefetchDone(key)
 		}
 	}()
