@@ -200,7 +200,9 @@ func (c *Config) validateBeyond(bad func(key, format string, args ...any)) {
 			bad(key+".file", "is empty")
 		}
 		if z.Origin != "" {
-			checkZones(bad, key+".origin", []string{z.Origin}, false)
+			// "." is the root zone's (a Corefile's `. { file db.root }`),
+			// which names its records relative to the root.
+			checkZones(bad, key+".origin", []string{z.Origin}, true)
 			c.checkFileOrigin(bad, i)
 		}
 		checkTransferTo(bad, key+".transferTo", z.TransferTo)

@@ -50,15 +50,12 @@ func (c *converter) filePlugin(s *server, d *Directive) {
 		return true
 	})
 	for _, z := range zones {
-		fz := config.FileZoneConfig{File: s.path(d.Args[0]), TransferTo: transferTo}
-		switch {
-		case z == ".":
-			c.note(d.place(), "file %s in the root zone: files.zones takes its origin from the file's $ORIGIN or SOA", d.Args[0])
-		case !config.ValidDomain(z):
+		// The origin is the zone, the root's too: CoreDNS reads the file
+		// relative to it (@ and relative names) and wants its SOA there.
+		fz := config.FileZoneConfig{File: s.path(d.Args[0]), Origin: z, TransferTo: transferTo}
+		if z != "." && !config.ValidDomain(z) {
 			c.unmapped(d.place(), "file zone %s: not a host-style domain name", z)
 			continue
-		default:
-			fz.Origin = z
 		}
 		if i := c.fileZone(z); i >= 0 {
 			c.unmapped(d.place(), "file zone %s: already served from %s", z, c.cfg.Files.Zones[i].File)
@@ -80,7 +77,7 @@ func (c *converter) dropClusterFileZones() {
 	for i, fz := range c.cfg.Files.Zones {
 		clash := ""
 		for _, z := range own {
-			if fz.Origin != "" && (underAny(fz.Origin, []string{z}) || underAny(z, []string{fz.Origin})) {
+			if fz.Origin == "." || underAny(fz.Origin, []string{z}) || underAny(z, []string{fz.Origin}) {
 				clash = z
 				break
 			}
@@ -97,7 +94,7 @@ func (c *converter) dropClusterFileZones() {
 // fileZone is the index of the files.zones entry of origin z, or -1.
 func (c *converter) fileZone(z string) int {
 	for i, f := range c.cfg.Files.Zones {
-		if z != "." && f.Origin == z {
+		if f.Origin == z {
 			return i
 		}
 	}

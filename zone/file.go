@@ -282,6 +282,11 @@ func (d *Directory) FileOrigin(name string) string {
 			return origin
 		}
 	}
+	// up stops past a name's last label, short of the root: a root zone
+	// file (a Corefile's `. { file db.root }`) holds every other name.
+	if origin, ok := d.files["."]; ok {
+		return origin
+	}
 	return ""
 }
 

@@ -359,3 +359,13 @@ func TestFileOriginDoesNotAliasTheName(t *testing.T) {
 		t.Fatalf("origin became %q after the name's buffer was reused", origin)
 	}
 }
+
+// A root zone file holds every name, and a longer origin wins within it.
+func TestFileOriginOfTheRoot(t *testing.T) {
+	d := (&Directory{}).WithFiles(map[string]struct{}{".": {}, "example.test.": {}})
+	for name, want := range map[string]string{".": ".", "foo.": ".", "a.b.c.": ".", "x.example.test.": "example.test."} {
+		if got := d.FileOrigin(name); got != want {
+			t.Errorf("FileOrigin(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
