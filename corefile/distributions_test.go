@@ -32,16 +32,13 @@ type distribution struct {
 // what shardns cannot map in it today. docs/distributions.md tells the
 // same per distribution.
 var distributions = map[string]distribution{
-	"ack": {unmapped: []string{
-		"ack.Corefile:17: forward option \"prefer_udp\" has no shardns equivalent", // no forward setting asks the upstream over UDP when the client came over TCP
-	}},
+	"ack": {},
 	"ack-edge": {unmapped: []string{
 		// kubeapi and k8s_event are built only into Alibaba's CoreDNS image
 		// (ACK Edge's tunnel to the API server, and CoreDNS errors sent as
 		// Kubernetes Events); they stay unmapped.
 		"ack-edge.Corefile:14: plugin \"kubeapi\" has no shardns equivalent",
 		"ack-edge.Corefile:15: plugin \"k8s_event\" has no shardns equivalent",
-		"ack-edge.Corefile:26: forward option \"prefer_udp\" has no shardns equivalent", // as ack
 	}},
 	"aks":        {},
 	"aks-custom": {root: "aks-custom"},
@@ -56,11 +53,7 @@ var distributions = map[string]distribution{
 		"/etc/coredns/custom/corefile.override:4: whoami on dns.listen has no shardns equivalent; give its server block a port of its own",
 	}},
 	"gardener-nodelocal": {root: "gardener", dir: "/etc", unmapped: []string{
-		"gardener-nodelocal.Corefile:10: forward option \"force_tcp\" has no shardns equivalent",                            // no forward setting asks the upstream (kube-dns here) over TCP only
 		"gardener-nodelocal.Corefile:16: cache differs from line 53: shardns has one response cache for every server block", // success/denial 9984 30/5 for the cluster domain, cache 30 elsewhere: one cache in shardns
-		"gardener-nodelocal.Corefile:29: forward option \"force_tcp\" has no shardns equivalent",
-		"gardener-nodelocal.Corefile:40: forward option \"force_tcp\" has no shardns equivalent",
-		"gardener-nodelocal.Corefile:48: forward option \"prefer_udp\" has no shardns equivalent", // as ack
 	}},
 	"helm":          {},
 	"k0s":           {},
@@ -71,14 +64,9 @@ var distributions = map[string]distribution{
 	"kops-ipv6":     {},
 	"kube-up":       {},
 	"kubeadm":       {},
-	"kubespray": {unmapped: []string{
-		"kubespray.Corefile:18: forward option \"prefer_udp\" has no shardns equivalent", // as ack
-	}},
+	"kubespray":     {},
 	"kubespray-nodelocaldns": {unmapped: []string{
 		"kubespray-nodelocaldns.Corefile:8: cache differs from line 45: shardns has one response cache for every server block", // as gardener-nodelocal
-		"kubespray-nodelocaldns.Corefile:16: forward option \"force_tcp\" has no shardns equivalent",                           // as gardener-nodelocal
-		"kubespray-nodelocaldns.Corefile:28: forward option \"force_tcp\" has no shardns equivalent",
-		"kubespray-nodelocaldns.Corefile:39: forward option \"force_tcp\" has no shardns equivalent",
 	}},
 	"lke":               {},
 	"microk8s":          {},
@@ -86,9 +74,6 @@ var distributions = map[string]distribution{
 	"minikube":          {},
 	"nodelocaldns": {unmapped: []string{
 		"nodelocaldns.Corefile:8: cache differs from line 45: shardns has one response cache for every server block", // as gardener-nodelocal
-		"nodelocaldns.Corefile:16: forward option \"force_tcp\" has no shardns equivalent",                           // as gardener-nodelocal
-		"nodelocaldns.Corefile:28: forward option \"force_tcp\" has no shardns equivalent",
-		"nodelocaldns.Corefile:39: forward option \"force_tcp\" has no shardns equivalent",
 	}},
 	"oks":       {},
 	"openshift": {},
@@ -101,14 +86,9 @@ var distributions = map[string]distribution{
 	"rke2":              {},
 	"rke2-nodelocal": {unmapped: []string{
 		"rke2-nodelocal.Corefile:7: cache differs from line 46: shardns has one response cache for every server block", // as nodelocaldns
-		"rke2-nodelocal.Corefile:15: forward option \"force_tcp\" has no shardns equivalent",
-		"rke2-nodelocal.Corefile:29: forward option \"force_tcp\" has no shardns equivalent",
-		"rke2-nodelocal.Corefile:40: forward option \"force_tcp\" has no shardns equivalent",
 	}},
 	"talos": {},
-	"tke": {unmapped: []string{
-		"tke.Corefile:19: forward option \"prefer_udp\" has no shardns equivalent", // as ack
-	}},
+	"tke":   {},
 }
 
 // The default Corefile of every distribution converts, and what it

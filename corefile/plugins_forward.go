@@ -18,6 +18,7 @@ type forwardSpec struct {
 	health    *config.Duration
 	maxConc   *int
 	tls       forwardTLS
+	opts      forwardOpts
 }
 
 func (c *converter) forwardPlugin(s *server, d *Directive) {
@@ -26,7 +27,7 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 		return
 	}
 	c.options(d, func(o *Directive) bool {
-		if c.tlsOption(s, o, &spec.tls) {
+		if c.tlsOption(s, o, &spec.tls) || c.forwardOption(o, &spec.opts) {
 			return true
 		}
 		switch o.Name {
@@ -50,8 +51,6 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 			if len(o.Args) > 1 {
 				c.unmapped(o.place(), "health_check %s: shardns probes with its own question", strings.Join(o.Args[1:], " "))
 			}
-		case "except":
-			c.exceptZones(o)
 		default:
 			return false
 		}
@@ -87,7 +86,7 @@ func (c *converter) proxyPlugin(s *server, d *Directive) {
 				c.unmapped(o.place(), "protocol %s: shardns forwards plain DNS", strings.Join(o.Args, " "))
 			}
 		case "except":
-			c.exceptZones(o)
+			spec.opts.opts.Except = append(spec.opts.opts.Except, c.exceptZones(o)...)
 		default:
 			return false
 		}
@@ -176,6 +175,12 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 		if spec.tls.expire != nil {
 			f.Expire = *spec.tls.expire
 		}
+		c.checkMaxAge(d, &spec.opts, f.Expire)
+		if spec.opts.maxAge != nil {
+			f.MaxAge = *spec.opts.maxAge
+		}
+		f.ForwardOptions = spec.opts.opts
+		c.nextRcodes(s, d, spec)
 		c.tlsFileUse(&spec.tls)
 		if spec.maxConc != nil {
 			f.MaxConcurrent = *spec.maxConc
@@ -213,7 +218,10 @@ func (c *converter) applyForward(s *server, d *Directive, spec *forwardSpec) {
 	same("health_check", spec.health != nil, spec.health != nil && *spec.health == f.HealthCheck)
 	same("max_idle_conns", spec.tls.maxIdle != nil, spec.tls.maxIdle != nil && *spec.tls.maxIdle == f.MaxIdleConns)
 	same("expire", spec.tls.expire != nil, spec.tls.expire != nil && *spec.tls.expire == f.Expire)
-	f.Stubs = append(f.Stubs, config.StubConfig{Zones: spec.zones, Upstreams: spec.upstreams, Policy: spec.policy, TLS: spec.tls.tls})
+	same("max_age", spec.opts.maxAge != nil, spec.opts.maxAge != nil && *spec.opts.maxAge == f.MaxAge)
+	c.checkExcept(s, d, spec)
+	f.Stubs = append(f.Stubs, config.StubConfig{Zones: spec.zones, Upstreams: spec.upstreams, Policy: spec.policy, TLS: spec.tls.tls,
+		ForwardOptions: spec.opts.opts, Next: c.nextRcodes(s, d, spec)})
 	c.tlsFileUse(&spec.tls)
 	c.stubPlaces = append(c.stubPlaces, d.place())
 	c.stubBlocks = append(c.stubBlocks, s.block)
@@ -258,23 +266,6 @@ func (c *converter) dropShadowedStubs() {
 		}
 	}
 	c.cfg.Forward.Stubs, c.stubPlaces, c.stubBlocks = kept, places, blocks
-}
-
-// exceptZones accepts except when every zone it names is another server
-// block's: there CoreDNS sends those names anyway, and so does shardns.
-func (c *converter) exceptZones(o *Directive) {
-	for _, a := range o.Args {
-		z, err := NormalizeZone(a)
-		found := false
-		for _, s := range c.servers {
-			if err == nil && slices.Contains(s.blockZones, z) {
-				found = true
-			}
-		}
-		if !found {
-			c.unmapped(o.place(), "except %s: shardns forwards every name outside its zones", a)
-		}
-	}
 }
 
 // positive reads o's one argument as a number of at least 1.
