@@ -224,6 +224,9 @@ func (c *Config) validateChains(bad func(key, format string, args ...any)) {
 		if s.Chain.ACL != nil {
 			validateACLs(chainBad, "acl", r.ACL)
 		}
+		if s.Chain.Log != nil {
+			validateQueryLog(chainBad, "log", &r.Log)
+		}
 		if s.Chain.BufSize != nil || s.Chain.NSID != nil || s.Chain.Header != nil || s.Chain.DNS64 != nil {
 			r.validateModifiers(chainBad)
 		}

@@ -478,6 +478,17 @@ type LogConfig struct {
 	Format string `json:"format"`
 	// Queries logs every query (CoreDNS's log plugin); off by default.
 	Queries bool `json:"queries"`
+	// QueryNames limits the query log to names in these zones (the log
+	// plugin's NAMES); empty: every name.
+	QueryNames []string `json:"queryNames"`
+	// QueryClasses limits the query log to these classes of response
+	// (the log plugin's class): success, denial (NXDOMAIN and NODATA),
+	// error (any other failure) or all; empty: all.
+	QueryClasses []string `json:"queryClasses"`
+	// QueryFormat is each query's log message, with the log plugin's
+	// placeholders ({remote}, {name}, {rcode}, {common}, ...); empty:
+	// shardns's own fields.
+	QueryFormat string `json:"queryFormat"`
 	// Errors logs why queries failed (CoreDNS's errors plugin).
 	Errors bool `json:"errors"`
 }
@@ -674,6 +685,7 @@ func (c *Config) validate() error {
 	default:
 		bad("log.format", "must be text or json, got %q", c.Log.Format)
 	}
+	validateQueryLog(bad, "log", &c.Log)
 	return errors.Join(errs...)
 }
 

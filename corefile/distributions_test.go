@@ -52,43 +52,31 @@ var distributions = map[string]distribution{
 		// listener it would shadow every other answer.
 		"/etc/coredns/custom/corefile.override:4: whoami on dns.listen has no shardns equivalent; give its server block a port of its own",
 	}},
-	"gardener-nodelocal": {root: "gardener", dir: "/etc", unmapped: []string{
-		"gardener-nodelocal.Corefile:16: cache differs from line 53: shardns has one response cache for every server block", // success/denial 9984 30/5 for the cluster domain, cache 30 elsewhere: one cache in shardns
-	}},
-	"helm":          {},
-	"k0s":           {},
-	"k3s":           {},
-	"kind":          {},
-	"kops":          {},
-	"kops-dns-none": {},
-	"kops-ipv6":     {},
-	"kube-up":       {},
-	"kubeadm":       {},
-	"kubespray":     {},
-	"kubespray-nodelocaldns": {unmapped: []string{
-		"kubespray-nodelocaldns.Corefile:8: cache differs from line 45: shardns has one response cache for every server block", // as gardener-nodelocal
-	}},
-	"lke":               {},
-	"microk8s":          {},
-	"microk8s-fallback": {},
-	"minikube":          {},
-	"nodelocaldns": {unmapped: []string{
-		"nodelocaldns.Corefile:8: cache differs from line 45: shardns has one response cache for every server block", // as gardener-nodelocal
-	}},
-	"oks":       {},
-	"openshift": {},
-	"openshift-debug": {unmapped: []string{
-		// class denial error logs NXDOMAIN and NODATA answers too;
-		// shardns logs every query or none.
-		"openshift-debug.Corefile:6: log class denial error: shardns logs every query (log.queries) or failures (log.errors)",
-	}},
-	"openshift-servers": {},
-	"rke2":              {},
-	"rke2-nodelocal": {unmapped: []string{
-		"rke2-nodelocal.Corefile:7: cache differs from line 46: shardns has one response cache for every server block", // as nodelocaldns
-	}},
-	"talos": {},
-	"tke":   {},
+	"gardener-nodelocal":     {root: "gardener", dir: "/etc"},
+	"helm":                   {},
+	"k0s":                    {},
+	"k3s":                    {},
+	"kind":                   {},
+	"kops":                   {},
+	"kops-dns-none":          {},
+	"kops-ipv6":              {},
+	"kube-up":                {},
+	"kubeadm":                {},
+	"kubespray":              {},
+	"kubespray-nodelocaldns": {},
+	"lke":                    {},
+	"microk8s":               {},
+	"microk8s-fallback":      {},
+	"minikube":               {},
+	"nodelocaldns":           {},
+	"oks":                    {},
+	"openshift":              {},
+	"openshift-debug":        {},
+	"openshift-servers":      {},
+	"rke2":                   {},
+	"rke2-nodelocal":         {},
+	"talos":                  {},
+	"tke":                    {},
 }
 
 // The default Corefile of every distribution converts, and what it

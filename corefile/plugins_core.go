@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/shardns/shardns/config"
 )
 
@@ -18,42 +20,57 @@ func (c *converter) errorsPlugin(s *server, d *Directive) {
 	c.options(d, func(*Directive) bool { return false })
 }
 
-// logPlugin maps log: every query (log.queries), or with "class error"
-// only failures (log.errors). Names other than "." and formats are not
-// mapped: shardns logs every name, in its own format.
+// logPlugin maps log [NAMES...] [FORMAT] { class CLASSES... } to
+// log.queries and its queryNames, queryClasses and queryFormat.
 func (c *converter) logPlugin(s *server, d *Directive) {
 	if !c.claim("log", d, "query log") {
 		return
 	}
-	for _, a := range d.Args {
-		switch {
-		case strings.HasPrefix(a, "{"):
-			c.unmapped(d.place(), "log format %s: shardns writes its own fields (log.format text or json)", a)
-		case a != ".":
-			c.unmapped(d.place(), "log %s: shardns logs every name or none", a)
-		}
+	names := d.Args
+	// As CoreDNS: a lone argument is a name; of several, a last one
+	// with a placeholder is the format.
+	if n := len(names); n > 1 && strings.Contains(names[n-1], "{") {
+		c.cfg.Log.QueryFormat, names = names[n-1], names[:n-1]
 	}
-	classes := map[string]bool{}
+	var classes []string
+	ok := true
 	c.options(d, func(o *Directive) bool {
 		if o.Name != "class" {
 			return false
 		}
 		for _, a := range o.Args {
-			classes[a] = true
+			if !slices.Contains(config.QueryLogClasses, a) {
+				c.unmapped(o.place(), "log class %s: not a class (all, success, denial, error)", a)
+				ok = false
+			} else if !slices.Contains(classes, a) {
+				classes = append(classes, a)
+			}
 		}
 		return true
 	})
-	switch {
-	case len(classes) == 0 || classes["all"]:
-		c.cfg.Log.Queries = true
-		c.global(s, d, "log.queries")
-	case len(classes) == 1 && classes["error"]:
-		c.errorsLogged = true
-		c.cfg.Log.Errors = true
-		c.note(d.place(), "log class error: log.errors logs failed queries")
-	default:
-		c.unmapped(d.place(), "log class %s: shardns logs every query (log.queries) or failures (log.errors)", strings.Join(sortedKeys(classes), " "))
+	if !ok {
+		c.cfg.Log.QueryFormat = ""
+		return
 	}
+	c.cfg.Log.Queries = true
+	c.cfg.Log.QueryNames = logNames(names)
+	if !slices.Contains(classes, "all") {
+		c.cfg.Log.QueryClasses = classes
+	}
+	c.global(s, d, "log.queries")
+}
+
+// logNames are the zones a log line covers, fully qualified; none when
+// one is the root, which covers every name.
+func logNames(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "." {
+			return nil
+		}
+		out = append(out, dns.Fqdn(strings.ToLower(a)))
+	}
+	return out
 }
 
 func (c *converter) healthPlugin(s *server, d *Directive) {
@@ -161,13 +178,4 @@ func (c *converter) duration(o *Directive, i int) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -152,13 +152,55 @@ func TestConvertPlugins(t *testing.T) {
 			},
 		},
 		{
-			name: "log class error is the errors log",
+			name: "log class error logs the failed queries",
 			src:  ".:53 {\n  log . {\n    class error\n  }\n}\n",
 			check: func(t *testing.T, cfg *config.Config) {
-				if cfg.Log.Queries || !cfg.Log.Errors {
-					t.Errorf("log %+v, want errors only", cfg.Log)
+				want := config.LogConfig{Level: "info", Format: "text", Queries: true, QueryClasses: []string{"error"}}
+				if !reflect.DeepEqual(cfg.Log, want) {
+					t.Errorf("log %+v, want %+v", cfg.Log, want)
 				}
 			},
+		},
+		{
+			name: "OpenShift's debug log: class denial error",
+			src:  ".:5353 {\n  errors\n  log . {\n    class denial error\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := config.LogConfig{Level: "info", Format: "text", Queries: true, Errors: true, QueryClasses: []string{"denial", "error"}}
+				if !reflect.DeepEqual(cfg.Log, want) {
+					t.Errorf("log %+v, want %+v", cfg.Log, want)
+				}
+			},
+		},
+		{
+			name: "log names, a format and classes OR-ed over lines",
+			src:  ".:53 {\n  log Example.org example.net. \"{name} {rcode}\" {\n    class denial\n    class success denial\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := config.LogConfig{Level: "info", Format: "text", Queries: true, QueryNames: []string{"example.org.", "example.net."},
+					QueryClasses: []string{"denial", "success"}, QueryFormat: "{name} {rcode}"}
+				if !reflect.DeepEqual(cfg.Log, want) {
+					t.Errorf("log %+v, want %+v", cfg.Log, want)
+				}
+			},
+		},
+		{
+			name: "log . {combined} with class all: every query of every name",
+			src:  ".:53 {\n  log . {combined} {\n    class all error\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				want := config.LogConfig{Level: "info", Format: "text", Queries: true, QueryFormat: "{combined}"}
+				if !reflect.DeepEqual(cfg.Log, want) {
+					t.Errorf("log %+v, want %+v", cfg.Log, want)
+				}
+			},
+		},
+		{
+			name: "log with a class CoreDNS refuses",
+			src:  ".:53 {\n  log . {\n    class nodata\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Log.Queries || cfg.Log.QueryFormat != "" || cfg.Log.QueryClasses != nil {
+					t.Errorf("log %+v, want no query log", cfg.Log)
+				}
+			},
+			want: []string{"Corefile:3: log class nodata: not a class (all, success, denial, error)"},
 		},
 		{
 			name: "kubernetes defaults are CoreDNS's",

@@ -260,8 +260,9 @@ func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handl
 			h.MeshClients = c.clients
 		}
 	}
-	if p.cfg.Log.Queries {
+	if l := p.cfg.Log; l.Queries {
 		h.QueryLog = c.log.With("component", "query")
+		h.QueryLogRule = query.NewQueryLogRule(l.QueryNames, l.QueryClasses, l.QueryFormat)
 	}
 	if p.cfg.Log.Errors {
 		h.ErrorLog = c.log.With("component", "errors")

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -12,17 +11,12 @@ import (
 
 // observe records metrics and the query log line of one answered request.
 func (h *Handler) observe(x *exchange, rcode, respSize int) {
-	qtype, name, qt := "other", ".", uint16(0)
+	qtype := "other"
 	if q, ok := x.question(); ok {
-		qtype, name, qt = typeLabel(q.Qtype), q.Name, q.Qtype
+		qtype = typeLabel(q.Qtype)
 	}
 	if h.QueryLog != nil {
-		h.QueryLog.LogAttrs(nil, slog.LevelInfo, "query",
-			slog.String("client", addrString(x.t.Client)), slog.Int("id", int(x.req.Id)),
-			slog.String("type", dns.TypeToString[qt]), slog.String("name", name),
-			slog.String("proto", proto(x.t)), slog.Int("size", x.reqSize),
-			slog.String("rcode", rcodeLabel(rcode)), slog.Int("rsize", respSize),
-			slog.Duration("duration", time.Since(x.start)))
+		h.logQuery(x, rcode, respSize)
 	}
 	if h.Metrics == nil {
 		return

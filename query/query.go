@@ -56,6 +56,9 @@ type Handler struct {
 	LoadBalance bool
 	// QueryLog logs every query; ErrorLog logs failures (SERVFAIL causes).
 	QueryLog, ErrorLog *slog.Logger
+	// QueryLogRule narrows the query log to some names and classes of
+	// response, and formats its lines; nil: every query, shardns's fields.
+	QueryLogRule *QueryLogRule
 	// TransferLog logs zone transfers sent and refused; may be nil.
 	TransferLog *slog.Logger
 	// Cluster asks other replicas for zones held there; nil when this
@@ -136,6 +139,7 @@ type exchange struct {
 	fed     *federated     // the question had a federation label, taken out
 	meshNS  string         // the client's namespace, when it has mesh hosts of its own
 	ede     *dns.EDNS0_EDE // an extended error for the OPT record of the answer
+	resp    *dns.Msg       // the response packed, for the query log's classes and flags
 }
 
 // Serve answers req and returns the packed response appended to out[:0].
@@ -320,6 +324,7 @@ func (h *Handler) pack(x *exchange, r *dns.Msg, out []byte) []byte {
 		h.observe(x, dns.RcodeServerFailure, len(b))
 		return b
 	}
+	x.resp = r
 	h.observe(x, r.Rcode, len(b))
 	return b
 }
