@@ -109,6 +109,9 @@ type converter struct {
 	tlsPlaces map[config.UpstreamTLSConfig]place
 	// viewBlocks are the blocks that become views, in order (views.go).
 	viewBlocks []viewBlock
+	// entryBlocks are the blocks of the servers[] entries made for
+	// chains, by index (chains.go).
+	entryBlocks map[int]*ServerBlock
 	// err stops the conversion: what CoreDNS would not start with.
 	err error
 }
@@ -140,8 +143,14 @@ func Convert(cf *Corefile) (*Result, error) {
 		if s.skip {
 			continue
 		}
+		chain := c.needsChain(s)
 		for _, d := range sortedDirectives(s.block.Directives) {
-			c.directive(s, d)
+			if !chain || !chainPlugins[d.Name] {
+				c.directive(s, d)
+			}
+		}
+		if chain {
+			c.convertChain(s)
 		}
 	}
 	for _, f := range c.deferred {

@@ -130,9 +130,13 @@ func TestConvertAKSCustomFiles(t *testing.T) {
 	if !slices.ContainsFunc(res.Config.Rewrite, func(r config.RewriteRule) bool { return reflect.DeepEqual(r, rule) }) {
 		t.Errorf("rewrite %+v lacks %+v", res.Config.Rewrite, rule)
 	}
+	// The .server block is a chain of its own (the override's rewrite
+	// is the root block's), forwarding its zone.
 	stub := config.StubConfig{Zones: []string{"example.com"}, Upstreams: []string{"10.0.0.10"}}
-	if !slices.ContainsFunc(res.Config.Forward.Stubs, func(s config.StubConfig) bool { return reflect.DeepEqual(s, stub) }) {
-		t.Errorf("forward.stubs %+v lacks %+v", res.Config.Forward.Stubs, stub)
+	servers := res.Config.Servers
+	if len(servers) != 1 || servers[0].Chain == nil || servers[0].Chain.Rewrite == nil || len(servers[0].Chain.Rewrite) != 0 ||
+		!slices.ContainsFunc(servers[0].Chain.Forward.Stubs, func(s config.StubConfig) bool { return reflect.DeepEqual(s, stub) }) {
+		t.Errorf("servers %+v: want example.com's chain without rewrite rules, with the stub %+v", servers, stub)
 	}
 	for _, f := range res.Findings {
 		if f.Unmapped || strings.Contains(f.Msg, "import") {

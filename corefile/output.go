@@ -135,6 +135,12 @@ func pruneObject(v any) any {
 	}
 	out := map[string]any{}
 	for k, e := range m {
+		if k == "chain" {
+			if ch, ok := e.(map[string]any); ok {
+				out[k] = chainDiff(ch)
+				continue
+			}
+		}
 		e = pruneObject(e)
 		switch x := e.(type) {
 		case nil:
@@ -161,6 +167,31 @@ func pruneObject(v any) any {
 			}
 		}
 		out[k] = e
+	}
+	return out
+}
+
+// chainDiff renders a server's chain: each of its keys stays, since a
+// chain's key takes the top level's place (an empty list or a false
+// flag says the block has none), with the sections reduced to what
+// differs from their defaults.
+func chainDiff(ch map[string]any) map[string]any {
+	def, err := jsonMap(config.Default())
+	if err != nil {
+		return ch
+	}
+	out := map[string]any{}
+	for k, v := range ch {
+		if v == nil {
+			continue
+		}
+		gm, gok := v.(map[string]any)
+		dm, dok := def[k].(map[string]any)
+		if gok && dok {
+			out[k] = diff(gm, dm)
+			continue
+		}
+		out[k] = v
 	}
 	return out
 }

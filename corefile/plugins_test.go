@@ -41,9 +41,11 @@ func TestConvertPlugins(t *testing.T) {
 				if cfg.Cache.MaxTTL != 30 || cfg.HTTP.Listen != "0.0.0.0:8080" {
 					t.Errorf("cache.maxTTL %d, http.listen %s: want the main block's", cfg.Cache.MaxTTL, cfg.HTTP.Listen)
 				}
+				if len(cfg.Servers) != 1 || cfg.Servers[0].Chain == nil || cfg.Servers[0].Chain.Cache.MaxTTL != 300 {
+					t.Errorf("servers %+v: want example.org's chain with its own cache of 300 s", cfg.Servers)
+				}
 			},
 			want: []string{
-				"Corefile:6: cache differs from line 2: shardns has one response cache for every server block",
 				"Corefile:7: health differs from line 3: shardns has one health endpoint for every server block",
 			},
 		},
@@ -131,7 +133,14 @@ func TestConvertPlugins(t *testing.T) {
 		{
 			name: "a server block for a subzone of the cluster",
 			src:  ".:53 {\n  kubernetes cluster.local\n}\nsub.cluster.local:53 {\n  forward . 10.0.0.1\n}\n",
-			want: []string{"Corefile:5: forward for sub.cluster.local: CoreDNS sends these names to this server block, but shardns answers every name of a kubernetes zone from the cluster (add the zone to kubernetes fallthrough to forward its NXDOMAINs)"},
+			check: func(t *testing.T, cfg *config.Config) {
+				// Its own chain, without the cluster: CoreDNS sends these
+				// names to this block, which forwards them.
+				if len(cfg.Servers) != 1 || cfg.Servers[0].Chain == nil || cfg.Servers[0].Chain.AnswersCluster() ||
+					len(cfg.Servers[0].Chain.Forward.Stubs) != 1 || cfg.Servers[0].Chain.Forward.Stubs[0].Zones[0] != "sub.cluster.local" {
+					t.Errorf("servers %+v: want sub.cluster.local's chain forwarding it, without the cluster", cfg.Servers)
+				}
+			},
 		},
 		{
 			name: "a second transport on the main address",
@@ -330,12 +339,19 @@ func TestConvertPlugins(t *testing.T) {
 			check: func(t *testing.T, cfg *config.Config) {
 				want := []config.ACLConfig{
 					{Policies: []config.ACLPolicy{{Action: "allow", Nets: []string{"192.168.1.0/24"}}, {Action: "block", Nets: []string{"192.168.0.0/16"}}}},
+				}
+				if !reflect.DeepEqual(cfg.ACL, want) {
+					t.Errorf("acl %+v\nwant %+v", cfg.ACL, want)
+				}
+				// example.org's lists are its chain's: the root block's
+				// do not apply to its names, as in CoreDNS.
+				want = []config.ACLConfig{
 					{Zones: []string{"a.example.org"}, Policies: []config.ACLPolicy{
 						{Action: "filter", Types: []string{"A", "AAAA"}, Nets: []string{"10.0.0.1", "::1"}}, {Action: "drop"}}},
 					{Zones: []string{"example.org"}, Policies: []config.ACLPolicy{{Action: "block", Types: []string{"MX"}}}},
 				}
-				if !reflect.DeepEqual(cfg.ACL, want) {
-					t.Errorf("acl %+v\nwant %+v", cfg.ACL, want)
+				if len(cfg.Servers) != 1 || cfg.Servers[0].Chain == nil || !reflect.DeepEqual(cfg.Servers[0].Chain.ACL, want) {
+					t.Errorf("servers %+v: want example.org's chain with acl %+v", cfg.Servers, want)
 				}
 			},
 		},

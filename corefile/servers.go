@@ -172,6 +172,10 @@ func (c *converter) addListener(s *server) {
 		s.skip = true
 		return
 	}
+	if c.chainBlock(s) && t == "" {
+		c.addChainListener(s)
+		return
+	}
 	if c.main != nil && t == "" && subset(s.listen, c.main.listen) {
 		return // the zones are answered on dns.listen
 	}
