@@ -30,7 +30,7 @@ type listenerSpec struct {
 	// own, in blocks' order; -1 for a block answered by the top level.
 	chains []int
 	tls    config.TLSConfig
-	path      string
+	path   string
 }
 
 // listenerSpecs lists the listeners of cfg: dns.listen first, then the
@@ -140,7 +140,9 @@ func (n *Node) listenerScope(e *listenerEntry, c *core) *listeners.Scope {
 }
 
 // serverLabel is the server label of a listener's metrics.
-func (n *Node) serverLabel(e *listenerEntry) string { return e.spec.transport + "://" + e.sockets.Addr() }
+func (n *Node) serverLabel(e *listenerEntry) string {
+	return e.spec.transport + "://" + e.sockets.Addr()
+}
 
 // listenerChanges is what a reload does to the listeners, prepared before
 // anything changes so that an error leaves them all as they were.
