@@ -334,6 +334,9 @@ func (c *Config) checkFileOrigin(bad func(key, format string, args ...any), i in
 		zones []string
 	}{{"kubernetes.zones", k.Zones}, {"kubernetes.reverseZones", k.ReverseZones}} {
 		for j, z := range own.zones {
+			if z == "." && own.key == "kubernetes.zones" && c.fileBlock(origin) {
+				continue
+			}
 			if underZone(origin, z) || underZone(z, origin) {
 				bad(key, "%q overlaps %s[%d] %q: a file zone cannot share names with a cluster or reverse zone", origin, own.key, j, z)
 			}
@@ -344,6 +347,37 @@ func (c *Config) checkFileOrigin(bad func(key, format string, args ...any), i in
 			bad(key, "%q is also the origin of files.zones[%d]", origin, j)
 		}
 	}
+}
+
+// fileBlock reports whether a server block with a chain answers the
+// zone file of origin without the cluster's names: beside cluster names
+// under the root (kubernetes.zones: [.]) its names reach that block,
+// the longest zone, and never the cluster's (CoreDNS's own multi-block
+// example: a "." block with kubernetes beside blocks with file).
+func (c *Config) fileBlock(origin string) bool {
+	for _, s := range c.Servers {
+		if s.Chain == nil || s.Chain.AnswersCluster() || !s.Chain.AnswersFiles() {
+			continue
+		}
+		for _, z := range s.Zones {
+			if z != "." && underZone(origin, z) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// filesOutsideBlocks reports whether a zone file is answered by no
+// server block of its own (fileBlock), so the top level's chain would
+// have to.
+func (c *Config) filesOutsideBlocks() bool {
+	for _, z := range c.Files.Zones {
+		if z.Origin == "" || !c.fileBlock(z.Origin) {
+			return true
+		}
+	}
+	return false
 }
 
 // underZone reports whether name equals zone or lies below it.

@@ -182,3 +182,18 @@ func (c *converter) chain(b *ServerBlock) *config.ChainConfig {
 	ch.BufSize, ch.NSID, ch.Header, ch.DNS64 = &cfg.BufSize, &cfg.NSID, &cfg.Header, &cfg.DNS64
 	return ch
 }
+
+// mainFiles reports whether a zone file is served by a block without a
+// chain of its own, which answers through the main chain.
+func (c *converter) mainFiles() bool {
+	chained := map[*ServerBlock]bool{}
+	for _, b := range c.entryBlocks {
+		chained[b] = true
+	}
+	for b, files := range c.blockFiles {
+		if len(files) > 0 && !chained[b] {
+			return true
+		}
+	}
+	return false
+}

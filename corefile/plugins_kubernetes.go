@@ -269,9 +269,12 @@ func (c *converter) federationPlugin(s *server, d *Directive) {
 // cluster.local ones included, unless fallthrough passes them on. Beside
 // server blocks of other zones, which CoreDNS asks first, shardns would
 // answer their names as cluster names: that is not mapped.
+// Blocks with a chain of their own (chains.go) answer their zone files
+// and stub domains without the cluster's names, as CoreDNS asks them
+// first: only those of the main chain would be shadowed.
 func (c *converter) rootZone(d *Directive) {
 	cfg := c.cfg
-	if len(cfg.Files.Zones) > 0 || len(cfg.Forward.Stubs) > 0 {
+	if c.mainFiles() || len(cfg.Forward.Stubs) > 0 {
 		c.unmapped(d.place(), "kubernetes zone \".\" beside server blocks of other zones (zone files, stub domains): "+
 			"shardns would answer their names as cluster names; name the cluster domain (kubernetes cluster.local ...)")
 		cfg.Kubernetes.Zones = []string{"cluster.local"}

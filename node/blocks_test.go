@@ -58,3 +58,38 @@ servers:
 		}
 	}
 }
+
+// Beside cluster names under the root (a "." block's kubernetes plugin),
+// a block with the file plugin and without kubernetes answers its zone
+// file, as CoreDNS asks the block of the longest zone first.
+func TestRootClusterBesideAFileBlock(t *testing.T) {
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	text := strings.Replace(demoConfig, `dns: {listen: ["127.0.0.1:0"]}`, fmt.Sprintf(`dns: {listen: [%q]}`, addr), 1)
+	text = strings.Replace(text, "kubernetes: {enabled: false}", "kubernetes: {enabled: false, zones: [.], reverseZones: [], fallthrough: []}", 1) +
+		`files: {zones: [{file: db.example.io, origin: example.io}]}
+servers:
+- listen: ["` + addr + `"]
+  zones: [example.io]
+  chain: {kubernetes: false}
+`
+	startDemoNodeFiles(t, text, false, map[string]string{"db.example.io": "$ORIGIN example.io.\n@ 300 IN SOA ns.example.io. admin.example.io. 1 7200 3600 1209600 300\n@ 300 IN NS ns.example.io.\nwww 300 IN A 192.0.2.80\n"})
+	for _, c := range []struct {
+		name string
+		want string
+	}{
+		{"www.example.io.", "192.0.2.80"},     // the file block
+		{"frontend.shop.svc.", "10.96.10.10"}, // cluster names under the root
+	} {
+		r, err := testutil.Exchange(addr, "udp", c.name, dns.TypeA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != c.want {
+			t.Errorf("%s: %s %v, want %s", c.name, dns.RcodeToString[r.Rcode], r.Answer, c.want)
+		}
+	}
+}

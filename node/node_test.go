@@ -49,7 +49,19 @@ func startDemo(t *testing.T) *testNode {
 // and the node's log.
 func startDemoNode(t *testing.T, cfgText string, watch bool) (*Node, string, *testutil.SyncBuffer) {
 	t.Helper()
+	return startDemoNodeFiles(t, cfgText, watch, nil)
+}
+
+// startDemoNodeFiles is startDemoNode with more files beside the
+// configuration (zone files, hosts files), by name.
+func startDemoNodeFiles(t *testing.T, cfgText string, watch bool, files map[string]string) (*Node, string, *testutil.SyncBuffer) {
+	t.Helper()
 	dir := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	demo, err := local.Files.ReadFile("demo-cluster.yaml")
 	if err != nil {
 		t.Fatal(err)

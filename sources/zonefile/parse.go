@@ -56,6 +56,9 @@ func FromConfig(cfg *config.Config) ([]Zone, []Reserved) {
 	}
 	var reserved []Reserved
 	for i, z := range cfg.Kubernetes.Zones {
+		if z == "." { // beside server blocks that answer their files alone (config checks it)
+			continue
+		}
 		reserved = append(reserved, Reserved{Zone: zone.Fqdn(z), Key: fmt.Sprintf("kubernetes.zones[%d]", i)})
 	}
 	for i, z := range cfg.Kubernetes.ReverseZones {
