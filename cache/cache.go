@@ -2,7 +2,9 @@
 // answers fetched from other replicas): positive and negative answers
 // with their own TTL caps, a minimum TTL, bounds on entries and on the
 // bytes they hold with random eviction, prefetch of popular names near expiry, and serving stale
-// answers for a while when the upstreams fail (RFC 8767).
+// answers for a while when the upstreams fail (RFC 8767). As CoreDNS's
+// cache plugin, it may keep upstreams' SERVFAILs briefly, serve TTLs as
+// stored (keepttl), and hold only the names of some zones.
 package cache
 
 import (
@@ -24,6 +26,15 @@ type Config struct {
 	PrefetchHits    int           // hits that make an entry popular; 0 disables prefetch
 	PrefetchPercent int           // popular entries are refreshed below this % of their TTL
 	ServeStale      time.Duration // how long past expiry an answer may serve when upstreams fail
+	// ServfailTTL is how long an upstream's SERVFAIL is kept; 0 keeps
+	// none. It is neither capped nor floored, and never served stale.
+	ServfailTTL time.Duration
+	// KeepTTL serves answers with the TTLs they were stored with (capped
+	// at the entry's life), not counted down; entries still expire.
+	KeepTTL bool
+	// Zones limits the cache to names in these zones (lower-case, fully
+	// qualified); empty: every name.
+	Zones []string
 }
 
 // Key identifies a cached answer.
@@ -114,7 +125,8 @@ func (c *Cache) Get(k Key, now time.Time) (msg *dns.Msg, state State, prefetch b
 type Hit struct {
 	Entry *Entry
 	// Age is how long ago it was stored; Remaining how long it stays
-	// fresh (at most 0 when stale). CountDown turns them into TTLs.
+	// fresh (at most 0 when stale). CountDown turns them into TTLs. With
+	// KeepTTL a fresh hit is as if just stored: Age 0, Remaining its life.
 	Age, Remaining time.Duration
 }
 
@@ -132,7 +144,7 @@ func (c *Cache) Peek(k Key, now time.Time) (h Hit, state State, prefetch bool) {
 	age := now.Sub(e.stored)
 	remaining := e.ttl - age
 	if remaining <= 0 {
-		if -remaining > c.cfg.ServeStale {
+		if -remaining > c.cfg.ServeStale || e.msg.Rcode == dns.RcodeServerFailure {
 			c.remove(k, e)
 			return Hit{}, Miss, false
 		}
@@ -143,7 +155,33 @@ func (c *Cache) Peek(k Key, now time.Time) (h Hit, state State, prefetch bool) {
 		remaining*100 < e.ttl*time.Duration(c.cfg.PrefetchPercent) && !e.prefetching.Swap(true) {
 		prefetch = true
 	}
+	if c.cfg.KeepTTL {
+		// As if stored just now: CountDown then gives the TTLs stored.
+		return Hit{Entry: e, Age: 0, Remaining: e.ttl}, Fresh, prefetch
+	}
 	return Hit{Entry: e, Age: age, Remaining: remaining}, Fresh, prefetch
+}
+
+// covers reports whether name (lower-case) is one the cache may hold.
+func (c *Cache) covers(name string) bool {
+	if len(c.cfg.Zones) == 0 {
+		return true
+	}
+	for _, z := range c.cfg.Zones {
+		if inZone(name, z) {
+			return true
+		}
+	}
+	return false
+}
+
+// inZone reports whether name is zone or below it, on a label boundary.
+func inZone(name, zone string) bool {
+	if zone == "." {
+		return true
+	}
+	n := len(name) - len(zone)
+	return n >= 0 && name[n:] == zone && (n == 0 || name[n-1] == '.')
 }
 
 // Msg is the answer as stored (OPT removed), with the TTLs it came with.
@@ -177,11 +215,12 @@ func EntryCost(m *dns.Msg) int64 {
 }
 
 // Put stores m for k if it is cacheable, and reports whether it did. Only
-// NOERROR and NXDOMAIN answers that were not truncated are kept; negative
+// NOERROR and NXDOMAIN answers that were not truncated are kept (and
+// SERVFAIL with a ServfailTTL), of names in the cache's zones; negative
 // answers need an SOA to know their TTL (RFC 2308).
 func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
 	ttl, ok := c.ttlOf(m)
-	if !ok {
+	if !ok || !c.covers(k.Name) {
 		return false
 	}
 	stored := m.Copy()
@@ -194,6 +233,9 @@ func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, exists := s.entries[k]; exists {
+		if stored.Rcode == dns.RcodeServerFailure && c.keeps(old, now) {
+			return false // an answer that may still serve stale outlives a SERVFAIL
+		}
 		s.drop(k, old)
 	}
 	for len(s.entries) > 0 && (len(s.entries) >= s.max || s.maxBytes > 0 && s.bytes+e.cost > s.maxBytes) {
@@ -207,8 +249,17 @@ func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
 	return true
 }
 
+// keeps reports whether e, an answer other than a SERVFAIL, may still
+// be served at now, fresh or stale.
+func (c *Cache) keeps(e *Entry, now time.Time) bool {
+	return e.msg.Rcode != dns.RcodeServerFailure && now.Sub(e.stored)-e.ttl <= c.cfg.ServeStale
+}
+
 // ttlOf is how long m may be cached, capped and floored by the config.
 func (c *Cache) ttlOf(m *dns.Msg) (time.Duration, bool) {
+	if m.Rcode == dns.RcodeServerFailure && !m.Truncated {
+		return c.cfg.ServfailTTL, c.cfg.ServfailTTL > 0
+	}
 	if m.Truncated || (m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError) {
 		return 0, false
 	}

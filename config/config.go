@@ -354,6 +354,15 @@ type CacheConfig struct {
 	// ServeStale serves expired answers for this long when no upstream
 	// answers (RFC 8767). 0 disables it.
 	ServeStale Duration `json:"serveStale"`
+	// ServfailTTL keeps an upstream's SERVFAIL answer this long, at most
+	// 5m (CoreDNS's servfail and its default, 5s); 0 keeps none.
+	ServfailTTL Duration `json:"servfailTTL"`
+	// KeepTTL serves cached answers with the TTLs they came with, not
+	// counted down (CoreDNS's keepttl); they still expire as usual.
+	KeepTTL bool `json:"keepTTL"`
+	// Zones limits the cache to names in these zones (CoreDNS's cache
+	// ZONES); empty: every name.
+	Zones []string `json:"zones"`
 }
 
 // AutopathConfig is the search-path shortcut.
@@ -517,7 +526,7 @@ func Default() *Config {
 			Timeout: Duration(2e9), Deadline: Duration(5e9), MaxConcurrent: 1000,
 			HealthCheck: Duration(5e8), MaxFails: 2, Expire: Duration(10e9)},
 		Cache: CacheConfig{Enabled: true, MaxTTL: 30, DenialMaxTTL: 30, MinTTL: 5, Size: 10000,
-			MaxBytes: DefaultCacheMaxBytes, PrefetchPercent: 10},
+			MaxBytes: DefaultCacheMaxBytes, PrefetchPercent: 10, ServfailTTL: Duration(5e9)},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
 			ReplicationFactor: &rf, Label: "shardns", HandoffGrace: Duration(15e9),
 			DispatchTimeout: Duration(5e8), Gossip: "lan"},
@@ -1003,6 +1012,11 @@ func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
 	if ca.ServeStale < 0 {
 		bad("cache.serveStale", "must not be negative")
 	}
+	if ca.ServfailTTL < 0 || ca.ServfailTTL.D() > 5*time.Minute {
+		bad("cache.servfailTTL", "must be between 0s and 5m, got %s", ca.ServfailTTL.D())
+	}
+	checkZones(bad, "cache.zones", ca.Zones, true)
+	fqdnAll(ca.Zones)
 }
 
 func checkHostPort(a string) error {

@@ -16,9 +16,7 @@ var QueryLogClasses = []string{"all", "success", "denial", "error"}
 // compares them.
 func validateQueryLog(bad func(key, format string, args ...any), key string, l *LogConfig) {
 	checkZones(bad, key+".queryNames", l.QueryNames, true)
-	for i, n := range l.QueryNames {
-		l.QueryNames[i] = dns.Fqdn(strings.ToLower(n))
-	}
+	fqdnAll(l.QueryNames)
 	for _, c := range l.QueryClasses {
 		if !slices.Contains(QueryLogClasses, c) {
 			bad(key+".queryClasses", "must be all, success, denial or error, got %q", c)
@@ -26,5 +24,13 @@ func validateQueryLog(bad func(key, format string, args ...any), key string, l *
 	}
 	if !l.Queries && (len(l.QueryNames) > 0 || len(l.QueryClasses) > 0 || l.QueryFormat != "") {
 		bad(key+".queries", "is false: queryNames, queryClasses and queryFormat shape a query log that is off")
+	}
+}
+
+// fqdnAll makes every name of zones lower-case and fully qualified, in
+// place, as the query path compares names.
+func fqdnAll(zones []string) {
+	for i, z := range zones {
+		zones[i] = dns.Fqdn(strings.ToLower(z))
 	}
 }

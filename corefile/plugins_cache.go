@@ -38,11 +38,7 @@ func (c *converter) cachePlugin(s *server, d *Directive) {
 			args = args[1:]
 		}
 	}
-	for _, a := range args {
-		if z, err := NormalizeZone(a); err != nil || (z != "." && !slices.Contains(s.blockZones, z)) {
-			c.unmapped(d.place(), "cache zone %s: shardns caches every forwarded answer", a)
-		}
-	}
+	ca.Zones = c.cacheZones(s, d, args)
 	spec := cacheSpec{successCap: -1, denialCap: -1, minSuccess: -1, minDenial: -1}
 	c.options(d, func(o *Directive) bool { return c.cacheOption(ca, &spec, o) })
 	switch {
@@ -94,15 +90,43 @@ func (c *converter) cacheOption(ca *config.CacheConfig, spec *cacheSpec, o *Dire
 			c.note(o.place(), "serve_stale: shardns asks the upstream first and serves a stale answer only when none answers (CoreDNS's verify mode)")
 		}
 	case "servfail":
-		if dur, ok := c.duration(o, 0); ok && dur > 0 {
-			c.unmapped(o.place(), "servfail %s: shardns does not cache SERVFAIL", o.Args[0])
+		if dur, ok := c.duration(o, 0); ok {
+			if dur > 5*time.Minute {
+				c.unmapped(o.place(), "servfail %s: CoreDNS allows at most 5m", o.Args[0])
+				return true
+			}
+			ca.ServfailTTL = config.Duration(dur)
 		}
+	case "keepttl":
+		ca.KeepTTL = true
 	case "disable":
 		c.deferred = append(c.deferred, func() { c.cacheDisable(o) })
 	default:
 		return false
 	}
 	return true
+}
+
+// cacheZones maps cache ZONES to cache.zones: none, the root, or the
+// block's own zones (CoreDNS's default; the block gets no other names)
+// cache every name the block forwards.
+func (c *converter) cacheZones(s *server, d *Directive, args []string) []string {
+	var zones []string
+	all, root := true, false
+	for _, a := range args {
+		z, err := NormalizeZone(a)
+		if err != nil {
+			c.unmapped(d.place(), "cache zone %s: %v", a, err)
+			continue
+		}
+		root = root || z == "."
+		all = all && slices.Contains(s.blockZones, z)
+		zones = append(zones, z)
+	}
+	if all || root {
+		return nil
+	}
+	return zones
 }
 
 // prefetch maps prefetch AMOUNT [DURATION] [PERCENTAGE%].

@@ -282,5 +282,5 @@ func (c *core) newCache() *cache.Cache {
 	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
 	return cache.New(cache.Config{Size: cc.Size, MaxBytes: cc.Bytes(), SuccessMaxTTL: sec(cc.MaxTTL), DenialMaxTTL: sec(cc.DenialMaxTTL),
 		MinTTL: sec(cc.MinTTL), PrefetchHits: cc.PrefetchHits, PrefetchPercent: cc.PrefetchPercent,
-		ServeStale: cc.ServeStale.D()})
+		ServeStale: cc.ServeStale.D(), ServfailTTL: cc.ServfailTTL.D(), KeepTTL: cc.KeepTTL, Zones: cc.Zones})
 }
