@@ -157,13 +157,10 @@ func (l *httpsListener) scope() *Scope {
 	return l.cfg.Scope.Load()
 }
 
-// lateBound is how long a request waits for a late answer: the current
-// handler's bound and a grace.
+// lateBound is how long a request waits for a late answer: the longest
+// bound of the current handler and the blocks' own, and a grace.
 func (l *httpsListener) lateBound() time.Duration {
-	if h := l.cfg.Handler.Load(); h != nil {
-		return h.LateBound() + dohLateGrace
-	}
-	return dohLateGrace
+	return l.scope().LateBound(l.cfg.Handler.Load()) + dohLateGrace
 }
 
 // waitLate waits for a forwarded answer: nil when the client leaves, the

@@ -290,8 +290,10 @@ func TestDoHWaitFollowsTheHandler(t *testing.T) {
 	go upstream.ListenAndServe()
 	<-started
 	t.Cleanup(func() { upstream.Shutdown() })
+	// A DNS over HTTPS question came over TCP, which the forwarder keeps
+	// unless told to prefer UDP; this upstream serves UDP alone.
 	fwd := forward.New(forward.Config{Upstreams: []string{upstream.PacketConn.LocalAddr().String()}, Policy: "sequential",
-		Timeout: 4 * time.Second, MaxConcurrent: 10, HealthCheck: time.Hour, MaxFails: 100,
+		Timeout: 4 * time.Second, MaxConcurrent: 10, HealthCheck: time.Hour, MaxFails: 100, PreferUDP: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(fwd.Close)
 	withDeadline := func(d time.Duration) *query.Handler {

@@ -1,6 +1,7 @@
 package listeners
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type Block struct {
 
 // scopeBlock is what the scope knows of the block a zone belongs to.
 type scopeBlock struct {
+	zone    string // the zone matched, the map's own key
 	whoami  bool
 	handler *query.Handler // nil: the listener's
 }
@@ -42,6 +44,8 @@ type Scope struct {
 	zones map[string]scopeBlock
 	// only is the handler of that one block, nil for the listener's.
 	only *query.Handler
+	// late is the longest a block's own handler waits for a late answer.
+	late time.Duration
 	path string
 }
 
@@ -52,6 +56,11 @@ func NewScope(blocks []Block, path string) *Scope {
 		path = DefaultHTTPSPath
 	}
 	s := &Scope{path: path}
+	for _, b := range blocks {
+		if b.Handler != nil {
+			s.late = max(s.late, b.Handler.LateBound())
+		}
+	}
 	if len(blocks) == 1 && !blocks[0].Whoami && everyName(blocks[0].Zones) {
 		s.only = blocks[0].Handler
 		return s
@@ -63,7 +72,8 @@ func NewScope(blocks []Block, path string) *Scope {
 			zones = []string{"."}
 		}
 		for _, z := range zones {
-			s.zones[dns.CanonicalName(z)] = scopeBlock{whoami: b.Whoami, handler: b.Handler}
+			z = dns.CanonicalName(z)
+			s.zones[z] = scopeBlock{zone: z, whoami: b.Whoami, handler: b.Handler}
 		}
 	}
 	return s
@@ -76,6 +86,19 @@ func everyName(zones []string) bool {
 		}
 	}
 	return len(zones) == 0
+}
+
+// LateBound is how long a request through h, the listener's handler,
+// or through a block's own chain may wait for a late answer.
+func (s *Scope) LateBound(h *query.Handler) time.Duration {
+	var d time.Duration
+	if h != nil {
+		d = h.LateBound()
+	}
+	if s != nil {
+		d = max(d, s.late)
+	}
+	return d
 }
 
 // Path is the URL path DNS over HTTPS is served on.
@@ -136,11 +159,10 @@ func (s *Scope) route(h *query.Handler, req []byte, t query.Transport, out []byt
 		}
 		return h, nil, false
 	}
-	name, ok := questionName(req)
-	if !ok {
+	zone, b, ok, read := s.matchQuestion(req)
+	if !read {
 		return h, nil, false
 	}
-	zone, b, ok := s.match(name)
 	if b.handler != nil {
 		h = b.handler
 	}
@@ -169,6 +191,81 @@ func (s *Scope) route(h *query.Handler, req []byte, t query.Transport, out []byt
 	}
 	h.Observe(m, len(req), t, zone, r.Rcode, len(resp), start)
 	return h, resp, true
+}
+
+// matchQuestion is match for the name of req's only question; read is
+// false when req is not one question. A name of letters, digits, hyphens
+// and underscores (nearly every query) is matched from the wire without
+// allocating: routing is on the fast path of every listener of several
+// blocks, whose answers allocate nothing either.
+func (s *Scope) matchQuestion(req []byte) (zone string, b scopeBlock, ok, read bool) {
+	var buf [maxNameWire]byte
+	if key, plain := questionKey(req, buf[:0]); plain {
+		zone, b, ok = s.matchKey(key)
+		return zone, b, ok, true
+	}
+	name, read := questionName(req)
+	if !read {
+		return "", scopeBlock{}, false, false
+	}
+	zone, b, ok = s.match(name)
+	return zone, b, ok, true
+}
+
+// matchKey is match for a name that questionKey read: lower case, fully
+// qualified, with no escape in it, so a dot always ends a label.
+func (s *Scope) matchKey(key []byte) (zone string, b scopeBlock, ok bool) {
+	for off := 0; off < len(key)-1; {
+		if b, found := s.zones[string(key[off:])]; found { // no allocation: only a lookup
+			return b.zone, b, true
+		}
+		off += bytes.IndexByte(key[off:], '.') + 1
+	}
+	if b, found := s.zones["."]; found {
+		return ".", b, true
+	}
+	return "", scopeBlock{}, false
+}
+
+// maxNameWire is the longest name on the wire (RFC 1035 section 2.3.4);
+// a name of plain labels is no longer in presentation form.
+const maxNameWire = 255
+
+// questionKey appends to buf the lower-case name of req's only question
+// as the scope keys zones, when every label of it is plain (letters,
+// digits, '-' and '_') and uncompressed; plain is false otherwise,
+// including for anything that is not one question, and questionName then
+// reads it as miekg/dns does, escapes and all.
+func questionKey(req []byte, buf []byte) (key []byte, plain bool) {
+	const header = 12
+	if len(req) < header || req[2]&0x80 != 0 || binary.BigEndian.Uint16(req[4:]) != 1 {
+		return nil, false
+	}
+	for i, wire := header, 0; i < len(req); {
+		l := int(req[i])
+		if wire += l + 1; l > 63 || wire >= maxNameWire || i+1+l > len(req) {
+			return nil, false // a pointer, a reserved label type, too long or cut
+		}
+		if l == 0 {
+			if len(buf) == 0 {
+				buf = append(buf, '.')
+			}
+			return buf, true
+		}
+		for _, c := range req[i+1 : i+1+l] {
+			switch {
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+			default:
+				return nil, false
+			}
+			buf = append(buf, c)
+		}
+		buf = append(buf, '.')
+		i += 1 + l
+	}
+	return nil, false
 }
 
 // questionName reads the name of the only question of a query without
