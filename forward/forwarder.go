@@ -26,8 +26,9 @@ var (
 
 // Config configures a Forwarder.
 type Config struct {
-	// Upstreams are host:port of plain DNS upstreams, and tls://host:port
-	// of DNS over TLS ones (ParseUpstreams writes both so).
+	// Upstreams are host:port of plain DNS upstreams, tls://host:port
+	// of DNS over TLS ones and https://host:port/path of DNS over HTTPS
+	// ones (ParseUpstreams writes them so).
 	Upstreams     []string
 	Policy        string        // random | round_robin | sequential
 	Timeout       time.Duration // read timeout of one attempt
@@ -35,17 +36,20 @@ type Config struct {
 	HealthCheck   time.Duration // probe interval of upstreams marked down
 	MaxFails      int           // consecutive failures that mark an upstream down
 	Logger        *slog.Logger
-	// TLS is the client configuration of the tls:// upstreams (LoadTLS);
+	// TLS is the client configuration of the tls:// and https://
+	// upstreams (LoadTLS);
 	// nil: the system's roots, and each upstream's IP as its name.
 	TLS *tls.Config
 	// MaxIdleConns bounds the open connections kept per upstream between
-	// queries (TLS, and TCP to plain ones); 0: no bound.
+	// queries (TLS, TCP to plain ones, HTTP/1.1 to DoH ones); 0: no
+	// bound.
 	MaxIdleConns int
 	// Expire closes a connection kept open once it has been idle this
 	// long; 0 keeps none.
 	Expire time.Duration
 	// MaxAge replaces a connection kept open once it has been open this
-	// long, however busy; 0: no bound (CoreDNS's max_age).
+	// long, however busy; 0: no bound (CoreDNS's max_age). DoH
+	// upstreams' connections have none.
 	MaxAge time.Duration
 	// ForceTCP asks plain upstreams over TCP, on connections kept open,
 	// whatever transport the question came over (force_tcp). It wins
@@ -60,11 +64,12 @@ type Config struct {
 	// the answer. They do not count as failures.
 	Failover []int
 	// OnResult observes every attempt (upstream, rcode or error), for
-	// metrics. upstream is the address without its tls:// prefix, as
-	// CoreDNS labels it.
+	// metrics. upstream is the address without its tls:// or https://
+	// prefix and path, as CoreDNS labels it.
 	OnResult func(upstream string, rcode int, err error, took time.Duration)
-	// OnConn observes each connection taken for a query to a tls://
-	// upstream: reused from the pool or newly opened (proto "tcp-tls").
+	// OnConn observes each connection taken for a query over a stream:
+	// reused or newly opened, by proto "tcp", "tcp-tls" (tls://) or
+	// "https" (https://).
 	OnConn func(upstream, proto string, reused bool)
 }
 
@@ -85,14 +90,19 @@ type upstream struct {
 	addr string // host:port
 	tls  bool   // DNS over TLS
 	// conns are the connections kept open: TLS ones to a tls://
-	// upstream, TCP ones to a plain one.
+	// upstream, TCP ones to a plain one; nil for a DoH upstream.
 	conns *connPool
+	// doh asks a DNS over HTTPS upstream, which is asked nothing else.
+	doh   *dohClient
 	fails atomic.Int32
 	down  atomic.Bool
 }
 
 // name is the upstream as configured, for logs.
 func (u *upstream) name() string {
+	if u.doh != nil {
+		return u.doh.url
+	}
 	if u.tls {
 		return tlsScheme + u.addr
 	}
@@ -106,24 +116,33 @@ func New(cfg Config) *Forwarder {
 	if base == nil {
 		base = &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(len(cfg.Upstreams))}
 	}
-	limits := poolLimits{expire: cfg.Expire, maxAge: cfg.MaxAge, maxIdle: cfg.MaxIdleConns}
 	for _, a := range cfg.Upstreams {
-		addr, isTLS := strings.CutPrefix(a, tlsScheme)
-		u := &upstream{addr: addr, tls: isTLS}
-		proto, t := "tcp", (*tls.Config)(nil)
-		if isTLS {
-			proto, t = "tcp-tls", base
-		}
-		onConn := func(reused bool) {
+		f.upstreams = append(f.upstreams, newUpstream(a, base, cfg))
+	}
+	f.wg.Go(f.healthLoop)
+	return f
+}
+
+// newUpstream sets up the upstream a, as ParseUpstreams writes it, with
+// the connections it is asked on.
+func newUpstream(a string, base *tls.Config, cfg Config) *upstream {
+	limits := poolLimits{expire: cfg.Expire, maxAge: cfg.MaxAge, maxIdle: cfg.MaxIdleConns}
+	observe := func(addr, proto string) func(bool) {
+		return func(reused bool) {
 			if cfg.OnConn != nil {
 				cfg.OnConn(addr, proto, reused)
 			}
 		}
-		u.conns = newPool(addr, t, limits, onConn)
-		f.upstreams = append(f.upstreams, u)
 	}
-	f.wg.Go(f.healthLoop)
-	return f
+	if strings.HasPrefix(a, httpsScheme) {
+		addr := dohAddr(a)
+		return &upstream{addr: addr, doh: newDoH(a, base, limits, observe(addr, "https"))}
+	}
+	addr, isTLS := strings.CutPrefix(a, tlsScheme)
+	if isTLS {
+		return &upstream{addr: addr, tls: true, conns: newPool(addr, base, limits, observe(addr, "tcp-tls"))}
+	}
+	return &upstream{addr: addr, conns: newPool(addr, nil, limits, observe(addr, "tcp"))}
 }
 
 // Close stops the health checks and closes the connections kept open.
@@ -131,7 +150,11 @@ func (f *Forwarder) Close() {
 	close(f.stop)
 	f.wg.Wait()
 	for _, u := range f.upstreams {
-		u.conns.close()
+		if u.doh != nil {
+			u.doh.close()
+		} else {
+			u.conns.close()
+		}
 	}
 }
 
@@ -213,9 +236,13 @@ func (f *Forwarder) ExchangeFor(ctx context.Context, req *dns.Msg, overTCP bool)
 	return nil, ErrNoUpstream
 }
 
-// exchangeOne asks one upstream: over TLS or TCP on a connection kept
-// open, or over UDP, and again over TCP when the answer is truncated.
+// exchangeOne asks one upstream: over HTTPS, over TLS or TCP on a
+// connection kept open, or over UDP, and again over TCP when the answer
+// is truncated. force_tcp and prefer_udp change only plain upstreams.
 func (f *Forwarder) exchangeOne(ctx context.Context, u *upstream, q *dns.Msg, overTCP bool) (*dns.Msg, error) {
+	if u.doh != nil {
+		return u.doh.exchange(ctx, q, f.cfg.Timeout)
+	}
 	if u.tls || f.cfg.ForceTCP || overTCP && !f.cfg.PreferUDP {
 		return u.conns.exchange(ctx, q, f.cfg.Timeout)
 	}

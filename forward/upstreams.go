@@ -24,8 +24,10 @@ const tlsScheme = "tls://"
 
 // ParseUpstreams resolves the configured entries to host:port addresses.
 // An entry is either host:port, a bare IP (port 53), tls://IP[:port] (DNS
-// over TLS, port 853; kept as tls://IP:port), or the path of a
-// resolv.conf file whose nameserver lines are used.
+// over TLS, port 853; kept as tls://IP:port), https://IP[:port][/path]
+// (DNS over HTTPS, port 443, path /dns-query; kept as
+// https://IP:port/path), or the path of a resolv.conf file whose
+// nameserver lines are used.
 func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]string, error) {
 	if readFile == nil {
 		readFile = os.ReadFile
@@ -46,14 +48,8 @@ func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]
 				return nil, fmt.Errorf("forward.upstreams: %s has no nameserver line", e)
 			}
 			out = append(out, ns...)
-		case strings.HasPrefix(e, tlsScheme):
-			a, err := hostPortDefault(strings.TrimPrefix(e, tlsScheme), 853)
-			if err != nil {
-				return nil, fmt.Errorf("forward.upstreams: %q: %w", e, err)
-			}
-			out = append(out, tlsScheme+a)
 		default:
-			a, err := hostPort(e)
+			a, err := ParseUpstream(e)
 			if err != nil {
 				return nil, fmt.Errorf("forward.upstreams: %q: %w", e, err)
 			}
@@ -63,10 +59,49 @@ func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]
 	return out, nil
 }
 
+// ParseUpstream reads one upstream that is not a resolv.conf path, as
+// ParseUpstreams writes it; the error does not repeat e.
+func ParseUpstream(e string) (string, error) {
+	switch {
+	case strings.HasPrefix(e, tlsScheme):
+		a, err := hostPortDefault(strings.TrimPrefix(e, tlsScheme), 853)
+		if err != nil {
+			return "", err
+		}
+		return tlsScheme + a, nil
+	case strings.HasPrefix(e, httpsScheme):
+		return parseDoH(e)
+	default:
+		return hostPort(e)
+	}
+}
+
+// dohAddr is the IP:port of an upstream https://IP:port/path.
+func dohAddr(u string) string {
+	a := strings.TrimPrefix(u, httpsScheme)
+	if i := strings.IndexByte(a, '/'); i >= 0 {
+		a = a[:i]
+	}
+	return a
+}
+
+// transport splits an upstream or listen address as written by
+// ParseUpstreams (and the server's own addresses, written the same way)
+// into its scheme ("", tls:// or https://) and IP:port.
+func transport(a string) (scheme, addr string) {
+	if rest, ok := strings.CutPrefix(a, tlsScheme); ok {
+		return tlsScheme, rest
+	}
+	if strings.HasPrefix(a, httpsScheme) {
+		return httpsScheme, dohAddr(a)
+	}
+	return "", a
+}
+
 func hostPort(e string) (string, error) {
 	a, err := hostPortDefault(e, 53)
 	if err != nil {
-		return "", fmt.Errorf("want an IP address, IP:port, tls://IP[:port] or a resolv.conf path")
+		return "", fmt.Errorf("want an IP address, IP:port, tls://IP[:port], https://IP[:port][/path] or a resolv.conf path")
 	}
 	return a, nil
 }
@@ -104,20 +139,21 @@ func resolvConfNameservers(r io.Reader) ([]string, error) {
 // CheckLoop refuses upstreams that are this server itself: forwarding to
 // them would send every unknown name round in a loop until it times out.
 // listen are the server's own plain DNS addresses (dns.listen and the
-// servers of transport dns), and its DNS over TLS ones written
-// tls://host:port; an unspecified listen host (0.0.0.0, ::) matches every
-// local address on that port.
+// servers of transport dns), its DNS over TLS ones written
+// tls://host:port and its DNS over HTTPS ones written https://host:port
+// (whatever the path: any is this server); an unspecified listen host
+// (0.0.0.0, ::) matches every local address on that port.
 func CheckLoop(upstreams, listen []string, localAddrs []netip.Addr) error {
 	for _, u := range upstreams {
-		uTLS := strings.HasPrefix(u, tlsScheme)
-		up, err := netip.ParseAddrPort(strings.TrimPrefix(u, tlsScheme))
+		uScheme, uAddr := transport(u)
+		up, err := netip.ParseAddrPort(uAddr)
 		if err != nil {
 			continue
 		}
 		for _, l := range listen {
-			lTLS := strings.HasPrefix(l, tlsScheme)
-			own, err := netip.ParseAddrPort(strings.TrimPrefix(l, tlsScheme))
-			if err != nil || own.Port() != up.Port() || lTLS != uTLS {
+			lScheme, lAddr := transport(l)
+			own, err := netip.ParseAddrPort(lAddr)
+			if err != nil || own.Port() != up.Port() || lScheme != uScheme {
 				continue
 			}
 			if own.Addr() == up.Addr() ||
