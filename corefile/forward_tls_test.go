@@ -148,7 +148,7 @@ func TestLoadedForwardTLSFileNamesTheLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := LoadFile(path, nil)
+	l, err := LoadFile(path, nil, NodeCache{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,15 @@ type Loaded struct {
 
 // LoadFile reads the Corefile at path and the files it imports from this
 // machine, expanding environment references with getenv (nil keeps them,
-// and the converter reports them), and converts it.
-func LoadFile(path string, getenv func(string) (string, bool)) (*Loaded, error) {
+// and the converter reports them), fills the placeholders node-cache
+// fills in NodeLocal DNSCache's Corefile as nc says (FillNodeCache), and
+// converts it.
+func LoadFile(path string, getenv func(string) (string, bool), nc NodeCache) (*Loaded, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
+		return nil, err
+	}
+	if src, err = FillNodeCache(path, src, nc); err != nil {
 		return nil, err
 	}
 	opts := Options{Getenv: getenv}

@@ -18,7 +18,7 @@ func TestRealWorldCorefiles(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".Corefile"), func(t *testing.T) {
-			l, err := LoadFile(path, nil)
+			l, err := LoadFile(path, nil, NodeCache{})
 			if err != nil {
 				t.Fatal(err)
 			}

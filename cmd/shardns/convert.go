@@ -23,6 +23,8 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	allow := fl.Bool("allow-unmapped", false, "print the configuration even when some Corefile lines have no shardns equivalent")
 	var kubeDNSOpts corefile.KubeDNSOptions
 	kubeDNSFlags(fl, &kubeDNSOpts)
+	var nodeCache corefile.NodeCache
+	nodeCacheFlags(fl, &nodeCache)
 	expandEnv := fl.Bool("expand-env", false, "expand {$NAME} and {%NAME%} from this shell's environment (CoreDNS expands them from its own)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -40,6 +42,9 @@ func convert(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	name, src, err := readInput(*path, "Corefile", stdin)
 	if err != nil {
+		return err
+	}
+	if src, err = corefile.FillNodeCache(name, src, nodeCache); err != nil {
 		return err
 	}
 	var opts corefile.Options

@@ -26,7 +26,9 @@ type corefileSource struct {
 	kubeDNS bool   // path is a kube-dns ConfigMap
 	// kubeDNSOptions are the cluster domain and port of its Corefile.
 	kubeDNSOptions corefile.KubeDNSOptions
-	base           string // the base configuration file; "" for none
+	// nodeCache fills the placeholders of NodeLocal DNSCache's Corefile.
+	nodeCache corefile.NodeCache
+	base      string // the base configuration file; "" for none
 }
 
 // convert reads and converts path.
@@ -34,7 +36,7 @@ func (s corefileSource) convert() (*corefile.Loaded, error) {
 	if s.kubeDNS {
 		return corefile.LoadKubeDNS(s.path, s.kubeDNSOptions)
 	}
-	return corefile.LoadFile(s.path, os.LookupEnv)
+	return corefile.LoadFile(s.path, os.LookupEnv, s.nodeCache)
 }
 
 // load builds the configuration. A Corefile line with no equivalent is

@@ -49,12 +49,16 @@ const usage = `usage:
                                   serve a CoreDNS Corefile as it is, reloaded on change
                                   (--kube-dns-configmap FILE [--cluster-domain D] [--dns-port N]:
                                   a kube-dns ConfigMap)
+                                  NodeLocal DNSCache's Corefile: its placeholders are filled as
+                                  node-cache fills them [--localip IPS] [--upstreamsvc SVC]
+                                  [--cluster-dns ADDR] [--upstream-servers LIST]
   shardns check --config FILE     validate a configuration, its manifests and zone files
                                   (--corefile FILE: a Corefile, as serve would run it)
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
                                   (served to the replica's own host, and to http.debug)
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
                                   and its imports [--allow-unmapped] [--expand-env]; - reads standard input
+                                  (and node-cache's flags, as serve)
   shardns convert --kube-dns-configmap FILE
                                   the same for a kube-dns ConfigMap (stubDomains, upstreamNameservers,
                                   federations) [--cluster-domain D] [--dns-port N]
@@ -105,6 +109,8 @@ func loadConfig(name string, args []string) (*loaded, error) {
 	kubeDNS := fl.String("kube-dns-configmap", "", "a kube-dns ConfigMap (manifest or data), served as the Corefile CoreDNS's migration makes of it")
 	var kubeDNSOpts corefile.KubeDNSOptions
 	kubeDNSFlags(fl, &kubeDNSOpts)
+	var nodeCache corefile.NodeCache
+	nodeCacheFlags(fl, &nodeCache)
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -115,7 +121,8 @@ func loadConfig(name string, args []string) (*loaded, error) {
 	case *core != "" && *kubeDNS != "":
 		return nil, fmt.Errorf("%s takes --corefile or --kube-dns-configmap, not both", name)
 	case *core != "" || *kubeDNS != "":
-		src := corefileSource{path: *core + *kubeDNS, kubeDNS: *kubeDNS != "", kubeDNSOptions: kubeDNSOpts, base: *path}
+		src := corefileSource{path: *core + *kubeDNS, kubeDNS: *kubeDNS != "", kubeDNSOptions: kubeDNSOpts,
+			nodeCache: nodeCache, base: *path}
 		cfg, err := src.load()
 		return &loaded{cfg: cfg, watch: src.option()}, err
 	case *path != "":
