@@ -24,6 +24,10 @@ func TestCheckLoop(t *testing.T) {
 		{"an upstream that is a name", []string{"tls://dns.example:853"}, []string{"127.0.0.1:853"}, false},
 		{"TLS upstream, own TLS listener", []string{"tls://127.0.0.1:853"}, []string{"tls://0.0.0.0:853"}, true},
 		{"TLS upstream, plain listener on its port", []string{"tls://127.0.0.1:853"}, []string{"127.0.0.1:853"}, false},
+		{"DoH upstream, own HTTPS listener", []string{"https://127.0.0.1:443/dns-query"}, []string{"https://0.0.0.0:443"}, true},
+		{"DoH upstream on another path, own HTTPS listener", []string{"https://10.0.0.5:8443/q"}, []string{"https://10.0.0.5:8443"}, true},
+		{"DoH upstream, TLS listener on its port", []string{"https://127.0.0.1:443/dns-query"}, []string{"tls://127.0.0.1:443"}, false},
+		{"DoH upstream elsewhere", []string{"https://192.0.2.1:443/dns-query"}, []string{"https://0.0.0.0:443"}, false},
 	} {
 		err := CheckLoop(c.upstreams, c.listen, local)
 		if (err != nil) != c.loop {
@@ -41,9 +45,39 @@ func TestParseUpstreamsTLS(t *testing.T) {
 	if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("ParseUpstreams = %v, %v; want %v", got, err, want)
 	}
-	for _, bad := range []string{"tls://dns.example", "tls://", "https://1.1.1.1", "tls://1.1.1.1:99999"} {
+	for _, bad := range []string{"tls://dns.example", "tls://", "tls://1.1.1.1:99999"} {
 		if _, err := ParseUpstreams([]string{bad}, nil); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("ParseUpstreams(%q) = %v, want an error naming it", bad, err)
+		}
+	}
+}
+
+func TestParseUpstreamsDoH(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://9.9.9.9", "https://9.9.9.9:443/dns-query"},
+		{"https://9.9.9.9/", "https://9.9.9.9:443/"},
+		{"https://127.0.0.1:8443/resolve", "https://127.0.0.1:8443/resolve"},
+		{"https://[2620:fe::fe]", "https://[2620:fe::fe]:443/dns-query"},
+		{"https://[2620:fe::fe]:8443/dns-query", "https://[2620:fe::fe]:8443/dns-query"},
+	} {
+		got, err := ParseUpstreams([]string{c.in}, nil)
+		if err != nil || len(got) != 1 || got[0] != c.want {
+			t.Errorf("ParseUpstreams(%q) = %v, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"https://dns.quad9.net/dns-query", "is no IP address: upstream names are not looked up"},
+		{"https://", "want https://IP[:port][/path]"},
+		{"https://9.9.9.9/dns-query?dns=AAAB", "want https://IP[:port][/path]"},
+		{"https://user@9.9.9.9", "want https://IP[:port][/path]"},
+		{"https://9.9.9.9:0", "port"},
+		{"https://9.9.9.9:70000", "port"},
+		{"https://9.9.9.9%dns.quad9.net", "want https://IP[:port][/path]"},
+		{"http://9.9.9.9", "want an IP address"},
+	} {
+		_, err := ParseUpstreams([]string{c.in}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "forward.upstreams: \""+c.in) {
+			t.Errorf("ParseUpstreams(%q) = %v, want an error naming it with %q", c.in, err, c.want)
 		}
 	}
 }
