@@ -211,6 +211,17 @@ type KubernetesConfig struct {
 	// NodeZone is this process's zone, given instead of read from its
 	// Node (no API access needed).
 	NodeZone string `json:"nodeZone"`
+	// APIServerQPS and APIServerBurst bound the requests this process
+	// makes to the API server, one token bucket for them all (CoreDNS's
+	// apiserver_qps and apiserver_burst); 0: client-go's 5 per second,
+	// burst 10.
+	APIServerQPS   float64 `json:"apiserverQPS"`
+	APIServerBurst int     `json:"apiserverBurst"`
+	// APIServerMaxInflight bounds the requests waiting on the API server
+	// at once (apiserver_max_inflight): a request holds its place until
+	// the response headers come, so a watch holds none once started;
+	// 0: no bound.
+	APIServerMaxInflight int `json:"apiserverMaxInflight"`
 }
 
 // ExternalConfig is CoreDNS's k8s_external: <service>.<namespace>.<zone>
@@ -738,6 +749,14 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		}
 	default:
 		bad("kubernetes.pods", "must be disabled, insecure or verified, got %q", k.Pods)
+	}
+	for _, l := range []struct {
+		key string
+		v   float64
+	}{{"apiserverQPS", k.APIServerQPS}, {"apiserverBurst", float64(k.APIServerBurst)}, {"apiserverMaxInflight", float64(k.APIServerMaxInflight)}} {
+		if l.v < 0 {
+			bad("kubernetes."+l.key, "must not be negative (0: client-go's default)")
+		}
 	}
 	if k.StartupTimeout < 0 {
 		bad("kubernetes.startupTimeout", "must not be negative")

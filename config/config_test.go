@@ -127,6 +127,8 @@ func TestParseRejects(t *testing.T) {
 		{"cache bytes too small", "kubernetes: {enabled: false}\ncache: {maxBytes: 1Ki}\n", "cache.maxBytes"},
 		{"ttl too large", "kubernetes: {enabled: false, ttl: 3601}\n", "kubernetes.ttl"},
 		{"ttl negative", "kubernetes: {enabled: false, ttl: -1}\n", "kubernetes.ttl"},
+		{"negative API request rate", "kubernetes: {enabled: false, apiserverQPS: -1}\n", "kubernetes.apiserverQPS"},
+		{"negative API requests at once", "kubernetes: {enabled: false, apiserverMaxInflight: -2}\n", "kubernetes.apiserverMaxInflight"},
 		{"pods mode", "kubernetes: {enabled: false, pods: sometimes}\n", "kubernetes.pods"},
 		{"listen address", "kubernetes: {enabled: false}\ndns: {listen: [\"localhost\"]}\n", "dns.listen[0]"},
 		{"no listen address", "kubernetes: {enabled: false}\ndns: {listen: []}\n", "dns.listen"},

@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +134,8 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		if dur, ok := c.duration(o, 0); ok {
 			k.StartupTimeout = config.Duration(dur)
 		}
+	case "apiserver_qps", "apiserver_burst", "apiserver_max_inflight":
+		c.apiserverOption(k, o)
 	case "endpoint", "tls":
 		c.unmapped(o.place(), "%s: shardns connects with a kubeconfig (kubernetes.kubeconfig) or the pod's service account", o.Name)
 	case "upstream":
@@ -143,6 +146,32 @@ func (c *converter) kubernetesOption(k *config.KubernetesConfig, o *Directive) b
 		return false
 	}
 	return true
+}
+
+// apiserverOption maps the bounds on requests to the API server, read
+// as CoreDNS reads them: one number, not negative (0 keeps the default);
+// what CoreDNS refuses to start on is reported.
+func (c *converter) apiserverOption(k *config.KubernetesConfig, o *Directive) {
+	arg := strings.Join(o.Args, " ")
+	if o.Name == "apiserver_qps" {
+		qps, err := strconv.ParseFloat(arg, 32)
+		if len(o.Args) != 1 || err != nil || qps < 0 || math.IsNaN(qps) || math.IsInf(qps, 0) {
+			c.unmapped(o.place(), "apiserver_qps %s: must be one number of requests per second, not negative", arg)
+			return
+		}
+		k.APIServerQPS = qps
+		return
+	}
+	n, err := strconv.Atoi(arg)
+	if len(o.Args) != 1 || err != nil || n < 0 {
+		c.unmapped(o.place(), "%s %s: must be one whole number, not negative", o.Name, arg)
+		return
+	}
+	if o.Name == "apiserver_burst" {
+		k.APIServerBurst = n
+	} else {
+		k.APIServerMaxInflight = n
+	}
 }
 
 // multiclusterOption maps `multicluster ZONES`: each zone, one of the

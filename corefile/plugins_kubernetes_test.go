@@ -92,6 +92,33 @@ func TestConvertKubernetes(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "bounds on requests to the API server",
+			src: ".:53 {\n  kubernetes cluster.local {\n    apiserver_qps 50.5\n    apiserver_burst 100\n    apiserver_max_inflight 8\n  }\n" +
+				"}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				k := cfg.Kubernetes
+				if k.APIServerQPS != 50.5 || k.APIServerBurst != 100 || k.APIServerMaxInflight != 8 {
+					t.Errorf("apiserverQPS %v, apiserverBurst %d, apiserverMaxInflight %d; want 50.5, 100, 8",
+						k.APIServerQPS, k.APIServerBurst, k.APIServerMaxInflight)
+				}
+			},
+		},
+		{
+			name: "bounds CoreDNS refuses",
+			src:  ".:53 {\n  kubernetes cluster.local {\n    apiserver_qps -1\n    apiserver_burst 1.5\n    apiserver_max_inflight\n    apiserver_qps NaN\n  }\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if k := cfg.Kubernetes; k.APIServerQPS != 0 || k.APIServerBurst != 0 || k.APIServerMaxInflight != 0 {
+					t.Errorf("bounds %v %d %d, want none", k.APIServerQPS, k.APIServerBurst, k.APIServerMaxInflight)
+				}
+			},
+			want: []string{
+				"Corefile:3: apiserver_qps -1: must be one number of requests per second, not negative",
+				"Corefile:4: apiserver_burst 1.5: must be one whole number, not negative",
+				"Corefile:5: apiserver_max_inflight : must be one whole number, not negative",
+				"Corefile:6: apiserver_qps NaN: must be one number of requests per second, not negative",
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

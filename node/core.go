@@ -117,7 +117,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	var kube *kubesource.Config
 	interest := &zones.Interest{} // the Kubernetes source freezes what other replicas' zones are built from
 	if k := cfg.Kubernetes; k.Enabled {
-		client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+		client, err := kubeClient(k)
 		if err != nil {
 			return nil, err
 		}

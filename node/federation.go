@@ -34,7 +34,7 @@ func (c *core) ownNode(configured, feature, key, or string) (string, *kubesource
 			"environment variable (from spec.nodeName)%s", feature, key, or)
 	}
 	k := c.cfg.Kubernetes
-	client, err := kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version)
+	client, err := kubeClient(k)
 	return name, client, err
 }
 

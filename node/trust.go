@@ -32,7 +32,7 @@ func (n *Node) startTrust(c *clusterState) error {
 	var err error
 	if cc.JoinService != "" || cc.Secret != "" || cc.NodeLocalSecret != "" {
 		k := n.cfg.Kubernetes
-		if c.client, err = kubesource.NewClientContext(k.Kubeconfig, k.Context, "shardns/"+Version); err != nil {
+		if c.client, err = kubeClient(k); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
 	}
