@@ -347,6 +347,28 @@ servers:
 	}
 }
 
+// An https:// upstream on this server's own DNS over HTTPS listener is
+// refused the same way, whatever its path.
+func TestForwardLoopThroughHTTPSServerRefused(t *testing.T) {
+	certFile, keyFile, _ := testutil.WriteCert(t, t.TempDir(), "server", "server")
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	err = startError(t, fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
+http: {listen: ""}
+kubernetes: {enabled: false}
+forward: {upstreams: ["https://127.0.0.1:%d/other"]}
+servers:
+- {listen: ["0.0.0.0:%d"], transport: https, path: /dns-query, tls: {certFile: %q, keyFile: %q}}
+`, port, port, certFile, keyFile))
+	if err == nil || !strings.Contains(err.Error(), "forwarding would loop") {
+		t.Fatalf("Start = %v, want the loop refused", err)
+	}
+}
+
 // A TLS file of an upstream that cannot be read stops the start, with
 // the key and the file named.
 func TestForwardTLSFileMissingRefused(t *testing.T) {

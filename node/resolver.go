@@ -134,16 +134,16 @@ func fqdns(zones []string) []string {
 // any forwarder starts.
 func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream, error) {
 	f := c.cfg.Forward
-	// The extra servers of plain DNS answer through the same handler: an
-	// upstream on one of them is a loop too.
+	// The extra servers (plain DNS, DNS over TLS and over HTTPS) answer
+	// through the same handler: an upstream on one of them is a loop too.
 	listen = slices.Clone(listen)
 	for _, s := range c.cfg.Servers {
 		switch s.Transport {
 		case "dns":
 			listen = append(listen, s.Listen...)
-		case "tls":
+		case "tls", "https":
 			for _, a := range s.Listen {
-				listen = append(listen, "tls://"+a)
+				listen = append(listen, s.Transport+"://"+a)
 			}
 		}
 	}
@@ -215,8 +215,9 @@ func (c *core) newUpstream(listen []string, m *metrics.Forward) (*query.Upstream
 	return u, nil
 }
 
-// loadUpstreamTLS reads the files of a forwarder's tls:// upstreams; an
-// error starts with the key (tls.caFile: ...) of the file that failed.
+// loadUpstreamTLS reads the files of a forwarder's tls:// and https://
+// upstreams; an error starts with the key (tls.caFile: ...) of the file
+// that failed.
 func loadUpstreamTLS(t config.UpstreamTLSConfig, upstreams int) (*tls.Config, error) {
 	cfg, err := forward.LoadTLS(forward.TLSFiles{ServerName: t.ServerName, CAFile: t.CAFile,
 		CertFile: t.CertFile, KeyFile: t.KeyFile}, upstreams)
