@@ -31,7 +31,7 @@ integration: build
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzServe:./query FuzzParse:./config FuzzParse:./sources/manifest \
 	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/istio \
-	FuzzScope:./listeners FuzzParse:./corefile FuzzParse:./sources/zonefile FuzzThaw:./model \
+	FuzzScope:./listeners FuzzMatchQuestion:./listeners FuzzParse:./corefile FuzzParse:./sources/zonefile FuzzThaw:./model \
 	FuzzMessageScanner:./cluster/trust FuzzPreamble:./cluster/membership
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_TARGETS)

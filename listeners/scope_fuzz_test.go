@@ -73,3 +73,34 @@ func FuzzScope(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMatchQuestion checks that routing a question from the wire picks
+// the block that reading its name as miekg/dns does, escapes and all,
+// and matching that picks, for any bytes.
+func FuzzMatchQuestion(f *testing.F) {
+	for _, name := range []string{"web.ns.svc.cluster.local.", "Web.NS.svc.Cluster.Local.", "1.0.0.10.IN-ADDR.arpa.",
+		"www.example.org.", "cluster.local.", "local.", ".", `a\.b.cluster.local.`, `a\065.cluster.local.`, "_dns._udp.x.ip6.arpa."} {
+		f.Add(fuzzQuery(f, name, dns.TypeA, true))
+	}
+	scopes := []*Scope{
+		NewScope([]Block{{Zones: []string{"cluster.local"}}, {Zones: []string{"in-addr.arpa"}},
+			{Zones: []string{"ip6.arpa"}}, {Zones: []string{"."}}}, ""),
+		NewScope([]Block{{Zones: []string{"Cluster.Local", "b.cluster.local"}}, {Zones: []string{"who.example"}, Whoami: true}}, ""),
+	}
+	f.Fuzz(func(t *testing.T, req []byte) {
+		name, read := questionName(req)
+		for _, s := range scopes {
+			zone, b, ok, wireRead := s.matchQuestion(req)
+			if wireRead != read {
+				t.Fatalf("read %v, want %v", wireRead, read)
+			}
+			if !read {
+				continue
+			}
+			wantZone, wantBlock, wantOK := s.match(name)
+			if zone != wantZone || b != wantBlock || ok != wantOK {
+				t.Fatalf("%q: got %q %v %v, want %q %v %v", name, zone, b, ok, wantZone, wantBlock, wantOK)
+			}
+		}
+	})
+}
