@@ -146,6 +146,9 @@ type ChaosConfig struct {
 	// Version is the version.bind answer; empty: "shardns-" and the
 	// build's version.
 	Version string `json:"version"`
+	// Authors are the authors.bind answer, one TXT record each (CoreDNS's
+	// chaos VERSION AUTHORS...); empty: authors.bind is refused.
+	Authors []string `json:"authors"`
 }
 
 // RateLimitConfig bounds the UDP queries each client address may send.

@@ -128,6 +128,13 @@ func (c *converter) anyPlugin(s *server, d *Directive) {
 }
 
 func (c *converter) chaosPlugin(s *server, d *Directive) {
+	if !c.mainHas(s, d) {
+		// A block with a chain of its own converts its chaos there; one
+		// without (a whoami block) must not turn it on for every block.
+		c.unmapped(d.place(), "chaos in server block %q: this block has no chain of its own to answer CHAOS questions in, "+
+			"and the main block's answers for every block", strings.Join(s.block.Keys, " "))
+		return
+	}
 	if !c.claim("chaos", d, "CHAOS answer") {
 		return
 	}
@@ -135,9 +142,35 @@ func (c *converter) chaosPlugin(s *server, d *Directive) {
 	if len(d.Args) > 0 {
 		c.cfg.Chaos.Version = d.Args[0]
 	}
-	if len(d.Args) > 1 {
-		c.unmapped(d.place(), "chaos authors %s: shardns does not answer authors.bind", strings.Join(d.Args[1:], " "))
+	c.cfg.Chaos.Authors = chaosAuthors(d.Args)
+}
+
+// mainHas reports whether d, of s's block, is the main block's or the
+// same as one the main block has.
+func (c *converter) mainHas(s *server, d *Directive) bool {
+	if c.main == nil || s == c.main || s.block == c.main.block {
+		return true
 	}
+	return slices.ContainsFunc(c.main.block.Directives, func(m *Directive) bool { return canonical(m) == canonical(d) })
+}
+
+// chaosAuthors are the authors of `chaos VERSION AUTHORS...` as CoreDNS
+// keeps them: each once, sorted, cut to the 255 bytes a TXT string
+// holds. CoreDNS's default, its own maintainers, is not shardns's:
+// without authors, authors.bind is refused.
+func chaosAuthors(args []string) []string {
+	if len(args) < 2 {
+		return nil
+	}
+	var out []string
+	for _, a := range args[1:] {
+		if len(a) > 255 {
+			a = a[:255]
+		}
+		out = appendNew(out, a)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // autopathPlugin maps "autopath @kubernetes"; it needs pods verified,

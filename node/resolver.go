@@ -55,7 +55,7 @@ func (c *core) buildResolvers() error {
 	}
 	c.acl = acl.Compile(c.cfg.ACL)
 	if ch := c.cfg.Chaos; ch.Enabled {
-		c.chaos = &query.Chaos{Version: ch.Version, Hostname: c.nodeName}
+		c.chaos = &query.Chaos{Version: ch.Version, Hostname: c.nodeName, Authors: ch.Authors}
 		if c.chaos.Version == "" {
 			c.chaos.Version = "shardns-" + Version
 		}

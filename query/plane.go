@@ -15,26 +15,34 @@ import (
 type Chaos struct {
 	Version  string // version.bind and version.server
 	Hostname string // hostname.bind and id.server
+	// Authors are authors.bind's answer, one TXT record each; none
+	// refuses the name, as any other.
+	Authors []string
 }
 
 // chaos answers a CHAOS-class question: TXT at the four names it knows,
 // NODATA for other types there, REFUSED for any other name.
 func (h *Handler) chaos(x *exchange, r *dns.Msg, out []byte) []byte {
 	q := x.req.Question[0]
-	var txt string
+	var txts []string
 	switch lower(q.Name) {
 	case "version.bind.", "version.server.":
-		txt = h.Chaos.Version
+		txts = []string{h.Chaos.Version}
 	case "hostname.bind.", "id.server.":
-		txt = h.Chaos.Hostname
-	default:
+		txts = []string{h.Chaos.Hostname}
+	case "authors.bind.":
+		txts = h.Chaos.Authors
+	}
+	if len(txts) == 0 {
 		r.Rcode = dns.RcodeRefused
 		return h.pack(x, r, out)
 	}
 	r.Authoritative = true
 	if q.Qtype == dns.TypeTXT || q.Qtype == dns.TypeANY {
-		r.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeTXT, Class: dns.ClassCHAOS},
-			Txt: []string{txt}}}
+		for _, txt := range txts {
+			r.Answer = append(r.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeTXT, Class: dns.ClassCHAOS},
+				Txt: []string{txt}})
+		}
 	}
 	return h.pack(x, r, out)
 }

@@ -30,7 +30,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("chaos off: %s, want REFUSED", dns.RcodeToString[r.Rcode])
 	}
 	on := testHandler(t)
-	on.Chaos = &Chaos{Version: "shardns-1.2.3", Hostname: "replica-0"}
+	on.Chaos = &Chaos{Version: "shardns-1.2.3", Hostname: "replica-0", Authors: []string{"ann", "bob"}}
 	for _, c := range []struct {
 		name  string
 		qtype uint16
@@ -42,7 +42,6 @@ func TestChaos(t *testing.T) {
 		{"hostname.bind.", dns.TypeTXT, dns.RcodeSuccess, "replica-0"},
 		{"id.server.", dns.TypeANY, dns.RcodeSuccess, "replica-0"},
 		{"version.bind.", dns.TypeA, dns.RcodeSuccess, ""}, // NODATA
-		{"authors.bind.", dns.TypeTXT, dns.RcodeRefused, ""},
 		{"web.ns.svc.cluster.local.", dns.TypeA, dns.RcodeRefused, ""},
 	} {
 		r := serve(t, on, pack(t, chaosQuery(c.name, c.qtype)), Transport{})
@@ -58,6 +57,20 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%s %s: %s %q, want %s %q", c.name, dns.TypeToString[c.qtype], dns.RcodeToString[r.Rcode], txt,
 				dns.RcodeToString[c.rcode], c.txt)
 		}
+	}
+	// authors.bind: a record per author, as CoreDNS's chaos authors; no
+	// authors, the name is refused.
+	r := serve(t, on, pack(t, chaosQuery("authors.bind.", dns.TypeTXT)), Transport{})
+	var authors []string
+	for _, rr := range r.Answer {
+		authors = append(authors, rr.(*dns.TXT).Txt...)
+	}
+	if r.Rcode != dns.RcodeSuccess || !r.Authoritative || fmt.Sprint(authors) != "[ann bob]" {
+		t.Errorf("authors.bind: %s aa=%v %q, want NOERROR aa [ann bob]", dns.RcodeToString[r.Rcode], r.Authoritative, authors)
+	}
+	on.Chaos.Authors = nil
+	if r := serve(t, on, pack(t, chaosQuery("authors.bind.", dns.TypeTXT)), Transport{}); r.Rcode != dns.RcodeRefused {
+		t.Errorf("authors.bind without authors: %s, want REFUSED", dns.RcodeToString[r.Rcode])
 	}
 	// Other classes are still refused.
 	m := query("version.bind.", dns.TypeTXT)
