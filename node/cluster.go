@@ -493,14 +493,12 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 		return nil
 	}
 	m := n.metrics.Cluster
-	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
 	return &query.Cluster{
 		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
 			return n.askFor(ctx, member, zoneKey, name, qtype, topo, "")
 		},
-		AskFor: n.askFor,
-		Cache: cache.New(cache.Config{Size: c.Cache.Size, MaxBytes: c.Cache.Bytes(), SuccessMaxTTL: sec(c.Cache.MaxTTL),
-			DenialMaxTTL: sec(c.Cache.DenialMaxTTL)}),
+		AskFor:  n.askFor,
+		Cache:   ownersCache(c),
 		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, MaxInFlight: int64(c.Forward.MaxConcurrent),
 		Now: time.Now,
 		Observe: func(member string, took time.Duration, err error) {
@@ -523,6 +521,14 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 			}
 		},
 	}
+}
+
+// ownersCache is a cache of the owners' answers bounded by c's cache
+// section.
+func ownersCache(c *config.Config) *cache.Cache {
+	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	return cache.New(cache.Config{Size: c.Cache.Size, MaxBytes: c.Cache.Bytes(), SuccessMaxTTL: sec(c.Cache.MaxTTL),
+		DenialMaxTTL: sec(c.Cache.DenialMaxTTL)})
 }
 
 // stopCluster leaves the ring, so the others take over at once, then

@@ -239,8 +239,12 @@ func (c *core) handler(server string, m *metrics.All) *query.Handler {
 // planeHandler is a handler of this core answering through the resolver
 // plane of p: c itself, or a view's.
 func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handler {
+	cl := c.cluster
+	if p.cluster != nil { // a block's own cache of the owners' answers (blockOwnersCaches)
+		cl = p.cluster
+	}
 	h := &query.Handler{Config: p.answer, View: c.view, Metrics: m, Server: server,
-		Upstream: p.upstream, LoadBalance: p.cfg.LoadBalance.Enabled, Cluster: c.cluster,
+		Upstream: p.upstream, LoadBalance: p.cfg.LoadBalance.Enabled, Cluster: cl,
 		Chaos: p.chaos, Rewrite: p.rewrite, Template: p.template, Hosts: p.hosts, ACL: p.acl,
 		Modify: modifiers(p.cfg, server, m)}
 	if p.answer.Domains.Cluster != nil || p == c { // a block without the kubernetes plugin has no federations

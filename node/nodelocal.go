@@ -147,11 +147,26 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if err = c.buildBlocks(listen, m.Forward); err != nil {
 		return nil, err
 	}
+	c.blockOwnersCaches()
 	if err = c.watchClients(); err != nil { // last: nothing fails after the watch starts
 		return nil, err
 	}
 	c.log.Info("node-local mode: cluster names are asked of their owners", "zones", c.cfg.Kubernetes.Zones)
 	return c, nil
+}
+
+// blockOwnersCaches gives each server block that answers cluster names
+// a cache of the owners' answers of its own, bounded by its chain's
+// cache: here the owners' answers take the place of what the block's
+// forward to the cluster DNS brought, which its cache plugin capped
+// (NodeLocal DNSCache caches cluster.local denials for 5 s, the rest for
+// 30 s), and one block's cached answers must not answer another's.
+func (c *core) blockOwnersCaches() {
+	for i, b := range c.blocks {
+		if b != nil && c.cluster != nil && c.cfg.Servers[i].Chain.AnswersCluster() {
+			b.cluster = c.cluster.WithCache(ownersCache(b.cfg))
+		}
+	}
 }
 
 // watchClients starts the watch of this node's pods when autopath, the

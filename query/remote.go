@@ -46,6 +46,28 @@ type Cluster struct {
 	inflight atomic.Int64
 }
 
+// WithCache is a Cluster asking the owners as c does, with cc as its
+// cache of their answers: a server block's own, as each block of a
+// Corefile caches in its own cache plugin. It bounds its own questions in
+// flight, as each block's forward does.
+func (c *Cluster) WithCache(cc *cache.Cache) *Cluster {
+	return &Cluster{Ask: c.Ask, AskFor: c.AskFor, Cache: cc, Timeout: c.Timeout, Attempts: c.Attempts,
+		MaxInFlight: c.MaxInFlight, Now: c.Now, Observe: c.Observe, CacheResult: c.CacheResult}
+}
+
+// store caches m, an owner's answer, and returns it as a cache hit
+// would answer it, with the capped TTLs, so the first and the second
+// answer agree (as CoreDNS's cache caps the reply it stores).
+func (c *Cluster) store(key cache.Key, m *dns.Msg) *dns.Msg {
+	now := c.Now()
+	if c.Cache.Put(key, m, now) {
+		if hit, st, _ := c.Cache.Get(key, now); st == cache.Fresh {
+			return hit
+		}
+	}
+	return m
+}
+
 // ErrNotServed is what Cluster.Ask wraps when the replica asked does not
 // hold the zone.
 var ErrNotServed = errors.New("query: the replica asked does not hold the zone")
@@ -109,7 +131,7 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left), privateTo(x, resp))
 			if err == nil {
 				if !resp.Private {
-					c.Cache.Put(key, m, c.Now())
+					m = c.store(key, m)
 				}
 				return h.answerFromOwner(x, r, name, m, nil)
 			}
@@ -174,8 +196,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 		r.Rcode = dns.RcodeServerFailure
 		return h.pack(x, r, nil)
 	}
-	c.Cache.Put(key, m, c.Now())
-	return h.answerFromOwner(x, r, name, m, nil)
+	return h.answerFromOwner(x, r, name, c.store(key, m), nil)
 }
 
 // share is one member's answer to a fan-out: a message, or why there is

@@ -20,7 +20,8 @@ import (
 // mode, cluster (sharding and trust), memory, log.level and log.format,
 // the kubeconfig when the Corefile names none, and the node of
 // federation answers; for a kube-dns ConfigMap also where to listen and
-// how to reach the API server (kubeDNSFlagsFromBase).
+// how to reach the API server (kubeDNSFlagsFromBase); in mode: nodelocal
+// also the cluster's zones and nodeLocal (askOwners).
 type corefileSource struct {
 	path    string // the Corefile, or the kube-dns ConfigMap
 	kubeDNS bool   // path is a kube-dns ConfigMap
@@ -74,6 +75,10 @@ func (s corefileSource) load() (*config.Config, error) {
 	}
 	if s.kubeDNS {
 		if err := kubeDNSFlagsFromBase(cfg, base, s.base); err != nil {
+			return nil, err
+		}
+	} else if base.Mode == config.ModeNodeLocal {
+		if err := s.askOwners(cfg, base); err != nil {
 			return nil, err
 		}
 	}
@@ -144,6 +149,24 @@ func kubeDNSFlagsFromBase(cfg, base *config.Config, path string) error {
 	}
 	if has("kubernetes", "context") {
 		cfg.Kubernetes.Context = base.Kubernetes.Context
+	}
+	return nil
+}
+
+// askOwners makes a NodeLocal DNSCache Corefile served in mode: nodelocal
+// ask the zones' owners for the cluster's names in place of the cluster
+// DNS it forwards them to (__PILLAR__CLUSTER__DNS__, the kube-dns
+// Service): corefile.AskOwners. Which zones are the cluster's, the
+// replicas' pods setting and the node's clients (nodeLocal) come from
+// the base, as a Corefile without a kubernetes plugin cannot say them.
+func (s corefileSource) askOwners(cfg, base *config.Config) error {
+	dns, err := s.nodeCache.ClusterDNSAddr()
+	if err != nil {
+		return fmt.Errorf("%s with %s (mode: nodelocal): the cluster DNS the Corefile forwards the cluster's names to: %w", s.path, s.base, err)
+	}
+	cfg.NodeLocal = base.NodeLocal
+	if err := corefile.AskOwners(cfg, base.Kubernetes, dns); err != nil {
+		return fmt.Errorf("%s with %s: %w", s.path, s.base, err)
 	}
 	return nil
 }

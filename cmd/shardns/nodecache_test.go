@@ -96,3 +96,42 @@ func TestNodeCachePlaceholders(t *testing.T) {
 		t.Errorf("convert's error %v, want %q", err, want)
 	}
 }
+
+// With a base in mode: nodelocal, the blocks that forward the cluster's
+// zones to the cluster DNS ask the owners instead; the root block keeps
+// forwarding to the node's resolvers.
+func TestNodeLocalDNSCorefileAsksOwners(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFileIn(t, dir, "Corefile", nodeLocalDNSCorefile)
+	base := writeFileIn(t, dir, "base.yaml", "mode: nodelocal\ncluster: {replicas: [\"127.0.0.1:8090\"], remote: \"127.0.0.1:0\"}\n"+
+		"nodeLocal: {aaaa: nodata}\n")
+	args := []string{"--corefile", path, "--config", base, "--cluster-dns", "10.96.0.11"}
+	l, err := loadConfig("serve", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := l.cfg
+	if k := cfg.Kubernetes; !slices.Equal(k.Zones, []string{"cluster.local"}) || !slices.Equal(k.ReverseZones, []string{"in-addr.arpa", "ip6.arpa"}) {
+		t.Errorf("kubernetes zones %v reverse %v", k.Zones, k.ReverseZones)
+	}
+	if len(cfg.Forward.Stubs) != 0 || !slices.Equal(cfg.Forward.Upstreams, []string{"/etc/resolv.conf"}) {
+		t.Errorf("forward: stubs %+v upstreams %v, want the node's resolvers alone", cfg.Forward.Stubs, cfg.Forward.Upstreams)
+	}
+	if len(cfg.Servers) != 1 || cfg.Servers[0].Chain == nil || !cfg.Servers[0].Chain.AnswersCluster() ||
+		cfg.Servers[0].Chain.Cache == nil || cfg.Servers[0].Chain.Cache.DenialMaxTTL != 5 {
+		t.Errorf("servers %+v, want cluster.local's chain asking the owners with its own cache", cfg.Servers)
+	}
+	if cfg.NodeLocal.AAAA != "nodata" {
+		t.Errorf("nodeLocal %+v, want the base's", cfg.NodeLocal)
+	}
+
+	// A Corefile rendered already, without the cluster DNS's address:
+	// which blocks are the cluster's is unknown.
+	rendered := strings.NewReplacer("__PILLAR__CLUSTER__DNS__", "10.96.0.11", "__PILLAR__UPSTREAM__SERVERS__", "/etc/resolv.conf").
+		Replace(nodeLocalDNSCorefile)
+	path = writeFileIn(t, dir, "Rendered", rendered)
+	_, err = loadConfig("serve", []string{"--corefile", path, "--config", base})
+	if err == nil || !strings.Contains(err.Error(), "(mode: nodelocal): the cluster DNS the Corefile forwards the cluster's names to") {
+		t.Errorf("error %v", err)
+	}
+}
