@@ -279,7 +279,7 @@ var handlers = map[string]handler{
 	"bufsize":  (*converter).bufsizePlugin, "nsid": (*converter).nsidPlugin, "header": (*converter).headerPlugin,
 	"dns64": (*converter).dns64Plugin, "timeouts": (*converter).timeoutsPlugin,
 	"k8s_external": (*converter).externalPlugin, "view": (*converter).viewPlugin,
-	"rrl": (*converter).rrlPlugin,
+	"rrl": (*converter).rrlPlugin, "kubeapi": (*converter).kubeapiPlugin, "k8s_event": (*converter).k8sEventPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once

@@ -34,11 +34,9 @@ type distribution struct {
 var distributions = map[string]distribution{
 	"ack": {},
 	"ack-edge": {unmapped: []string{
-		// kubeapi and k8s_event are built only into Alibaba's CoreDNS image
-		// (ACK Edge's tunnel to the API server, and CoreDNS errors sent as
-		// Kubernetes Events); they stay unmapped.
-		"ack-edge.Corefile:14: plugin \"kubeapi\" has no shardns equivalent",
-		"ack-edge.Corefile:15: plugin \"k8s_event\" has no shardns equivalent",
+		// k8s_event (CoreDNS's log sent as Kubernetes Events) stays
+		// unmapped; kubeapi, its API client, converts to a note.
+		"ack-edge.Corefile:15: k8s_event: shardns does not report its log as Kubernetes Events; its errors are in its log (log.errors) and its metrics",
 	}},
 	"aks":        {},
 	"aks-custom": {root: "aks-custom"},
