@@ -49,10 +49,10 @@ type StubConfig struct {
 	Upstreams []string `json:"upstreams"`
 	// Policy as in forward.policy; empty: forward.policy.
 	Policy string `json:"policy"`
-	// TLS is how this stub's tls:// upstreams are trusted, as
-	// forward.tls is for the default ones (not inherited from it: a stub
-	// domain's servers have names of their own, as each forward block of
-	// a Corefile has its own tls and tls_servername).
+	// TLS is how this stub's tls:// and https:// upstreams are trusted,
+	// as forward.tls is for the default ones (not inherited from it: a
+	// stub domain's servers have names of their own, as each forward
+	// block of a Corefile has its own tls and tls_servername).
 	TLS UpstreamTLSConfig `json:"tls"`
 	// ForwardOptions are this stub's own forceTCP, preferUDP, failover
 	// and except, not inherited from forward.*.
@@ -64,10 +64,12 @@ type StubConfig struct {
 	Next []string `json:"next"`
 }
 
-// UpstreamTLSConfig is how shardns trusts DNS over TLS upstreams.
+// UpstreamTLSConfig is how shardns trusts DNS over TLS and DNS over
+// HTTPS upstreams.
 type UpstreamTLSConfig struct {
 	// ServerName is the name the upstream's certificate must hold, also
-	// sent as SNI; empty: the upstream's IP address.
+	// sent as SNI (and as the HTTP Host to https:// upstreams, as
+	// CoreDNS sends it); empty: the upstream's IP address.
 	ServerName string `json:"serverName"`
 	// CAFile holds the PEM certificates that may sign the upstream's;
 	// empty: the system's roots.
@@ -230,6 +232,7 @@ func (c *Config) validateStubs(bad func(key, format string, args ...any), key st
 		if len(s.Upstreams) == 0 {
 			bad(key+".upstreams", "needs at least one upstream")
 		}
+		checkUpstreams(bad, key+".upstreams", s.Upstreams)
 		switch s.Policy {
 		case "", "random", "round_robin", "sequential":
 		default:

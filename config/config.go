@@ -304,8 +304,9 @@ type ManifestsConfig struct {
 // ForwardConfig is the upstream forwarder.
 type ForwardConfig struct {
 	// Upstreams: IP, IP:port, tls://IP[:port] (DNS over TLS, port 853),
-	// or the path of a resolv.conf whose nameservers are used. Empty
-	// refuses names outside the cluster.
+	// https://IP[:port][/path] (DNS over HTTPS, port 443, path
+	// /dns-query), or the path of a resolv.conf whose nameservers are
+	// used. Empty refuses names outside the cluster.
 	Upstreams []string `json:"upstreams"`
 	// Policy picks the upstream to try first: random, round_robin or
 	// sequential.
@@ -320,17 +321,19 @@ type ForwardConfig struct {
 	HealthCheck Duration `json:"healthCheck"`
 	// MaxFails consecutive failures mark an upstream down.
 	MaxFails int `json:"maxFails"`
-	// TLS is how the tls:// upstreams are trusted (CoreDNS's tls and
-	// tls_servername); plain upstreams ignore it.
+	// TLS is how the tls:// and https:// upstreams are trusted
+	// (CoreDNS's tls and tls_servername); plain upstreams ignore it.
 	TLS UpstreamTLSConfig `json:"tls"`
-	// MaxIdleConns bounds the connections kept open per tls:// upstream
-	// between queries; 0: no bound.
+	// MaxIdleConns bounds the connections kept open per upstream
+	// between queries (tls://, TCP to plain ones, HTTP/1.1 to https://
+	// ones: one HTTP/2 connection carries many queries); 0: no bound.
 	MaxIdleConns int `json:"maxIdleConns"`
-	// Expire closes a connection kept open to an upstream (TLS, or TCP
-	// to a plain one) once idle this long; 0 keeps none open.
+	// Expire closes a connection kept open to an upstream (TLS, HTTPS,
+	// or TCP to a plain one) once idle this long; 0 keeps none open.
 	Expire Duration `json:"expire"`
 	// MaxAge replaces a connection kept open once it has been open this
 	// long, however busy (max_age); 0: no bound, else at least Expire.
+	// HTTPS connections have none, as in CoreDNS.
 	MaxAge Duration `json:"maxAge"`
 	// ForwardOptions: forceTCP, preferUDP, failover and except.
 	ForwardOptions
@@ -1009,6 +1012,7 @@ func (c *Config) validateResolver(bad func(key, format string, args ...any)) {
 	if f.Expire < 0 {
 		bad("forward.expire", "must not be negative")
 	}
+	checkUpstreams(bad, "forward.upstreams", f.Upstreams)
 	checkMaxAge(bad, f)
 	checkForwardOptions(bad, "forward.", f.ForwardOptions)
 	checkUpstreamTLS(bad, "forward.tls", f.TLS)

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/forward"
 )
 
 // ForwardOptions are the options of CoreDNS's forward that the default
@@ -74,5 +76,19 @@ func checkMaxAge(bad func(key, format string, args ...any), f *ForwardConfig) {
 		bad("forward.maxAge", "must not be negative")
 	case f.MaxAge > 0 && f.MaxAge < f.Expire:
 		bad("forward.maxAge", "must be 0 or at least forward.expire (%s), got %s", f.Expire.D(), f.MaxAge.D())
+	}
+}
+
+// checkUpstreams reports the upstreams under key that cannot be asked:
+// a host name, a scheme shardns has not, a port out of range. The
+// resolv.conf files named are read when the forwarder starts.
+func checkUpstreams(bad func(key, format string, args ...any), key string, upstreams []string) {
+	for i, u := range upstreams {
+		if strings.HasPrefix(u, "/") {
+			continue
+		}
+		if _, err := forward.ParseUpstream(u); err != nil {
+			bad(fmt.Sprintf("%s[%d]", key, i), "%q: %v", u, err)
+		}
 	}
 }

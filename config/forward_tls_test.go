@@ -60,3 +60,37 @@ func TestParseForwardTLSRejects(t *testing.T) {
 		t.Errorf("an IP address as server name, expire 0: %v", err)
 	}
 }
+
+// DNS over HTTPS upstreams are checked as the configuration is read,
+// with the key of the one that cannot be asked.
+func TestParseForwardDoH(t *testing.T) {
+	cfg, err := Parse([]byte(`kubernetes: {enabled: false}
+forward:
+  upstreams: ["https://9.9.9.9", "https://[2620:fe::fe]:8443/resolve", "tls://1.1.1.1", 10.0.0.53, /etc/resolv.conf]
+  tls: {serverName: dns.quad9.net}
+  stubs:
+  - {zones: [corp.example], upstreams: ["https://10.0.0.53/dns-query"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := cfg.Forward.Upstreams; len(u) != 5 || u[0] != "https://9.9.9.9" {
+		t.Errorf("upstreams %q, want them as written", u)
+	}
+	for _, c := range []struct{ name, yaml, want string }{
+		{"a host name", `forward: {upstreams: [10.0.0.53, "https://dns.quad9.net/dns-query"]}`,
+			`forward.upstreams[1]: "https://dns.quad9.net/dns-query": "dns.quad9.net" is no IP address: upstream names are not looked up`},
+		{"a query string", `forward: {upstreams: ["https://9.9.9.9/dns-query?dns=x"]}`, `forward.upstreams[0]: "https://9.9.9.9/dns-query?dns=x": want https://IP[:port][/path]`},
+		{"a port out of range", `forward: {upstreams: ["https://9.9.9.9:65536"]}`, "forward.upstreams[0]"},
+		{"plain HTTP", `forward: {upstreams: ["http://9.9.9.9"]}`, "forward.upstreams[0]"},
+		{"in a stub", `forward: {stubs: [{zones: [corp.example], upstreams: ["https://dns.corp.example"]}]}`, "forward.stubs[0].upstreams[0]"},
+		{"in a view", `views: [{name: v, expr: ["true"], forward: {upstreams: ["https://dns.example"]}}]`, "views[0].forward.upstreams[0]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte("kubernetes: {enabled: false}\n" + c.yaml + "\n"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -97,6 +97,7 @@ func (c *Config) validateViews(bad func(key, format string, args ...any)) {
 		default:
 			bad(key+".forward.policy", "must be random, round_robin or sequential, got %q", v.Forward.Policy)
 		}
+		checkUpstreams(bad, key+".forward.upstreams", v.Forward.Upstreams)
 		checkUpstreamTLS(bad, key+".forward.tls", v.Forward.TLS)
 		c.validateStubs(bad, key+".forward.stubs", v.Forward.Stubs)
 	}
