@@ -55,8 +55,9 @@ type Forward struct {
 	Duration         *prometheus.HistogramVec // to, rcode
 	HealthcheckFails *prometheus.CounterVec   // to
 	ConcurrentReject prometheus.Counter
-	// Connections to tls:// upstreams taken for a query, by whether one
-	// kept open was reused (hits) or a new one opened (misses): to, proto.
+	// Connections to upstreams taken for a query over a stream, by
+	// whether one kept open was reused (hits) or a new one opened
+	// (misses): to, proto (tcp, tcp-tls for tls://, https for https://).
 	ConnCacheHits, ConnCacheMisses *prometheus.CounterVec
 }
 
