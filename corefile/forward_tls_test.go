@@ -90,7 +90,7 @@ func TestConvertForwardTLS(t *testing.T) {
 		{
 			name: "TLS options without a tls:// upstream",
 			src:  ".:53 {\n  forward . 10.0.0.53 {\n    tls_servername dns.example\n  }\n}\n",
-			want: []string{"Corefile:2: note: forward: tls and tls_servername apply to tls:// upstreams only, and there is none"},
+			want: []string{"Corefile:2: note: forward: tls and tls_servername apply to tls:// and https:// upstreams only, and there is none"},
 		},
 		{
 			name: "a stub's pool options differ from the root's",
@@ -102,8 +102,84 @@ func TestConvertForwardTLS(t *testing.T) {
 		},
 		{
 			name: "other transports stay unmapped",
-			src:  ".:53 {\n  forward . https://9.9.9.9\n}\n",
-			want: []string{"Corefile:2: forward upstream https://9.9.9.9: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, and DNS over TLS to tls://IP[:port] (forward only)"},
+			src:  ".:53 {\n  forward . quic://9.9.9.9\n}\n",
+			want: []string{"Corefile:2: forward upstream quic://9.9.9.9: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, " +
+				"DNS over TLS to tls://IP[:port] and DNS over HTTPS to https://IP[:port] (forward only)"},
+		},
+		{
+			name: "quad9 over HTTPS, as CoreDNS's README has it",
+			src:  ".:53 {\n  forward . https://9.9.9.9 https://[2620:fe::fe]:8443 {\n    tls_servername dns.quad9.net\n    health_check 5s\n    doh_method POST\n    max_idle_conns 4\n  }\n}\n",
+			check: func(t *testing.T, f config.ForwardConfig) {
+				if !reflect.DeepEqual(f.Upstreams, []string{"https://9.9.9.9:443/dns-query", "https://[2620:fe::fe]:8443/dns-query"}) ||
+					f.TLS != (config.UpstreamTLSConfig{ServerName: "dns.quad9.net"}) || f.HealthCheck.D().Seconds() != 5 || f.MaxIdleConns != 4 {
+					t.Errorf("forward %+v", f)
+				}
+			},
+			clean: true,
+		},
+		{
+			name: "DoH beside plain and TLS upstreams, with a CA",
+			src:  ".:53 {\n  forward . 10.0.0.53 tls://10.0.0.54 https://10.0.0.55 {\n    tls /pki/ca.pem\n  }\n}\n",
+			check: func(t *testing.T, f config.ForwardConfig) {
+				if !reflect.DeepEqual(f.Upstreams, []string{"10.0.0.53", "tls://10.0.0.54:853", "https://10.0.0.55:443/dns-query"}) ||
+					f.TLS != (config.UpstreamTLSConfig{CAFile: "/pki/ca.pem"}) {
+					t.Errorf("forward %+v", f)
+				}
+			},
+			clean: true,
+		},
+		{
+			name: "a stub domain over HTTPS, TLS options used",
+			src:  ".:53 {\n  forward . 10.0.0.53\n}\ncorp.example:53 {\n  forward . https://10.0.0.1 {\n    tls_servername dns.corp.example\n  }\n}\n",
+			check: func(t *testing.T, f config.ForwardConfig) {
+				if len(f.Stubs) != 1 || !reflect.DeepEqual(f.Stubs[0].Upstreams, []string{"https://10.0.0.1:443/dns-query"}) ||
+					f.Stubs[0].TLS.ServerName != "dns.corp.example" {
+					t.Errorf("stubs %+v", f.Stubs)
+				}
+			},
+			clean: true,
+		},
+		{
+			name:  "doh_method GET is asked with POST",
+			src:   ".:53 {\n  forward . https://9.9.9.9 {\n    doh_method GET\n  }\n}\n",
+			want:  []string{"Corefile:3: note: doh_method GET: shardns asks DNS over HTTPS upstreams with POST"},
+			clean: true,
+		},
+		{
+			name: "a bad doh_method",
+			src:  ".:53 {\n  forward . https://9.9.9.9 {\n    doh_method PUT\n  }\n}\n",
+			want: []string{"Corefile:3: doh_method PUT: must be GET or POST"},
+		},
+		{
+			name: "a server name on an https:// upstream is ignored, as by CoreDNS",
+			src:  ".:53 {\n  forward . https://9.9.9.9%dns.quad9.net\n}\n",
+			check: func(t *testing.T, f config.ForwardConfig) {
+				if !reflect.DeepEqual(f.Upstreams, []string{"https://9.9.9.9:443/dns-query"}) || f.TLS.ServerName != "" {
+					t.Errorf("forward %+v", f)
+				}
+			},
+			want:  []string{"Corefile:2: note: forward upstream https://9.9.9.9%dns.quad9.net: CoreDNS ignores a server name on an https:// upstream"},
+			clean: true,
+		},
+		{
+			name: "an https:// upstream beside a named tls:// one",
+			src:  ".:53 {\n  forward . tls://9.9.9.9%dns.quad9.net https://9.9.9.9\n}\n",
+			want: []string{"Corefile:2: forward: upstreams with different TLS server names"},
+		},
+		{
+			name: "a path on an https:// upstream, which CoreDNS refuses",
+			src:  ".:53 {\n  forward . https://9.9.9.9/dns-query\n}\n",
+			want: []string{"Corefile:2: forward upstream https://9.9.9.9/dns-query: CoreDNS refuses a path on https:// upstreams"},
+		},
+		{
+			name: "a host name after https:// stays unmapped",
+			src:  ".:53 {\n  forward . https://dns.quad9.net\n}\n",
+			want: []string{"Corefile:2: forward upstream https://dns.quad9.net: shardns asks DNS over HTTPS at https://IP[:port] and looks no upstream name up"},
+		},
+		{
+			name: "proxy has no https:// upstreams",
+			src:  ".:53 {\n  proxy . https://9.9.9.9\n}\n",
+			want: []string{"Corefile:2: proxy upstream https://9.9.9.9: shardns forwards plain DNS"},
 		},
 		{
 			name: "a host name after tls:// stays unmapped",

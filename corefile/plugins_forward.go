@@ -39,6 +39,14 @@ func (c *converter) forwardPlugin(s *server, d *Directive) {
 			}
 		case "max_fails":
 			spec.maxFails = c.positive(o, "0 never marks an upstream down; shardns needs at least 1")
+		case "doh_method":
+			switch strings.Join(o.Args, " ") {
+			case "POST":
+			case "GET":
+				c.note(o.place(), "doh_method GET: shardns asks DNS over HTTPS upstreams with POST, which they all answer alike")
+			default:
+				c.unmapped(o.place(), "doh_method %s: must be GET or POST", strings.Join(o.Args, " "))
+			}
 		case "max_concurrent":
 			spec.maxConc = c.positive(o, "shardns needs a bound of at least 1")
 		case "health_check":
@@ -115,23 +123,57 @@ func (c *converter) forwardTarget(s *server, d *Directive) (*forwardSpec, bool) 
 		spec.zones = []string{"."}
 	}
 	for _, to := range d.Args[1:] {
-		if u, name, ok := tlsUpstream(to); ok && d.Name == "forward" {
-			spec.upstreams = append(spec.upstreams, u)
-			spec.tls.tlsTargets++
-			if name != "" {
-				spec.tls.namedAt = append(spec.tls.namedAt, name)
-			}
-			continue
-		}
-		u, ok := upstream(to)
-		if !ok {
-			c.unmapped(d.place(), "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, "+
-				"and DNS over TLS to tls://IP[:port] (forward only)", d.Name, to)
+		if !c.forwardUpstream(d, spec, to) {
 			return nil, false
 		}
-		spec.upstreams = append(spec.upstreams, u)
 	}
 	return spec, true
+}
+
+// forwardUpstream adds the upstream to of d to spec: false, and the
+// reason reported, when it has no shardns equivalent.
+func (c *converter) forwardUpstream(d *Directive, spec *forwardSpec, to string) bool {
+	if u, name, ok := tlsUpstream(to); ok && d.Name == "forward" {
+		spec.upstreams = append(spec.upstreams, u)
+		spec.tls.tlsTargets++
+		if name != "" {
+			spec.tls.namedAt = append(spec.tls.namedAt, name)
+		}
+		return true
+	}
+	if strings.HasPrefix(to, "https://") && d.Name == "forward" {
+		return c.dohUpstream(d, spec, to)
+	}
+	u, ok := upstream(to)
+	if !ok {
+		c.unmapped(d.place(), "%s upstream %s: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, "+
+			"DNS over TLS to tls://IP[:port] and DNS over HTTPS to https://IP[:port] (forward only)", d.Name, to)
+		return false
+	}
+	spec.upstreams = append(spec.upstreams, u)
+	return true
+}
+
+// dohUpstream adds the DNS over HTTPS upstream to, asked at /dns-query
+// as CoreDNS asks it. CoreDNS refuses a path; it looks a host name up
+// at start, which shardns does not (it could ask itself).
+func (c *converter) dohUpstream(d *Directive, spec *forwardSpec, to string) bool {
+	u, name, ok := httpsUpstream(to)
+	switch {
+	case !ok && strings.Contains(strings.TrimPrefix(to, "https://"), "/"):
+		c.unmapped(d.place(), "forward upstream %s: CoreDNS refuses a path on https:// upstreams (it asks /dns-query)", to)
+		return false
+	case !ok:
+		c.unmapped(d.place(), "forward upstream %s: shardns asks DNS over HTTPS at https://IP[:port] and looks no upstream name up "+
+			"(write the IP, and the name in tls_servername)", to)
+		return false
+	case name != "":
+		c.note(d.place(), "forward upstream %s: CoreDNS ignores a server name on an https:// upstream, and so does shardns "+
+			"(tls_servername sets it)", to)
+	}
+	spec.upstreams = append(spec.upstreams, u)
+	spec.tls.tlsTargets++
+	return true
 }
 
 // upstream converts one upstream of forward or proxy.
@@ -146,9 +188,9 @@ func upstream(to string) (string, bool) {
 	if a, err := netip.ParseAddr(u); err == nil {
 		return a.String(), true
 	}
-	// CoreDNS reads anything else as a resolv.conf; a path is the only
-	// such word shardns accepts too.
-	return u, strings.Contains(u, "/")
+	// CoreDNS reads anything else as a resolv.conf; an absolute path is
+	// the only such word shardns reads as one too.
+	return u, strings.HasPrefix(u, "/")
 }
 
 // applyForward sets forward.* for the root zone or adds a stub domain.

@@ -8,8 +8,8 @@ import (
 	"github.com/shardns/shardns/config"
 )
 
-// forwardTLS is what a forward block says about its DNS over TLS
-// upstreams.
+// forwardTLS is what a forward block says about its DNS over TLS and
+// DNS over HTTPS upstreams.
 type forwardTLS struct {
 	tls        config.UpstreamTLSConfig
 	set        bool   // a tls or tls_servername option was written
@@ -17,7 +17,7 @@ type forwardTLS struct {
 	maxIdle    *int
 	expire     *config.Duration
 	namedAt    []string // server names written per upstream (tls://IP%NAME)
-	tlsTargets int      // tls:// upstreams
+	tlsTargets int      // tls:// and https:// upstreams
 }
 
 // tlsUpstream reads tls://IP[%NAME][:PORT] (IPv6 as [IP%NAME]:PORT) as
@@ -27,6 +27,32 @@ func tlsUpstream(to string) (u, name string, ok bool) {
 	if !isTLS {
 		return "", "", false
 	}
+	addr, name, ok := addrWithName(rest, 853)
+	if !ok {
+		return "", "", false
+	}
+	return "tls://" + addr, name, true
+}
+
+// httpsUpstream reads https://IP[%NAME][:PORT] as shardns's
+// https://IP:PORT/dns-query, the path CoreDNS asks, and the server name
+// written with it, which CoreDNS ignores on https:// upstreams. ok is
+// false for a host name, and for a path, which CoreDNS refuses.
+func httpsUpstream(to string) (u, name string, ok bool) {
+	rest, _ := strings.CutPrefix(to, "https://")
+	if strings.Contains(rest, "/") {
+		return "", "", false
+	}
+	addr, name, ok := addrWithName(rest, 443)
+	if !ok {
+		return "", "", false
+	}
+	return "https://" + addr + "/dns-query", name, true
+}
+
+// addrWithName reads IP[%NAME][:PORT] (IPv6 as [IP%NAME]:PORT) as
+// IP:PORT, port defaulting to port, and the name, if any.
+func addrWithName(rest string, port uint16) (addr, name string, ok bool) {
 	if host, n, has := strings.Cut(rest, "%"); has {
 		// The name sits between the address and the port.
 		name, rest = n, host
@@ -42,13 +68,13 @@ func tlsUpstream(to string) (u, name string, ok bool) {
 		}
 	}
 	if a, err := netip.ParseAddr(strings.Trim(rest, "[]")); err == nil {
-		return "tls://" + netip.AddrPortFrom(a, 853).String(), name, true
+		return netip.AddrPortFrom(a, port).String(), name, true
 	}
 	ap, err := netip.ParseAddrPort(rest)
 	if err != nil {
 		return "", "", false
 	}
-	return "tls://" + ap.String(), name, true
+	return ap.String(), name, true
 }
 
 // tlsOption maps the forward options about TLS connections; false for
@@ -102,9 +128,11 @@ func (c *converter) tlsOption(s *server, o *Directive, t *forwardTLS) bool {
 	return true
 }
 
-// resolveNames settles the server name of a block's tls:// upstreams:
-// tls_servername, or the one name written on them (tls://IP%NAME).
-// CoreDNS refuses both at once; shardns has one name per forwarder.
+// resolveNames settles the server name of a block's tls:// and https://
+// upstreams: tls_servername, or the one name written on the tls:// ones
+// (tls://IP%NAME). CoreDNS refuses both at once; shardns has one name
+// per forwarder, so an https:// upstream, which CoreDNS asks under
+// tls_servername or its IP, cannot sit beside named tls:// ones.
 func (c *converter) resolveNames(d *Directive, t *forwardTLS) bool {
 	if len(t.namedAt) == 0 {
 		return true
@@ -128,11 +156,11 @@ func (c *converter) resolveNames(d *Directive, t *forwardTLS) bool {
 	return true
 }
 
-// noteUnusedTLS says when TLS options are written without a tls://
-// upstream: CoreDNS ignores them, and so does shardns.
+// noteUnusedTLS says when TLS options are written without a tls:// or
+// https:// upstream: CoreDNS ignores them, and so does shardns.
 func (c *converter) noteUnusedTLS(d *Directive, t *forwardTLS) {
 	if t.set && t.tlsTargets == 0 {
-		c.note(d.place(), "%s: tls and tls_servername apply to tls:// upstreams only, and there is none", d.Name)
+		c.note(d.place(), "%s: tls and tls_servername apply to tls:// and https:// upstreams only, and there is none", d.Name)
 	}
 }
 
