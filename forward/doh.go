@@ -80,9 +80,10 @@ type dohClient struct {
 // IP when base has no server name).
 func newDoH(rawURL string, base *tls.Config, l poolLimits, onConn func(bool)) *dohClient {
 	cfg := base.Clone()
-	u, _ := url.Parse(rawURL)
 	if cfg.ServerName == "" {
-		cfg.ServerName = u.Hostname()
+		// Without a tls server name the certificate must hold the
+		// upstream's IP address, as for tls:// upstreams.
+		cfg.ServerName, _, _ = net.SplitHostPort(dohAddr(rawURL))
 	}
 	maxIdle := l.maxIdle
 	if maxIdle == 0 {
