@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// nodeLocalDNSTemplate is NodeLocal DNSCache's Corefile
+// (kubernetes/kubernetes cluster/addons/dns/nodelocaldns/nodelocaldns.yaml)
+// as its installer leaves it with kube-proxy in iptables mode, on
+// loopback: 127.0.0.1 for the link-local address (169.254.20.10),
+// 127.0.0.2 for the kube-dns ClusterIP it binds too, loopback ports for
+// :53, :9253 and :8080. __PILLAR__CLUSTER__DNS__ and
+// __PILLAR__UPSTREAM__SERVERS__ are left for node-cache, here shardns,
+// to fill.
+const nodeLocalDNSTemplate = `cluster.local:{{dns}} {
+    errors
+    cache {
+            success 9984 30
+            denial 9984 5
+    }
+    reload
+    loop
+    bind 127.0.0.1 127.0.0.2
+    forward . __PILLAR__CLUSTER__DNS__ {
+            force_tcp
+    }
+    prometheus 127.0.0.1:{{metrics}}
+    health 127.0.0.1:{{health}}
+    }
+in-addr.arpa:{{dns}} {
+    errors
+    cache 30
+    reload
+    loop
+    bind 127.0.0.1 127.0.0.2
+    forward . __PILLAR__CLUSTER__DNS__ {
+            force_tcp
+    }
+    prometheus 127.0.0.1:{{metrics}}
+    }
+ip6.arpa:{{dns}} {
+    errors
+    cache 30
+    reload
+    loop
+    bind 127.0.0.1 127.0.0.2
+    forward . __PILLAR__CLUSTER__DNS__ {
+            force_tcp
+    }
+    prometheus 127.0.0.1:{{metrics}}
+    }
+.:{{dns}} {
+    errors
+    cache 30
+    reload
+    loop
+    bind 127.0.0.1 127.0.0.2
+    forward . __PILLAR__UPSTREAM__SERVERS__
+    prometheus 127.0.0.1:{{metrics}}
+    }
+`
+
+// NodeLocal DNSCache's Corefile served by `shardns serve --corefile`, its
+// placeholders filled as node-cache fills them, answers as CoreDNS 1.15
+// running the same file: cluster names through a shardns replica set
+// standing for kube-dns (the kube-dns-upstream Service), other names
+// through Unbound (the node's resolvers). Then the same file with a base
+// in mode: nodelocal asks the replicas directly and answers the same.
+func TestNodeLocalDNSCorefile(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	mkNamespace(t, cp.Client, "nldns", nil)
+	web := mkService(t, cp.Client, clusterIPService("nldns", "web"))
+	mkService(t, cp.Client, headlessService("nldns", "db"))
+	mkSlice(t, cp.Client, "nldns", "db", "db-v4", discoveryv1.AddressTypeIPv4, ep{ip: "10.244.9.10", hostname: "db-0"})
+	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1",
+		"77.2.0.192.in-addr.arpa. 300 IN PTR printer.example.test.")
+	a := startKubeDNSReplica(t, cp, "kd0", "", u.addr)
+	b := startKubeDNSReplica(t, cp, "kd1", a.gossip, u.addr)
+	settled(t, []*replicaProcess{a, b}, 2)
+	kubeDNS := a.addr // the kube-dns-upstream Service: any replica answers any name
+
+	ip := web.Spec.ClusterIP
+	questions := []convertQuestion{
+		{"web.nldns.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"web.nldns.svc.cluster.local.\t30\tIN\tA\t" + ip}},
+		{"web.nldns.svc.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		{"db.nldns.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"db.nldns.svc.cluster.local.\t30\tIN\tA\t10.244.9.10"}},
+		{"_http._tcp.web.nldns.svc.cluster.local.", dns.TypeSRV, dns.RcodeSuccess,
+			[]string{"_http._tcp.web.nldns.svc.cluster.local.\t30\tIN\tSRV\t0 100 80 web.nldns.svc.cluster.local."}},
+		{reverse(ip), dns.TypePTR, dns.RcodeSuccess, []string{reverse(ip) + "\t30\tIN\tPTR\tweb.nldns.svc.cluster.local."}},
+		{"nope.nldns.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"web.no-such-namespace.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
+		{"missing.example.test.", dns.TypeA, dns.RcodeNameError, nil},
+		// A reverse name the cluster does not know: kube-dns falls
+		// through to its upstream, the node tier to the node's.
+		{"77.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"77.2.0.192.in-addr.arpa.\t300\tIN\tPTR\tprinter.example.test."}},
+	}
+
+	// CoreDNS runs the file as node-cache writes it, without loop: its
+	// probe of the root block would send Unbound to the internet.
+	fill := strings.NewReplacer("__PILLAR__CLUSTER__DNS__", kubeDNS, "__PILLAR__UPSTREAM__SERVERS__", u.addr, "    loop\n", "")
+	coreRun := renderCorefile(t, fill.Replace(nodeLocalDNSTemplate), nil)
+	core := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "web.nldns.svc.cluster.local.")
+	nodeCacheFlags := []string{"--localip", "127.0.0.1,127.0.0.2", "--upstreamsvc", "kube-dns-upstream",
+		"--cluster-dns", kubeDNS, "--upstream-servers", u.addr}
+
+	t.Run("forwarding to kube-dns", func(t *testing.T) {
+		run := renderCorefile(t, nodeLocalDNSTemplate, nil)
+		path := filepath.Join(t.TempDir(), "Corefile")
+		if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := startServe(t, append([]string{"--corefile", path}, nodeCacheFlags...)...)
+		p.waitReady(t)
+		askBoth(t, p.addr, core, questions)
+		alikeNodeCache(t, p.addr, core, questions)
+	})
+
+	t.Run("asking the owners (mode: nodelocal)", func(t *testing.T) {
+		run := renderCorefile(t, nodeLocalDNSTemplate, nil)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "Corefile")
+		base := filepath.Join(dir, "base.yaml")
+		baseYAML := fmt.Sprintf(`mode: nodelocal
+cluster:
+  nodeName: nl0
+  replicas: [%q]
+  remote: "127.0.0.1:%d"
+  gossip: fast
+`, remoteOf(t, a), freeTCPPort(t))
+		for file, text := range map[string]string{path: run.text, base: baseYAML} {
+			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := startServe(t, append([]string{"--corefile", path, "--config", base}, nodeCacheFlags...)...)
+		p.waitReady(t)
+		http := p.httpAddr(t)
+		before := totalDispatches(t, http)
+		askBoth(t, p.addr, core, questions)
+		alikeNodeCache(t, p.addr, core, questions)
+		if after := totalDispatches(t, http); after <= before {
+			t.Errorf("the node tier asked the owners %v times, want the cluster's names asked of them", after-before)
+		}
+	})
+}
+
+// startKubeDNSReplica starts a replica standing for kube-dns: the
+// cluster's names from the test apiserver with kubeadm's TTL (30 s,
+// above NodeLocal's 5 s cap on cluster.local denials), others forwarded
+// to upstream (kube-dns's forward . /etc/resolv.conf), joining seed
+// unless "".
+func startKubeDNSReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed, upstream string) *replicaProcess {
+	t.Helper()
+	join := "enabled: true"
+	if seed != "" {
+		join = fmt.Sprintf("join: [%q]", seed)
+	}
+	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	p := startShardns(t, fmt.Sprintf(`
+dns: {listen: ["127.0.0.1:0"]}
+http: {listen: "127.0.0.1:0", lameduck: 0s}
+kubernetes: {enabled: true, kubeconfig: %q, ttl: 30}
+forward: {upstreams: [%q]}
+cluster:
+  nodeName: %s
+  %s
+  bind: %q
+  remote: "127.0.0.1:%d"
+  replicationFactor: 2
+  gossip: fast
+`, cp.Kubeconfig, upstream, name, join, gossip, freeTCPPort(t)))
+	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+}
+
+// alikeNodeCache asks shardns and CoreDNS each question over UDP and
+// TCP: rcode, flags, the records of every section (SOA serials aside:
+// each replica numbers its own) and the OPT record must be the same, and
+// each TTL at most two seconds apart (caches count down).
+func alikeNodeCache(t *testing.T, shardns, coredns string, qs []convertQuestion) {
+	t.Helper()
+	for _, q := range qs {
+		for _, proto := range []string{"udp", "tcp"} {
+			var text [2]string
+			var ttls [2][]uint32
+			for i, addr := range []string{shardns, coredns} {
+				r, err := testutil.Exchange(addr, proto, q.name, q.qtype)
+				if err != nil {
+					t.Fatalf("%s %s over %s from %s: %v", q.name, dns.TypeToString[q.qtype], proto, addr, err)
+				}
+				text[i], ttls[i] = withoutTTLs(r)
+			}
+			near := len(ttls[0]) == len(ttls[1])
+			for i := 0; near && i < len(ttls[0]); i++ {
+				near = max(ttls[0][i], ttls[1][i])-min(ttls[0][i], ttls[1][i]) <= 2
+			}
+			if text[0] != text[1] || !near {
+				t.Errorf("%s %s over %s: shardns answers\n%s\nTTLs %v\nCoreDNS answers\n%s\nTTLs %v",
+					q.name, dns.TypeToString[q.qtype], proto, text[0], ttls[0], text[1], ttls[1])
+			}
+		}
+	}
+}
+
+// withoutTTLs renders r as renderResponse does with every TTL and SOA
+// serial 0, and lists the TTLs apart, each section's records sorted.
+func withoutTTLs(r *dns.Msg) (string, []uint32) {
+	c := r.Copy()
+	var ttls []uint32
+	for _, section := range [][]dns.RR{c.Answer, c.Ns, c.Extra} {
+		for _, rr := range section {
+			if soa, ok := rr.(*dns.SOA); ok {
+				soa.Serial = 0
+			}
+		}
+		slices.SortFunc(section, func(a, b dns.RR) int {
+			return strings.Compare(strings.Replace(a.String(), fmt.Sprint(a.Header().Ttl), "", 1),
+				strings.Replace(b.String(), fmt.Sprint(b.Header().Ttl), "", 1))
+		})
+		for _, rr := range section {
+			if rr.Header().Rrtype == dns.TypeOPT {
+				continue // its TTL field holds the extended rcode and flags
+			}
+			ttls = append(ttls, rr.Header().Ttl)
+			rr.Header().Ttl = 0
+		}
+	}
+	return renderResponse(c), ttls
+}
