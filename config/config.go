@@ -514,6 +514,9 @@ type LogConfig struct {
 	QueryFormat string `json:"queryFormat"`
 	// Errors logs why queries failed (CoreDNS's errors plugin).
 	Errors bool `json:"errors"`
+	// ErrorsConsolidate gathers the errors whose text matches a pattern
+	// into one line per window (the errors plugin's consolidate).
+	ErrorsConsolidate []ConsolidateConfig `json:"errorsConsolidate"`
 }
 
 // Default returns the configuration used for every key the file omits.

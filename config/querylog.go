@@ -22,6 +22,7 @@ func validateQueryLog(bad func(key, format string, args ...any), key string, l *
 			bad(key+".queryClasses", "must be all, success, denial or error, got %q", c)
 		}
 	}
+	validateConsolidate(bad, key+".errorsConsolidate", l.ErrorsConsolidate)
 	if !l.Queries && (len(l.QueryNames) > 0 || len(l.QueryClasses) > 0 || l.QueryFormat != "") {
 		bad(key+".queries", "is false: queryNames, queryClasses and queryFormat shape a query log that is off")
 	}

@@ -1,6 +1,7 @@
 package corefile
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +18,47 @@ func (c *converter) errorsPlugin(s *server, d *Directive) {
 	if len(d.Args) > 0 {
 		c.unmapped(d.place(), "errors %s: shardns logs errors to stderr", strings.Join(d.Args, " "))
 	}
-	c.options(d, func(*Directive) bool { return false })
+	c.options(d, func(o *Directive) bool {
+		if o.Name != "consolidate" {
+			return false
+		}
+		c.consolidate(o)
+		return true
+	})
+}
+
+// consolidate maps errors' consolidate DURATION REGEXP [LEVEL]
+// [show_first] to a log.errorsConsolidate rule.
+func (c *converter) consolidate(o *Directive) {
+	args := o.Args
+	if len(args) < 2 || len(args) > 4 {
+		c.unmapped(o.place(), "errors consolidate needs DURATION REGEXP [LEVEL] [show_first]")
+		return
+	}
+	window, err := time.ParseDuration(args[0])
+	if err != nil || window <= 0 {
+		c.unmapped(o.place(), "errors consolidate %s: not a positive duration", args[0])
+		return
+	}
+	if _, err := regexp.Compile(args[1]); err != nil {
+		c.unmapped(o.place(), "errors consolidate %s: %v", args[1], err)
+		return
+	}
+	r := config.ConsolidateConfig{Window: config.Duration(window), Pattern: args[1]}
+	for _, a := range args[2:] {
+		switch a {
+		case "show_first":
+			r.ShowFirst = true
+		case "warning":
+			r.Level = "warn"
+		case "error", "info", "debug":
+			r.Level = a
+		default:
+			c.unmapped(o.place(), "errors consolidate level %s: CoreDNS knows warning, error, info and debug", a)
+			return
+		}
+	}
+	c.cfg.Log.ErrorsConsolidate = append(c.cfg.Log.ErrorsConsolidate, r)
 }
 
 // logPlugin maps log [NAMES...] [FORMAT] { class CLASSES... } to

@@ -269,7 +269,8 @@ func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handl
 		h.QueryLogRule = query.NewQueryLogRule(l.QueryNames, l.QueryClasses, l.QueryFormat)
 	}
 	if p.cfg.Log.Errors {
-		h.ErrorLog = c.log.With("component", "errors")
+		h.ErrorLog = query.ConsolidatedErrorLog(c.log.With("component", "errors"), consolidations(p.cfg.Log.ErrorsConsolidate),
+			func(d time.Duration, f func()) { time.AfterFunc(d, f) })
 	}
 	if len(c.cfg.Files.Zones) > 0 {
 		h.TransferLog = c.log.With("component", "transfer")
