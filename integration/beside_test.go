@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// The helpers here serve one Corefile by `shardns serve --corefile` and
+// by CoreDNS and compare everything a client reads of their answers.
+
+// ttlSlack is how far apart, in seconds, the two servers' TTLs of a
+// record may be: an answer from a cache counts down, and a second may
+// turn between asking one server and the other.
+const ttlSlack = 2
+
+// alikeResponses asks shardns and CoreDNS each question over UDP and
+// TCP: the two responses must have the same rcode, header flags and
+// records in the answer, authority and additional sections (the OPT
+// record too), TTLs at most ttlSlack apart, once the known differences
+// are applied to CoreDNS's. askBoth checks the rcode and answer each
+// question wants; this checks the rest is CoreDNS's too.
+func alikeResponses(t *testing.T, shardns, coredns string, qs []convertQuestion, known ...knownDifference) {
+	t.Helper()
+	for _, q := range qs {
+		for _, proto := range []string{"udp", "tcp"} {
+			var text [2]string
+			var ttls [2][]uint32
+			for i, addr := range []string{shardns, coredns} {
+				r, err := testutil.Exchange(addr, proto, q.name, q.qtype)
+				if err != nil {
+					t.Fatalf("%s %s over %s from %s: %v", q.name, dns.TypeToString[q.qtype], proto, addr, err)
+				}
+				if i == 1 {
+					for _, k := range known {
+						k(modQuestion{name: q.name, qtype: q.qtype}, r)
+					}
+				}
+				text[i], ttls[i] = splitTTLs(r)
+			}
+			if text[0] != text[1] || !ttlsClose(ttls[0], ttls[1]) {
+				t.Errorf("%s %s over %s: shardns answers\n%s\nTTLs %v\nCoreDNS answers\n%s\nTTLs %v",
+					q.name, dns.TypeToString[q.qtype], proto, text[0], ttls[0], text[1], ttls[1])
+			}
+		}
+	}
+}
+
+// splitTTLs renders r as renderResponse does with every TTL 0 (and the
+// serial of the cluster zones' SOA 0, and a truncated answer's records
+// without their data), and lists the TTLs apart, in the rendering's
+// order of records.
+func splitTTLs(r *dns.Msg) (string, []uint32) {
+	c := r.Copy()
+	if c.Truncated {
+		// A truncated answer keeps the records that come first in the
+		// upstream's order, which Unbound turns from one query to the
+		// next: how many records fit is compared, not which.
+		for i, rr := range c.Answer {
+			c.Answer[i] = &dns.RFC3597{Hdr: *rr.Header()}
+		}
+	}
+	var ttls []uint32
+	for _, section := range [][]dns.RR{c.Answer, c.Ns, c.Extra} {
+		slices.SortFunc(section, func(a, b dns.RR) int { return strings.Compare(withoutTTL(a), withoutTTL(b)) })
+		for _, rr := range section {
+			if rr.Header().Rrtype == dns.TypeOPT {
+				continue // its TTL field holds the extended rcode and flags, rendered apart
+			}
+			ttls = append(ttls, rr.Header().Ttl)
+			rr.Header().Ttl = 0
+			if soa, ok := rr.(*dns.SOA); ok && strings.HasPrefix(soa.Ns, "ns.dns.") {
+				soa.Serial = 0 // the cluster zones' SOA: its serial is when the server last saw a change
+			}
+		}
+	}
+	return renderResponse(c), ttls
+}
+
+func withoutTTL(rr dns.RR) string {
+	c := dns.Copy(rr)
+	c.Header().Ttl = 0
+	return c.String()
+}
+
+// ttlsClose reports whether a and b, TTLs of the same records, are each
+// at most ttlSlack apart.
+func ttlsClose(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if max(a[i], b[i])-min(a[i], b[i]) > ttlSlack {
+			return false
+		}
+	}
+	return true
+}
+
+// convertsWhole runs `shardns convert --corefile path` from path's
+// folder, where serve reads it and its imports, and fails the test if
+// the conversion leaves a line out: every finding must be a note. It
+// returns the configuration convert prints.
+func convertsWhole(t *testing.T, path string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(shardnsBin, "convert", "--corefile", path)
+	cmd.Dir = filepath.Dir(path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Errorf("shardns convert --corefile %s: %v\n%s", path, err, stderr.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if line != "" && !strings.Contains(line, ": note: ") {
+			t.Errorf("shardns convert leaves a line out: %s", line)
+		}
+	}
+	if t.Failed() {
+		t.Logf("shardns convert:\n%s%s", stderr.String(), stdout.String())
+	}
+	return stdout.String()
+}
+
+// writeFiles writes each file's text into dir, under its relative name.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fmtRR is a zone-file line as testutil.Records renders it.
+func fmtRR(name string, ttl int, typ, value string) string {
+	return fmt.Sprintf("%s\t%d\tIN\t%s\t%s", name, ttl, typ, value)
+}

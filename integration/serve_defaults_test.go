@@ -1,0 +1,186 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/integration/kubeapi"
+	"github.com/shardns/shardns/internal/testutil"
+)
+
+// distributionsDir holds the default Corefiles of the distributions and
+// installers, each with its source and how it was rendered.
+const distributionsDir = "../corefile/testdata/distributions"
+
+// readDistribution reads the default Corefile of a distribution, less
+// the comment lines that head it (its source, how it was rendered).
+func readDistribution(t *testing.T, name string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(distributionsDir, name+".Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	for strings.HasPrefix(text, "#") {
+		_, text, _ = strings.Cut(text, "\n")
+	}
+	return text
+}
+
+// k3sHostsServer is a coredns-custom `.server` file as k3s and AKS
+// document them, a whole server block: here for a LAN's zone, answered
+// from a hosts block of its own.
+const k3sHostsServer = `lan.test:53 {
+    errors
+    cache 30
+    hosts {
+        192.0.2.50 printer.lan.test
+        192.0.2.51 nas.lan.test
+        2001:db8::51 nas.lan.test
+        ttl 20
+    }
+}
+`
+
+// k3sNodeHosts is the NodeHosts file k3s writes, with a wrong address for
+// a name of the .server block's zone: only that block's hosts give the
+// right one.
+const k3sNodeHosts = "192.168.1.10 node-a\n192.168.1.11 node-b\n6.6.6.6 printer.lan.test\n"
+
+// k3s's default Corefile (testdata/distributions/k3s.Corefile, its files
+// under /etc/coredns moved to the test's folder) with a coredns-custom
+// .server file that has its own hosts block, served by `shardns serve
+// --corefile` and by CoreDNS: the .server block answers its zone from
+// its hosts alone (a name without an entry is SERVFAIL, as the hosts
+// plugin answers without fallthrough), the main block answers cluster
+// names and forwarded names, and the .server block's entries make no
+// PTR of the main block's.
+func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	ip := mkRealWorldServices(t, cp.Client)
+	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	text := readDistribution(t, "k3s")
+	if n := strings.Count(text, "/etc/coredns/"); n != 3 {
+		t.Fatalf("k3s's Corefile names /etc/coredns/ %d times, want 3 (NodeHosts and two imports):\n%s", n, text)
+	}
+	tmpl := loopbackCorefile(strings.ReplaceAll(text, "/etc/coredns/", "{{dir}}/"))
+
+	start := func(serve func(dir string, run corefileRun) string) string {
+		dir := t.TempDir()
+		vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "dir": dir}
+		run := renderCorefile(t, tmpl, vars)
+		vars["dns"] = strings.TrimPrefix(run.addrs["dns"], "127.0.0.1:")
+		writeFiles(t, dir, map[string]string{
+			"Corefile":          run.text,
+			"NodeHosts":         k3sNodeHosts,
+			"custom/lan.server": renderCorefile(t, loopbackCorefile(k3sHostsServer), vars).text,
+			"custom/README.md":  "matched by neither import\n",
+		})
+		return serve(dir, run)
+	}
+	shardns := start(func(dir string, run corefileRun) string {
+		convertsWhole(t, filepath.Join(dir, "Corefile"))
+		return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
+	})
+	coredns := start(func(dir string, run corefileRun) string {
+		return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
+	})
+
+	qs := append(realWorldQuestions(t, text, ip, false, false),
+		convertQuestion{"printer.lan.test.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("printer.lan.test.", 20, "A", "192.0.2.50")}},
+		convertQuestion{"nas.lan.test.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("nas.lan.test.", 20, "A", "192.0.2.51")}},
+		convertQuestion{"nas.lan.test.", dns.TypeAAAA, dns.RcodeSuccess, []string{fmtRR("nas.lan.test.", 20, "AAAA", "2001:db8::51")}},
+		convertQuestion{"printer.lan.test.", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		convertQuestion{"printer.lan.test.", dns.TypeMX, dns.RcodeSuccess, nil},
+		convertQuestion{"missing.lan.test.", dns.TypeA, dns.RcodeServerFailure, nil},
+		// The .server block's address has no PTR in the main block: its
+		// reverse name goes upstream, whose zone has no such name.
+		convertQuestion{reverse("192.0.2.50"), dns.TypePTR, dns.RcodeNameError, nil},
+	)
+	askBoth(t, shardns, coredns, qs)
+	alikeResponses(t, shardns, coredns, qs)
+}
+
+// kubesprayBig is a name whose TXT records (20 of about 50 bytes) do not
+// fit a UDP answer of 512 bytes.
+const kubesprayBig = "big.example.test."
+
+// kubesprayBigTXT are kubesprayBig's TXT strings, one word each: Unbound's
+// local data takes them unquoted.
+func kubesprayBigTXT() []string {
+	var out []string
+	for i := range 20 {
+		out = append(out, fmt.Sprintf("record-%02d-of-a-set-too-big-for-512-bytes", i))
+	}
+	return out
+}
+
+// Kubespray's default Corefile (testdata/distributions/kubespray.Corefile:
+// forward with prefer_udp and max_concurrent, health with lameduck),
+// served by `shardns serve --corefile` and by CoreDNS: the same answers
+// for cluster names and forwarded names, and for a forwarded answer too
+// big for UDP (prefer_udp asks the upstream over UDP, for TCP clients
+// too, and again over TCP when the answer comes back truncated): TC
+// over UDP, every record over TCP.
+func TestServeKubesprayCorefileBesideCoreDNS(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	ip := mkRealWorldServices(t, cp.Client)
+	data := []string{"www.example.test. 300 IN A 192.0.2.1"}
+	var bigAnswer []string
+	for _, txt := range kubesprayBigTXT() {
+		data = append(data, kubesprayBig+" 300 IN TXT "+txt)
+		bigAnswer = append(bigAnswer, fmtRR(kubesprayBig, 30, "TXT", `"`+txt+`"`))
+	}
+	upstream := startUnbound(t, data...)
+	text := readDistribution(t, "kubespray")
+	if !strings.Contains(text, "prefer_udp") {
+		t.Fatalf("kubespray's Corefile has no prefer_udp:\n%s", text)
+	}
+	tmpl := loopbackCorefile(text)
+
+	start := func(serve func(dir string, run corefileRun) string) string {
+		dir := t.TempDir()
+		run := renderCorefile(t, tmpl, map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
+		writeFiles(t, dir, map[string]string{"Corefile": run.text})
+		return serve(dir, run)
+	}
+	shardns := start(func(dir string, run corefileRun) string {
+		convertsWhole(t, filepath.Join(dir, "Corefile"))
+		return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
+	})
+	coredns := start(func(dir string, run corefileRun) string {
+		return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
+	})
+
+	qs := realWorldQuestions(t, text, ip, false, false)
+	askBoth(t, shardns, coredns, qs)
+	alikeResponses(t, shardns, coredns, qs)
+
+	big := convertQuestion{kubesprayBig, dns.TypeTXT, dns.RcodeSuccess, bigAnswer}
+	askBothWith(t, shardns, coredns, func(addr, proto string) error {
+		if proto == "tcp" {
+			return answerMatches(addr, proto, big)
+		}
+		return truncated(addr, big)
+	})
+	alikeResponses(t, shardns, coredns, []convertQuestion{big})
+}
+
+// truncated checks that addr answers q over UDP, without EDNS0, with TC
+// set and q's rcode.
+func truncated(addr string, q convertQuestion) error {
+	r, err := testutil.Exchange(addr, "udp", q.name, q.qtype)
+	if err != nil {
+		return err
+	}
+	if !r.Truncated || r.Rcode != q.rcode {
+		return fmt.Errorf("%s %s from %s over udp: %s tc=%v, want %s tc=true", q.name, dns.TypeToString[q.qtype], addr,
+			dns.RcodeToString[r.Rcode], r.Truncated, dns.RcodeToString[q.rcode])
+	}
+	return nil
+}
