@@ -58,8 +58,9 @@ const k3sNodeHosts = "192.168.1.10 node-a\n192.168.1.11 node-b\n6.6.6.6 printer.
 // --corefile` and by CoreDNS: the .server block answers its zone from
 // its hosts alone (a name without an entry is SERVFAIL, as the hosts
 // plugin answers without fallthrough), the main block answers cluster
-// names and forwarded names, and the .server block's entries make no
-// PTR of the main block's.
+// names, NodeHosts names (capped by its cache, as CoreDNS's) and
+// forwarded names, and the .server block's entries make no PTR of the
+// main block's.
 func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	ip := mkRealWorldServices(t, cp.Client)
@@ -104,6 +105,18 @@ func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 	)
 	askBoth(t, shardns, coredns, qs)
 	alikeResponses(t, shardns, coredns, qs)
+
+	// NodeHosts names: CoreDNS's cache, before hosts in its plugin
+	// order, keeps hosts' answers too, so cache 30 caps NodeHosts' ttl 60.
+	t.Run("NodeHosts", func(t *testing.T) {
+		nodeHosts := []convertQuestion{
+			{"node-a.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("node-a.", 30, "A", "192.168.1.10")}},
+			{"node-b.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("node-b.", 30, "A", "192.168.1.11")}},
+			{"node-b.", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		}
+		answersAre(t, coredns, nodeHosts...)
+		alikeResponses(t, shardns, coredns, nodeHosts)
+	})
 }
 
 // kubesprayBig is a name whose TXT records (20 of about 50 bytes) do not
