@@ -167,6 +167,7 @@ func (c *converter) chain(b *ServerBlock) *config.ChainConfig {
 	ca := cfg.Cache
 	ca.Enabled = c.saw["cache"]
 	ch.Cache = &ca
+	capHostsTTL(cfg, ca.Enabled)
 	ch.Hosts = &cfg.Hosts
 	ch.Rewrite = append([]config.RewriteRule{}, cfg.Rewrite...)
 	ch.Template = append([]template.Config{}, cfg.Template...)
@@ -196,4 +197,23 @@ func (c *converter) mainFiles() bool {
 		}
 	}
 	return false
+}
+
+// capHostsTTL gives the hosts entries the TTL CoreDNS's cache gives
+// their answers: cache comes before hosts in CoreDNS's plugin order and
+// caps the TTL of every answer it passes (k3s's NodeHosts, ttl 60 under
+// cache 30, are answered with 30). It reports whether it changed it.
+func capHostsTTL(cfg *config.Config, cacheOn bool) bool {
+	h, ca := &cfg.Hosts, cfg.Cache
+	// A cache of some zones only may not pass the hosts names: left as
+	// written.
+	if !cacheOn || len(ca.Zones) > 0 || (len(h.Entries) == 0 && len(h.Files) == 0) {
+		return false
+	}
+	ttl := min(max(h.TTL, ca.MinTTL), ca.MaxTTL)
+	if ttl == h.TTL {
+		return false
+	}
+	h.TTL = ttl
+	return true
 }

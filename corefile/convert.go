@@ -384,6 +384,9 @@ func (c *converter) finish() {
 		cfg.Cache.Enabled = false
 		c.note(place{}, "no cache plugin: cache.enabled: false")
 	}
+	if capHostsTTL(cfg, cfg.Cache.Enabled) {
+		c.note(place{}, "hosts answers pass through cache first in CoreDNS, which caps their TTL: hosts.ttl: %d", cfg.Hosts.TTL)
+	}
 	if !c.saw["loadbalance"] {
 		cfg.LoadBalance.Enabled = false
 		c.note(place{}, "no loadbalance plugin: loadbalance.enabled: false")
