@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/shardns/shardns/template"
 )
@@ -52,79 +54,64 @@ type ChainConfig struct {
 
 // UnmarshalJSON reads a chain whose sections start from their defaults,
 // as Parse starts the whole file from Default, and rejects unknown keys.
+// A list given, even empty or null, is the chain's; one left out is nil.
 func (ch *ChainConfig) UnmarshalJSON(b []byte) error {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(b, &keys); err != nil {
 		return err
 	}
-	d := Default()
+	defaults := reflect.ValueOf(Default()).Elem()
 	p := ChainConfig{}
+	fields := chainFields(reflect.ValueOf(&p).Elem())
 	for key, raw := range keys {
-		var into any
-		switch key {
-		case "kubernetes":
-			into = &p.Kubernetes
-		case "files":
-			into = &p.Files
-		case "forward":
-			p.Forward = &d.Forward
-			into = p.Forward
-		case "cache":
-			p.Cache = &d.Cache
-			into = p.Cache
-		case "hosts":
-			p.Hosts = &d.Hosts
-			into = p.Hosts
-		case "rewrite":
-			into = &p.Rewrite
-		case "template":
-			into = &p.Template
-		case "acl":
-			into = &p.ACL
-		case "log":
-			p.Log = &d.Log
-			into = p.Log
-		case "chaos":
-			p.Chaos = &d.Chaos
-			into = p.Chaos
-		case "loadbalance":
-			p.LoadBalance = &d.LoadBalance
-			into = p.LoadBalance
-		case "bufsize":
-			p.BufSize = &d.BufSize
-			into = p.BufSize
-		case "nsid":
-			p.NSID = &d.NSID
-			into = p.NSID
-		case "header":
-			p.Header = &d.Header
-			into = p.Header
-		case "dns64":
-			p.DNS64 = &d.DNS64
-			into = p.DNS64
-		default:
+		f, ok := fields[key]
+		if !ok {
 			return fmt.Errorf("unknown field %q", key)
+		}
+		if def, ok := configField(defaults, key); ok && f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct {
+			v := reflect.New(def.Type()) // the section's defaults, the chain's own copy
+			v.Elem().Set(def)
+			f.Set(v)
+		}
+		into := f.Addr().Interface()
+		if f.Kind() == reflect.Pointer && !f.IsNil() {
+			into = f.Interface()
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(into); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-	}
-	// An explicit [] means none; JSON null or absence means inherit.
-	for key, s := range map[string]*[]RewriteRule{"rewrite": &p.Rewrite} {
-		if _, ok := keys[key]; ok && *s == nil {
-			*s = []RewriteRule{}
+		if f.Kind() == reflect.Slice && f.IsNil() {
+			f.Set(reflect.MakeSlice(f.Type(), 0, 0)) // given: none, not the top level's
 		}
-	}
-	if _, ok := keys["template"]; ok && p.Template == nil {
-		p.Template = []template.Config{}
-	}
-	if _, ok := keys["acl"]; ok && p.ACL == nil {
-		p.ACL = []ACLConfig{}
 	}
 	*ch = p
 	return nil
+}
+
+// chainFields are the fields of a ChainConfig value by their JSON key.
+func chainFields(v reflect.Value) map[string]reflect.Value {
+	out := map[string]reflect.Value{}
+	for i := range v.NumField() {
+		out[jsonKey(v.Type().Field(i))] = v.Field(i)
+	}
+	return out
+}
+
+// configField is the field of a Config value with the JSON key key.
+func configField(c reflect.Value, key string) (reflect.Value, bool) {
+	for i := range c.NumField() {
+		if jsonKey(c.Type().Field(i)) == key {
+			return c.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+func jsonKey(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
 
 // AnswersCluster reports whether the block answers the cluster's names.
@@ -139,53 +126,27 @@ func (ch *ChainConfig) AnswersFiles() bool {
 
 // ForChain is the configuration whose resolver plane answers for a block
 // with chain ch: the top level's with the chain's keys in place of its
-// own. Nil ch is c itself. Servers and views are the top level's alone.
+// own. Nil ch is c itself. Servers and views are the top level's alone,
+// and so are log.level and log.format.
 func (c *Config) ForChain(ch *ChainConfig) *Config {
 	if ch == nil {
 		return c
 	}
 	out := *c
-	if ch.Forward != nil {
-		out.Forward = *ch.Forward
+	o := reflect.ValueOf(&out).Elem()
+	for key, f := range chainFields(reflect.ValueOf(ch).Elem()) {
+		target, ok := configField(o, key)
+		if !ok || f.IsNil() { // nil: the top level's
+			continue
+		}
+		if f.Kind() == reflect.Pointer {
+			f = f.Elem()
+		}
+		if f.Type() == target.Type() { // kubernetes and files only choose
+			target.Set(f)
+		}
 	}
-	if ch.Cache != nil {
-		out.Cache = *ch.Cache
-	}
-	if ch.Hosts != nil {
-		out.Hosts = *ch.Hosts
-	}
-	if ch.Rewrite != nil {
-		out.Rewrite = ch.Rewrite
-	}
-	if ch.Template != nil {
-		out.Template = ch.Template
-	}
-	if ch.ACL != nil {
-		out.ACL = ch.ACL
-	}
-	if ch.Log != nil {
-		level, format := out.Log.Level, out.Log.Format
-		out.Log = *ch.Log
-		out.Log.Level, out.Log.Format = level, format
-	}
-	if ch.Chaos != nil {
-		out.Chaos = *ch.Chaos
-	}
-	if ch.LoadBalance != nil {
-		out.LoadBalance = *ch.LoadBalance
-	}
-	if ch.BufSize != nil {
-		out.BufSize = *ch.BufSize
-	}
-	if ch.NSID != nil {
-		out.NSID = *ch.NSID
-	}
-	if ch.Header != nil {
-		out.Header = *ch.Header
-	}
-	if ch.DNS64 != nil {
-		out.DNS64 = *ch.DNS64
-	}
+	out.Log.Level, out.Log.Format = c.Log.Level, c.Log.Format
 	out.Views = nil
 	return &out
 }

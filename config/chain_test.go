@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,26 @@ func TestChainErrorsNameTheKey(t *testing.T) {
 		_, err := Parse([]byte("servers:\n- listen: [\"127.0.0.1:5300\"]\n  chain: " + c.chain + "\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("chain %s: error %v, want %q", c.chain, err, c.want)
+		}
+	}
+}
+
+// Every chain key but kubernetes and files is a top-level key of the
+// same type, which ForChain puts in its place: a field added to one and
+// not the other would silently do nothing.
+func TestChainKeysAreTopLevelKeys(t *testing.T) {
+	top := reflect.ValueOf(Default()).Elem()
+	for key, f := range chainFields(reflect.ValueOf(&ChainConfig{}).Elem()) {
+		if key == "kubernetes" || key == "files" {
+			continue
+		}
+		target, ok := configField(top, key)
+		typ := f.Type()
+		if typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if !ok || target.Type() != typ {
+			t.Errorf("chain key %q: no top-level key of type %s", key, typ)
 		}
 	}
 }
