@@ -110,11 +110,11 @@ func (res *Result) revert(rr dns.RR, asked string) dns.RR {
 	if ownerBack {
 		h.Name = asked
 	}
-	if target != "" {
-		setTarget(rr, target)
-	}
 	if targetBack {
-		setTarget(rr, asked)
+		target = asked
+	}
+	if target != "" {
+		*targetField(rr) = target
 	}
 	if ttl {
 		h.Ttl = min(max(h.Ttl, res.TTLMin), res.TTLMax)
@@ -138,46 +138,35 @@ func (res *Result) rewritten(owner, target string) (string, string) {
 
 // targetOf is the name a record points to, for the types whose target
 // CoreDNS's answer rewrites change (an SRV of a ClusterIP service names
-// the service).
+// the service), or "" for other types.
 func targetOf(rr dns.RR) string {
-	switch v := rr.(type) {
-	case *dns.CNAME:
-		return v.Target
-	case *dns.SRV:
-		return v.Target
-	case *dns.MX:
-		return v.Mx
-	case *dns.NS:
-		return v.Ns
-	case *dns.DNAME:
-		return v.Target
-	case *dns.PTR:
-		return v.Ptr
-	case *dns.NAPTR:
-		return v.Replacement
-	case *dns.SOA:
-		return v.Ns
+	if p := targetField(rr); p != nil {
+		return *p
 	}
 	return ""
 }
 
-func setTarget(rr dns.RR, name string) {
+// targetField is the field of rr that holds targetOf's name, nil for
+// other types: read and written through the same switch, the types
+// whose targets are read are the ones whose targets are rewritten.
+func targetField(rr dns.RR) *string {
 	switch v := rr.(type) {
 	case *dns.CNAME:
-		v.Target = name
+		return &v.Target
 	case *dns.SRV:
-		v.Target = name
+		return &v.Target
 	case *dns.MX:
-		v.Mx = name
+		return &v.Mx
 	case *dns.NS:
-		v.Ns = name
+		return &v.Ns
 	case *dns.DNAME:
-		v.Target = name
+		return &v.Target
 	case *dns.PTR:
-		v.Ptr = name
+		return &v.Ptr
 	case *dns.NAPTR:
-		v.Replacement = name
+		return &v.Replacement
 	case *dns.SOA:
-		v.Ns = name
+		return &v.Ns
 	}
+	return nil
 }
