@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,57 @@ func ttlsClose(a, b []uint32) bool {
 		}
 	}
 	return true
+}
+
+// besideCorefile is a Corefile that `shardns serve --corefile` and
+// CoreDNS each serve from a folder of their own, on ports of their own.
+type besideCorefile struct {
+	tmpl string            // the Corefile, its {{name}}s as renderCorefile fills them
+	vars map[string]string // renderCorefile's values; {{dir}} is the folder
+	// files, unless nil, returns what the folder holds beside the
+	// Corefile, by relative name; render fills a template's {{name}}s
+	// as the Corefile's, on the same ports.
+	files   func(render func(tmpl string) string) map[string]string
+	probe   string // a name CoreDNS answers NOERROR once it serves
+	convert bool   // whether `shardns convert` must take the whole file
+}
+
+// serve starts shardns and then CoreDNS, each in its folder, as CoreDNS
+// reads relative paths from its working directory, and returns each
+// one's addresses by {{name}} (dns, ...).
+func (c besideCorefile) serve(t *testing.T) (shardns, coredns map[string]string) {
+	t.Helper()
+	shardns = c.start(t, func(dir string, run corefileRun) {
+		path := filepath.Join(dir, "Corefile")
+		if c.convert {
+			convertsWhole(t, path)
+		}
+		startServeIn(t, dir, "--corefile", path)
+	})
+	coredns = c.start(t, func(dir string, run corefileRun) {
+		startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], c.probe)
+	})
+	return shardns, coredns
+}
+
+// start renders the Corefile and its files into a new folder, has serve
+// serve it and returns its addresses.
+func (c besideCorefile) start(t *testing.T, serve func(dir string, run corefileRun)) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	vars := map[string]string{"dir": dir}
+	maps.Copy(vars, c.vars)
+	run := renderCorefile(t, c.tmpl, vars)
+	files := map[string]string{"Corefile": run.text}
+	if c.files != nil {
+		for name, addr := range run.addrs {
+			vars[name] = strings.TrimPrefix(addr, "127.0.0.1:")
+		}
+		maps.Copy(files, c.files(func(tmpl string) string { return renderCorefile(t, tmpl, vars).text }))
+	}
+	writeFiles(t, dir, files)
+	serve(dir, run)
+	return run.addrs
 }
 
 // convertsWhole runs `shardns convert --corefile path` from path's

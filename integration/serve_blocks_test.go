@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,29 +71,20 @@ func TestServeManualServerBlocksBesideCoreDNS(t *testing.T) {
 	ip := mkRealWorldServices(t, cp.Client)
 	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.coredns.io. 300 IN A 6.6.6.6",
 		"1.2.0.192.in-addr.arpa. 300 IN PTR printer.example.test.")
-	tmpl := manualCorefile(t)
 
-	// start writes the Corefile, on ports of its own, and the zone files
-	// into a folder, and serves them from there, as CoreDNS reads
-	// relative paths from its working directory.
-	start := func(serve func(dir string, run corefileRun) string) (main, alt string) {
-		dir := t.TempDir()
-		run := renderCorefile(t, tmpl, map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
-		files := map[string]string{"Corefile": run.text}
-		for zone := range manualZoneAddr {
-			files["db."+zone] = manualZone(zone)
-		}
-		writeFiles(t, dir, files)
-		serve(dir, run)
-		return run.addrs["dns"], run.addrs["alt"]
+	zoneFiles := map[string]string{}
+	for zone := range manualZoneAddr {
+		zoneFiles["db."+zone] = manualZone(zone)
 	}
-	shardns, shardnsAlt := start(func(dir string, run corefileRun) string {
-		convertsWhole(t, filepath.Join(dir, "Corefile"))
-		return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
-	})
-	coredns, corednsAlt := start(func(dir string, run corefileRun) string {
-		return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "www.example.io.")
-	})
+	shardnsAt, corednsAt := besideCorefile{
+		tmpl:    manualCorefile(t),
+		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr},
+		files:   func(func(string) string) map[string]string { return zoneFiles },
+		probe:   "www.example.io.",
+		convert: true,
+	}.serve(t)
+	shardns, shardnsAlt := shardnsAt["dns"], shardnsAt["alt"]
+	coredns, corednsAlt := corednsAt["dns"], corednsAt["alt"]
 
 	onMain := append(manualZoneQuestions("example.io"), manualZoneQuestions("example.net")...)
 	web, db := "web.realworld.svc.", "db.realworld.svc."

@@ -69,28 +69,21 @@ func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 	if n := strings.Count(text, "/etc/coredns/"); n != 3 {
 		t.Fatalf("k3s's Corefile names /etc/coredns/ %d times, want 3 (NodeHosts and two imports):\n%s", n, text)
 	}
-	tmpl := loopbackCorefile(strings.ReplaceAll(text, "/etc/coredns/", "{{dir}}/"))
 
-	start := func(serve func(dir string, run corefileRun) string) string {
-		dir := t.TempDir()
-		vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "dir": dir}
-		run := renderCorefile(t, tmpl, vars)
-		vars["dns"] = strings.TrimPrefix(run.addrs["dns"], "127.0.0.1:")
-		writeFiles(t, dir, map[string]string{
-			"Corefile":          run.text,
-			"NodeHosts":         k3sNodeHosts,
-			"custom/lan.server": renderCorefile(t, loopbackCorefile(k3sHostsServer), vars).text,
-			"custom/README.md":  "matched by neither import\n",
-		})
-		return serve(dir, run)
-	}
-	shardns := start(func(dir string, run corefileRun) string {
-		convertsWhole(t, filepath.Join(dir, "Corefile"))
-		return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
-	})
-	coredns := start(func(dir string, run corefileRun) string {
-		return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
-	})
+	shardnsAt, corednsAt := besideCorefile{
+		tmpl: loopbackCorefile(strings.ReplaceAll(text, "/etc/coredns/", "{{dir}}/")),
+		vars: map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr},
+		files: func(render func(string) string) map[string]string {
+			return map[string]string{
+				"NodeHosts":         k3sNodeHosts,
+				"custom/lan.server": render(loopbackCorefile(k3sHostsServer)),
+				"custom/README.md":  "matched by neither import\n",
+			}
+		},
+		probe:   "web.realworld.svc.cluster.local.",
+		convert: true,
+	}.serve(t)
+	shardns, coredns := shardnsAt["dns"], corednsAt["dns"]
 
 	qs := append(realWorldQuestions(t, text, ip, false, false),
 		convertQuestion{"printer.lan.test.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("printer.lan.test.", 20, "A", "192.0.2.50")}},
@@ -154,21 +147,13 @@ func TestServeKubesprayCorefileBesideCoreDNS(t *testing.T) {
 	if !strings.Contains(text, "prefer_udp") {
 		t.Fatalf("kubespray's Corefile has no prefer_udp:\n%s", text)
 	}
-	tmpl := loopbackCorefile(text)
-
-	start := func(serve func(dir string, run corefileRun) string) string {
-		dir := t.TempDir()
-		run := renderCorefile(t, tmpl, map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
-		writeFiles(t, dir, map[string]string{"Corefile": run.text})
-		return serve(dir, run)
-	}
-	shardns := start(func(dir string, run corefileRun) string {
-		convertsWhole(t, filepath.Join(dir, "Corefile"))
-		return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
-	})
-	coredns := start(func(dir string, run corefileRun) string {
-		return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
-	})
+	shardnsAt, corednsAt := besideCorefile{
+		tmpl:    loopbackCorefile(text),
+		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr},
+		probe:   "web.realworld.svc.cluster.local.",
+		convert: true,
+	}.serve(t)
+	shardns, coredns := shardnsAt["dns"], corednsAt["dns"]
 
 	qs := realWorldQuestions(t, text, ip, false, false)
 	askBoth(t, shardns, coredns, qs)

@@ -97,39 +97,24 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".Corefile"), func(t *testing.T) {
 			custom := strings.Contains(text, "import custom/")
 			hosts := strings.Contains(text, "hosts NodeHosts")
-			// start writes the Corefile and the files it reads into a
-			// folder of their own, on ports of their own, and serves it
-			// from there, as CoreDNS reads relative paths from its
-			// working directory.
-			start := func(serve func(dir string, run corefileRun) string) string {
-				dir := t.TempDir()
-				vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "corp": corp.addr}
-				run := renderCorefile(t, loopbackCorefile(text), vars)
-				files := map[string]string{"Corefile": run.text}
+			files := func(render func(string) string) map[string]string {
+				files := map[string]string{}
 				if custom {
-					if err := os.Mkdir(filepath.Join(dir, "custom"), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					vars["dns"] = strings.TrimPrefix(run.addrs["dns"], "127.0.0.1:")
 					files["custom/names.override"] = realWorldOverride
-					files["custom/corp.server"] = renderCorefile(t, loopbackCorefile(realWorldServer), vars).text
+					files["custom/corp.server"] = render(loopbackCorefile(realWorldServer))
 				}
 				if hosts {
 					files["NodeHosts"] = string(nodeHosts)
 				}
-				for name, data := range files {
-					if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return serve(dir, run)
+				return files
 			}
-			shardns := start(func(dir string, run corefileRun) string {
-				return startServeIn(t, dir, "--corefile", filepath.Join(dir, "Corefile")).addr
-			})
-			coredns := start(func(dir string, run corefileRun) string {
-				return startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
-			})
+			shardnsAt, corednsAt := besideCorefile{
+				tmpl:  loopbackCorefile(text),
+				vars:  map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "corp": corp.addr},
+				files: files,
+				probe: "web.realworld.svc.cluster.local.",
+			}.serve(t)
+			shardns, coredns := shardnsAt["dns"], corednsAt["dns"]
 
 			qs := realWorldQuestions(t, text, web, custom, hosts)
 			askBoth(t, shardns, coredns, qs)
