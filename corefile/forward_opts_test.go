@@ -2,7 +2,6 @@ package corefile
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/shardns/shardns/config"
@@ -10,13 +9,7 @@ import (
 
 // forward's transport, failover, next, except and max_age options.
 func TestConvertForwardOptions(t *testing.T) {
-	cases := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, f config.ForwardConfig)
-		want  []string // findings
-		clean bool     // no unmapped finding
-	}{
+	cases := []convertCase[config.ForwardConfig]{
 		{
 			name: "kubespray: prefer_udp on the root forwarder",
 			src:  ".:53 {\n  forward . /etc/resolv.conf {\n    prefer_udp\n    max_concurrent 1000\n  }\n}\n",
@@ -69,13 +62,13 @@ func TestConvertForwardOptions(t *testing.T) {
 				}
 			},
 			want: []string{"Corefile:3: note: next NXDOMAIN: no forward follows in this server block, so CoreDNS ignores it, and so does shardns",
-				"Corefile:8: note: next SERVFAIL: no forward follows"},
+				"Corefile:8: note: next SERVFAIL: no forward follows in this server block, so CoreDNS ignores it, and so does shardns"},
 			clean: true,
 		},
 		{
 			name: "next to a second forwarder for the same zone",
 			src:  ".:53 {\n  forward . 1.2.3.4 {\n    next NXDOMAIN\n  }\n  forward . 5.6.7.8\n}\n",
-			want: []string{"Corefile:3: next NXDOMAIN: the forward it passes to is a second forwarder for ., which shardns does not have"},
+			want: []string{"Corefile:3: next NXDOMAIN: the forward it passes to is a second forwarder for ., which shardns does not have (list its upstreams with failover in one forward)"},
 		},
 		{
 			name: "except in a stub block of its own: CoreDNS answers SERVFAIL there",
@@ -85,7 +78,7 @@ func TestConvertForwardOptions(t *testing.T) {
 					t.Errorf("stubs %+v", f.Stubs)
 				}
 			},
-			want: []string{"Corefile:5: forward except ci.corp.example: CoreDNS answers these names SERVFAIL"},
+			want: []string{"Corefile:5: forward except ci.corp.example: CoreDNS answers these names SERVFAIL, as no forward follows in the server block; shardns asks the forwarder of the next shorter zone (forward.upstreams)"},
 		},
 		{
 			name: "except on a stub followed by the root forward maps cleanly",
@@ -107,35 +100,16 @@ func TestConvertForwardOptions(t *testing.T) {
 			},
 			want: []string{"Corefile:3: failover NOERROR: CoreDNS refuses NOERROR there too", "Corefile:4: next BOGUS: not an rcode",
 				"Corefile:2: forward: max_age 1s is less than expire 10s, which CoreDNS refuses", "Corefile:6: force_tcp now: takes no argument",
-				"Corefile:7: except .: every name but the root would go unforwarded"},
+				"Corefile:7: except .: every name but the root would go unforwarded; leave the forward out"},
 		},
 		{
 			name: "a stub's max_age differs from the root's",
 			src:  ".:53 {\n  forward . 10.0.0.1\n}\ncorp.example:53 {\n  forward . 10.1.0.1 {\n    max_age 1m\n  }\n}\n",
-			want: []string{"max_age for stub domain corp.example: one max_age for every upstream (forward.*)"},
+			want: []string{"Corefile:5: max_age for stub domain corp.example: one max_age for every upstream (forward.*)"},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := convert(t, c.src)
-			if _, err := res.YAML(); err != nil {
-				t.Fatal(err)
-			}
-			if c.check != nil {
-				c.check(t, res.Config.Forward)
-			}
-			all := strings.Join(findings(res), "\n")
-			for _, w := range c.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("missing finding %s\ngot:\n%s", w, all)
-				}
-			}
-			if c.clean && res.Unmapped() > 0 {
-				t.Errorf("unmapped findings:\n%s", all)
-			}
-			if err := res.Config.Validate(); err != nil {
-				t.Errorf("the converted configuration does not validate: %v", err)
-			}
-		})
-	}
+	runConvertCases(t, cases, forwardConfig)
 }
+
+// forwardConfig picks forward's settings for a case's check.
+func forwardConfig(_ *testing.T, res *Result) config.ForwardConfig { return res.Config.Forward }

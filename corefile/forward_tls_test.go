@@ -12,13 +12,7 @@ import (
 
 // forward to tls:// upstreams, with CoreDNS's options about them.
 func TestConvertForwardTLS(t *testing.T) {
-	cases := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, f config.ForwardConfig)
-		want  []string // findings
-		clean bool     // no unmapped finding
-	}{
+	cases := []convertCase[config.ForwardConfig]{
 		{
 			name: "cloudflare over TLS",
 			src:  ".:53 {\n  forward . tls://1.1.1.1 tls://1.0.0.1 {\n    tls_servername cloudflare-dns.com\n    health_check 5s\n    max_idle_conns 8\n    expire 30s\n  }\n}\n",
@@ -75,7 +69,7 @@ func TestConvertForwardTLS(t *testing.T) {
 		{
 			name: "different server names on the upstreams",
 			src:  ".:53 {\n  forward . tls://9.9.9.9%dns.quad9.net tls://1.1.1.1%cloudflare-dns.com\n}\n",
-			want: []string{"Corefile:2: forward: upstreams with different TLS server names; shardns has one per forwarder"},
+			want: []string{"Corefile:2: forward: upstreams with different TLS server names; shardns has one per forwarder: write a server block per name (as CoreDNS's forward README does) or one tls_servername"},
 		},
 		{
 			name: "bad option values",
@@ -142,7 +136,7 @@ func TestConvertForwardTLS(t *testing.T) {
 		{
 			name:  "doh_method GET is asked with POST",
 			src:   ".:53 {\n  forward . https://9.9.9.9 {\n    doh_method GET\n  }\n}\n",
-			want:  []string{"Corefile:3: note: doh_method GET: shardns asks DNS over HTTPS upstreams with POST"},
+			want:  []string{"Corefile:3: note: doh_method GET: shardns asks DNS over HTTPS upstreams with POST, which they all answer alike"},
 			clean: true,
 		},
 		{
@@ -158,55 +152,36 @@ func TestConvertForwardTLS(t *testing.T) {
 					t.Errorf("forward %+v", f)
 				}
 			},
-			want:  []string{"Corefile:2: note: forward upstream https://9.9.9.9%dns.quad9.net: CoreDNS ignores a server name on an https:// upstream"},
+			want:  []string{"Corefile:2: note: forward upstream https://9.9.9.9%dns.quad9.net: CoreDNS ignores a server name on an https:// upstream, and so does shardns (tls_servername sets it)"},
 			clean: true,
 		},
 		{
 			name: "an https:// upstream beside a named tls:// one",
 			src:  ".:53 {\n  forward . tls://9.9.9.9%dns.quad9.net https://9.9.9.9\n}\n",
-			want: []string{"Corefile:2: forward: upstreams with different TLS server names"},
+			want: []string{"Corefile:2: forward: upstreams with different TLS server names; shardns has one per forwarder: write a server block per name (as CoreDNS's forward README does) or one tls_servername"},
 		},
 		{
 			name: "a path on an https:// upstream, which CoreDNS refuses",
 			src:  ".:53 {\n  forward . https://9.9.9.9/dns-query\n}\n",
-			want: []string{"Corefile:2: forward upstream https://9.9.9.9/dns-query: CoreDNS refuses a path on https:// upstreams"},
+			want: []string{"Corefile:2: forward upstream https://9.9.9.9/dns-query: CoreDNS refuses a path on https:// upstreams (it asks /dns-query)"},
 		},
 		{
 			name: "a host name after https:// stays unmapped",
 			src:  ".:53 {\n  forward . https://dns.quad9.net\n}\n",
-			want: []string{"Corefile:2: forward upstream https://dns.quad9.net: shardns asks DNS over HTTPS at https://IP[:port] and looks no upstream name up"},
+			want: []string{"Corefile:2: forward upstream https://dns.quad9.net: shardns asks DNS over HTTPS at https://IP[:port] and looks no upstream name up (write the IP, and the name in tls_servername)"},
 		},
 		{
 			name: "proxy has no https:// upstreams",
 			src:  ".:53 {\n  proxy . https://9.9.9.9\n}\n",
-			want: []string{"Corefile:2: proxy upstream https://9.9.9.9: shardns forwards plain DNS"},
+			want: []string{"Corefile:2: proxy upstream https://9.9.9.9: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, DNS over TLS to tls://IP[:port] and DNS over HTTPS to https://IP[:port] (forward only)"},
 		},
 		{
 			name: "a host name after tls:// stays unmapped",
 			src:  ".:53 {\n  forward . tls://dns.quad9.net\n}\n",
-			want: []string{"Corefile:2: forward upstream tls://dns.quad9.net: shardns forwards plain DNS"},
+			want: []string{"Corefile:2: forward upstream tls://dns.quad9.net: shardns forwards plain DNS to an IP, IP:port or a resolv.conf path, DNS over TLS to tls://IP[:port] and DNS over HTTPS to https://IP[:port] (forward only)"},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := convert(t, c.src)
-			if _, err := res.YAML(); err != nil {
-				t.Fatal(err)
-			}
-			if c.check != nil {
-				c.check(t, res.Config.Forward)
-			}
-			all := strings.Join(findings(res), "\n")
-			for _, w := range c.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("missing finding %s\ngot:\n%s", w, all)
-				}
-			}
-			if c.clean && res.Unmapped() > 0 {
-				t.Errorf("unmapped findings:\n%s", all)
-			}
-		})
-	}
+	runConvertCases(t, cases, forwardConfig)
 }
 
 // Served as it is, a Corefile whose forward tls file is missing or holds

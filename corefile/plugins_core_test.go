@@ -2,19 +2,13 @@ package corefile
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/shardns/shardns/config"
 )
 
 func TestConvertChaos(t *testing.T) {
-	cases := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, cfg *config.Config)
-		want  []string
-	}{
+	cases := []convertCase[*config.Config]{
 		{
 			name: "version and authors, each author once",
 			src:  ".:53 {\n  chaos shardns-test bob ann bob\n}\n",
@@ -49,22 +43,5 @@ func TestConvertChaos(t *testing.T) {
 				"and the main block's answers for every block"},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := convert(t, c.src)
-			out, err := res.YAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := config.Parse(out); err != nil {
-				t.Fatalf("converted configuration does not validate: %v\n%s", err, out)
-			}
-			c.check(t, res.Config)
-			for _, w := range c.want {
-				if !hasFinding(res, w) {
-					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
-				}
-			}
-		})
-	}
+	runConvertCases(t, cases, wholeConfig)
 }

@@ -11,12 +11,7 @@ import (
 // k8s_external becomes kubernetes.external with its zones and options;
 // what shardns cannot serve is reported with its line.
 func TestConvertExternal(t *testing.T) {
-	cases := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, e *config.ExternalConfig)
-		want  []string
-	}{
+	cases := []convertCase[*config.ExternalConfig]{
 		{
 			name: "README example",
 			src:  ". {\n  kubernetes cluster.local\n  k8s_external example.org\n}\n",
@@ -106,36 +101,16 @@ func TestConvertExternal(t *testing.T) {
 			want: []string{`Corefile:3: k8s_external zone ".": it would answer every name; name the zone it publishes services in`},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := convert(t, c.src)
-			if c.check != nil {
-				e := res.Config.Kubernetes.External
-				if e == nil {
-					t.Fatalf("no kubernetes.external; findings:\n%s", strings.Join(findings(res), "\n"))
-				}
-				if _, err := res.YAML(); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := config.Parse(mustYAML(t, res)); err != nil {
-					t.Fatalf("the converted configuration does not load: %v", err)
-				}
-				c.check(t, e)
-			}
-			for _, w := range c.want {
-				if !hasFinding(res, w) {
-					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
-				}
-			}
-		})
-	}
+	runConvertCases(t, cases, externalConfig)
 }
 
-func mustYAML(t *testing.T, res *Result) []byte {
+// externalConfig picks kubernetes.external for a case's check, which must
+// be there.
+func externalConfig(t *testing.T, res *Result) *config.ExternalConfig {
 	t.Helper()
-	y, err := res.YAML()
-	if err != nil {
-		t.Fatal(err)
+	e := res.Config.Kubernetes.External
+	if e == nil {
+		t.Fatalf("no kubernetes.external; findings:\n%s", strings.Join(findings(res), "\n"))
 	}
-	return []byte(y)
+	return e
 }

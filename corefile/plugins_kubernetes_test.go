@@ -2,7 +2,6 @@ package corefile
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/shardns/shardns/config"
@@ -11,12 +10,7 @@ import (
 // Each case is a Corefile with a kubernetes plugin, what the
 // configuration must hold and the findings it must produce.
 func TestConvertKubernetes(t *testing.T) {
-	cases := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, cfg *config.Config)
-		want  []string
-	}{
+	cases := []convertCase[*config.Config]{
 		{
 			name: "reverse zones alone: CoreDNS does not start, and cluster.local is not served in their place",
 			src:  ".:53 {\n  kubernetes in-addr.arpa ip6.arpa {\n    pods insecure\n  }\n  forward . 10.0.0.53\n}\n",
@@ -120,24 +114,5 @@ func TestConvertKubernetes(t *testing.T) {
 			},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := convert(t, c.src)
-			out, err := res.YAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := config.Parse(out); err != nil {
-				t.Fatalf("converted configuration does not validate: %v\n%s", err, out)
-			}
-			if c.check != nil {
-				c.check(t, res.Config)
-			}
-			for _, w := range c.want {
-				if !hasFinding(res, w) {
-					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
-				}
-			}
-		})
-	}
+	runConvertCases(t, cases, wholeConfig)
 }

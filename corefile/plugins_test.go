@@ -13,12 +13,7 @@ import (
 // Each case is a small Corefile, what its configuration must hold, and
 // the findings it must produce (FILE:LINE: text, as the command prints).
 func TestConvertPlugins(t *testing.T) {
-	cases := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, cfg *config.Config)
-		want  []string
-	}{
+	cases := []convertCase[*config.Config]{
 		{
 			name: "unknown plugin reported with its line",
 			src:  ".:53 {\n  errors\n  dnssec\n}\n",
@@ -384,22 +379,7 @@ func TestConvertPlugins(t *testing.T) {
 			},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := convert(t, c.src)
-			if _, err := res.YAML(); err != nil {
-				t.Fatal(err)
-			}
-			if c.check != nil {
-				c.check(t, res.Config)
-			}
-			for _, w := range c.want {
-				if !hasFinding(res, w) {
-					t.Errorf("missing finding %s\ngot:\n%s", w, strings.Join(findings(res), "\n"))
-				}
-			}
-		})
-	}
+	runConvertCases(t, cases, wholeConfig)
 }
 
 // The findings of a kubeadm Corefile are notes only, so convert succeeds
