@@ -48,11 +48,7 @@ func (s *dohServer) requests() []dohRequest {
 // nothing (the handler has answered the HTTP request itself).
 func startDoHServer(t *testing.T, reply func(w http.ResponseWriter, r *http.Request, q *dns.Msg) *dns.Msg) *dohServer {
 	t.Helper()
-	certFile, keyFile, _ := testutil.WriteCert(t, t.TempDir(), "upstream", "upstream")
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	certFile, pair := upstreamCert(t)
 	s := &dohServer{caFile: certFile}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -91,35 +87,15 @@ func writeDNS(w http.ResponseWriter, status int, contentType string, m *dns.Msg)
 }
 
 // dohA answers every question with an A record, as answerA does.
-func dohA(_ http.ResponseWriter, _ *http.Request, q *dns.Msg) *dns.Msg {
-	m := new(dns.Msg)
-	m.SetReply(q)
-	rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.1")
-	m.Answer = append(m.Answer, rr)
-	return m
-}
-
-// httpsConns counts the connections a forwarder took, by reuse.
-type httpsConns struct{ opened, reused atomic.Int32 }
-
-func (c *httpsConns) observe(_, proto string, reused bool) {
-	if proto != "https" {
-		panic("a DoH connection counted as " + proto)
-	}
-	if reused {
-		c.reused.Add(1)
-	} else {
-		c.opened.Add(1)
-	}
-}
+func dohA(_ http.ResponseWriter, _ *http.Request, q *dns.Msg) *dns.Msg { return replyA(q) }
 
 // Queries are POSTs of application/dns-message over HTTP/2 with ID 0,
 // at /dns-query, one after another on one connection; the answers carry
 // the client's ID.
 func TestDoHQueriesOverHTTP2OnOneConnection(t *testing.T) {
 	s := startDoHServer(t, dohA)
-	var c httpsConns
-	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, nil, func(cfg *Config) { cfg.OnConn = c.observe }, "https://"+s.addr+"/dns-query")
+	c := conns{proto: "https"}
+	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, &c, nil, "https://"+s.addr+"/dns-query")
 	wantAnswers(t, f, 20)
 	if n := s.accepted.Load(); n != 1 {
 		t.Errorf("the upstream accepted %d connections for 20 queries, want 1", n)

@@ -42,21 +42,33 @@ func (l countingListener) Accept() (net.Conn, error) {
 }
 
 // answerA answers every question with an A record.
-func answerA(w dns.ResponseWriter, r *dns.Msg) {
+func answerA(w dns.ResponseWriter, r *dns.Msg) { _ = w.WriteMsg(replyA(r)) }
+
+// replyA is the reply to q with an A record, what the test upstreams of
+// every transport answer.
+func replyA(q *dns.Msg) *dns.Msg {
 	m := new(dns.Msg)
-	m.SetReply(r)
-	rr, _ := dns.NewRR(r.Question[0].Name + " 300 IN A 192.0.2.1")
+	m.SetReply(q)
+	rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.1")
 	m.Answer = append(m.Answer, rr)
-	_ = w.WriteMsg(m)
+	return m
 }
 
-func startDoTServer(t *testing.T, handler dns.HandlerFunc) *dotServer {
+// upstreamCert writes a certificate for 127.0.0.1 and localhost and
+// returns the file that trusts it and the pair a test upstream serves.
+func upstreamCert(t *testing.T) (caFile string, pair tls.Certificate) {
 	t.Helper()
 	certFile, keyFile, _ := testutil.WriteCert(t, t.TempDir(), "upstream", "upstream")
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return certFile, pair
+}
+
+func startDoTServer(t *testing.T, handler dns.HandlerFunc) *dotServer {
+	t.Helper()
+	certFile, pair := upstreamCert(t)
 	s := &dotServer{caFile: certFile}
 	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, VerifyConnection: func(cs tls.ConnectionState) error {
 		if cs.DidResume {
@@ -78,12 +90,16 @@ func startDoTServer(t *testing.T, handler dns.HandlerFunc) *dotServer {
 	return s
 }
 
-// conns counts the connections a forwarder took, by reuse.
-type conns struct{ opened, reused atomic.Int32 }
+// conns counts the connections a forwarder took, by reuse; each must be
+// of proto (tcp-tls for DoT, https for DoH).
+type conns struct {
+	proto          string
+	opened, reused atomic.Int32
+}
 
 func (c *conns) observe(_, proto string, reused bool) {
-	if proto != "tcp-tls" {
-		panic("a TLS connection counted as " + proto)
+	if proto != c.proto {
+		panic("a " + c.proto + " connection counted as " + proto)
 	}
 	if reused {
 		c.reused.Add(1)
@@ -141,7 +157,7 @@ func wantAnswers(t *testing.T, f *Forwarder, n int) {
 // all of them.
 func TestDoTQueriesShareOneConnection(t *testing.T) {
 	s := startDoTServer(t, answerA)
-	var c conns
+	c := conns{proto: "tcp-tls"}
 	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, &c, nil, "tls://"+s.addr)
 	wantAnswers(t, f, 50)
 	if n := s.accepted.Load(); n != 1 {
@@ -325,7 +341,7 @@ func TestPlainAndTLSUpstreamsMix(t *testing.T) {
 	go func() { _ = plain.ActivateAndServe() }()
 	<-started
 	t.Cleanup(func() { _ = plain.Shutdown() })
-	var c conns
+	c := conns{proto: "tcp-tls"}
 	f := newDoTForwarder(t, TLSFiles{CAFile: s.caFile}, &c, func(c *Config) { c.Policy = "round_robin" },
 		pc.LocalAddr().String(), "tls://"+s.addr)
 	rcodes := map[int]int{}
