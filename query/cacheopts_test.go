@@ -1,8 +1,6 @@
 package query
 
 import (
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +14,9 @@ import (
 // countingUpstream answers SERVFAIL for names under fail. and an A
 // record with TTL 20 for the others, and counts the questions it gets.
 func countingUpstream(t *testing.T) (*forward.Forwarder, *atomic.Int32) {
+	t.Helper()
 	var asked atomic.Int32
-	srv := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	f := udpForwarder(t, func(w dns.ResponseWriter, r *dns.Msg) {
 		asked.Add(1)
 		m := new(dns.Msg)
 		m.SetReply(r)
@@ -28,16 +27,7 @@ func countingUpstream(t *testing.T) (*forward.Forwarder, *atomic.Int32) {
 			m.Answer = []dns.RR{rr}
 		}
 		w.WriteMsg(m)
-	})}
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	go srv.ListenAndServe()
-	<-started
-	t.Cleanup(func() { srv.Shutdown() })
-	f := forward.New(forward.Config{Upstreams: []string{srv.PacketConn.LocalAddr().String()}, Policy: "sequential",
-		Timeout: 2 * time.Second, MaxConcurrent: 10, HealthCheck: time.Hour, MaxFails: 100,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	t.Cleanup(f.Close)
+	})
 	return f, &asked
 }
 

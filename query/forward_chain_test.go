@@ -49,11 +49,7 @@ func TestUpstreamChain(t *testing.T) {
 // record when rcode is NOERROR; asked counts the questions.
 func rcodeUpstream(t *testing.T, rcode int, asked *atomic.Int32) *forward.Forwarder {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	return udpForwarder(t, func(w dns.ResponseWriter, r *dns.Msg) {
 		asked.Add(1)
 		m := new(dns.Msg)
 		m.SetRcode(r, rcode)
@@ -62,7 +58,18 @@ func rcodeUpstream(t *testing.T, rcode int, asked *atomic.Int32) *forward.Forwar
 			m.Answer = []dns.RR{rr}
 		}
 		_ = w.WriteMsg(m)
-	})}
+	})
+}
+
+// udpForwarder serves handler over UDP on loopback and returns a
+// forwarder to it alone, which keeps asking it whatever it answers.
+func udpForwarder(t *testing.T, handler dns.HandlerFunc) *forward.Forwarder {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: handler}
 	started := make(chan struct{})
 	srv.NotifyStartedFunc = func() { close(started) }
 	go func() { _ = srv.ActivateAndServe() }()

@@ -1,8 +1,6 @@
 package query
 
 import (
-	"io"
-	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
@@ -138,7 +136,8 @@ func TestDNS64ClusterName(t *testing.T) {
 // fakeUpstream answers A questions with 192.0.2.33 (TTL 900) and AAAA
 // questions with NODATA whose SOA has TTL soaTTL.
 func fakeUpstream(t *testing.T, soaTTL string) *forward.Forwarder {
-	srv := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	t.Helper()
+	return udpForwarder(t, func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
 		m.RecursionAvailable = true
@@ -151,17 +150,7 @@ func fakeUpstream(t *testing.T, soaTTL string) *forward.Forwarder {
 			m.Ns = []dns.RR{rr}
 		}
 		w.WriteMsg(m)
-	})}
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	go srv.ListenAndServe()
-	<-started
-	t.Cleanup(func() { srv.Shutdown() })
-	f := forward.New(forward.Config{Upstreams: []string{srv.PacketConn.LocalAddr().String()}, Policy: "sequential",
-		Timeout: 2 * time.Second, MaxConcurrent: 10, HealthCheck: time.Hour, MaxFails: 100,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	t.Cleanup(f.Close)
-	return f
+	})
 }
 
 // A forwarded name is asked upstream twice, AAAA then A, each answered
