@@ -374,10 +374,10 @@ func (c *Config) fileBlock(origin string) bool {
 	return false
 }
 
-// filesOutsideBlocks reports whether a zone file is answered by no
+// FilesOutsideBlocks reports whether a zone file is answered by no
 // server block of its own (fileBlock), so the top level's chain would
 // have to.
-func (c *Config) filesOutsideBlocks() bool {
+func (c *Config) FilesOutsideBlocks() bool {
 	for _, z := range c.Files.Zones {
 		if z.Origin == "" || !c.fileBlock(z.Origin) {
 			return true

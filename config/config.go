@@ -727,7 +727,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		if len(k.Zones) > 1 {
 			bad("kubernetes.zones", "\".\" holds every other zone: list it alone")
 		}
-		if len(c.Forward.Stubs) > 0 || c.filesOutsideBlocks() || c.Istio.Enabled {
+		if len(c.Forward.Stubs) > 0 || c.FilesOutsideBlocks() || c.Istio.Enabled {
 			bad("kubernetes.zones", "\".\" makes every name a cluster name: stub domains, zone files and Istio hosts would never be asked")
 		}
 	}

@@ -74,8 +74,33 @@ func (c *converter) chainBlock(s *server) bool {
 	if c.main == nil || s.block == c.main.block || hasPlugin(s.block, "whoami") {
 		return false
 	}
+	if c.zoneTaken(s) {
+		return false // CoreDNS refuses a zone twice on a port; folded, as before chains
+	}
 	cluster := c.mainClusterZones()
 	return chainSignature(s.block, s.zones, cluster) != chainSignature(c.main.block, s.zones, cluster)
+}
+
+// zoneTaken reports whether a zone of s is served on one of its
+// addresses by another block already: the main server's, or an entry's.
+func (c *converter) zoneTaken(s *server) bool {
+	taken := func(listen, zones []string) bool {
+		shared := slices.ContainsFunc(s.listen, func(a string) bool { return slices.Contains(listen, a) })
+		return shared && slices.ContainsFunc(s.zones, func(z string) bool { return slices.Contains(zones, z) })
+	}
+	if c.main.block != s.block && taken(c.main.listen, c.main.zones) {
+		return true
+	}
+	for i, sc := range c.cfg.Servers {
+		zones := sc.Zones
+		if len(zones) == 0 {
+			zones = []string{"."}
+		}
+		if i != s.entry && c.entryBlocks[i] != s.block && taken(sc.Listen, zones) {
+			return true
+		}
+	}
+	return false
 }
 
 // mainClusterZones are the zones the main block's kubernetes plugin answers
@@ -150,7 +175,33 @@ func (c *converter) convertChain(s *server) {
 	for k, at := range sub.tlsPlaces {
 		c.tlsPlaces[k] = at
 	}
-	c.cfg.Servers[s.entry].Chain = sub.chain(s.block)
+	ch := sub.chain(s.block)
+	if ch.AnswersCluster() {
+		ch.Forward.Stubs = c.unshadowedStubs(s, ch.Forward.Stubs)
+	}
+	c.cfg.Servers[s.entry].Chain = ch
+}
+
+// unshadowedStubs drops the stubs of a chain with the kubernetes plugin
+// that lie in a cluster zone no fallthrough reaches: the plugin answers
+// every name there before forward, in CoreDNS too.
+func (c *converter) unshadowedStubs(s *server, stubs []config.StubConfig) []config.StubConfig {
+	k := c.cfg.Kubernetes
+	var kept []config.StubConfig
+	for _, st := range stubs {
+		shadowed := ""
+		for _, z := range st.Zones {
+			if underAny(z, k.AllZones()) && !overlapsAny([]string{z}, k.Fallthrough) {
+				shadowed = z
+			}
+		}
+		if shadowed == "" {
+			kept = append(kept, st)
+			continue
+		}
+		c.note(s.block.place(), "forward for %s is left out: the kubernetes plugin answers every name there (it comes before forward in CoreDNS too) and no fallthrough reaches it", shadowed)
+	}
+	return kept
 }
 
 // chain is what the converter read, as the chain of block b: each plugin
@@ -182,21 +233,6 @@ func (c *converter) chain(b *ServerBlock) *config.ChainConfig {
 	ch.LoadBalance = &lb
 	ch.BufSize, ch.NSID, ch.Header, ch.DNS64 = &cfg.BufSize, &cfg.NSID, &cfg.Header, &cfg.DNS64
 	return ch
-}
-
-// mainFiles reports whether a zone file is served by a block without a
-// chain of its own, which answers through the main chain.
-func (c *converter) mainFiles() bool {
-	chained := map[*ServerBlock]bool{}
-	for _, b := range c.entryBlocks {
-		chained[b] = true
-	}
-	for b, files := range c.blockFiles {
-		if len(files) > 0 && !chained[b] {
-			return true
-		}
-	}
-	return false
 }
 
 // capHostsTTL gives the hosts entries the TTL CoreDNS's cache gives

@@ -303,7 +303,7 @@ func (c *converter) federationPlugin(s *server, d *Directive) {
 // first: only those of the main chain would be shadowed.
 func (c *converter) rootZone(d *Directive) {
 	cfg := c.cfg
-	if c.mainFiles() || len(cfg.Forward.Stubs) > 0 {
+	if cfg.FilesOutsideBlocks() || len(cfg.Forward.Stubs) > 0 {
 		c.unmapped(d.place(), "kubernetes zone \".\" beside server blocks of other zones (zone files, stub domains): "+
 			"shardns would answer their names as cluster names; name the cluster domain (kubernetes cluster.local ...)")
 		cfg.Kubernetes.Zones = []string{"cluster.local"}
