@@ -2,9 +2,12 @@ package node
 
 import (
 	"fmt"
+	"log/slog"
 
+	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
+	"github.com/shardns/shardns/zone"
 )
 
 // A servers[] entry with a chain (servers[].chain) is a server block with
@@ -24,19 +27,31 @@ func (c *core) buildBlocks(listen []string, m *metrics.Forward) error {
 		if ch == nil {
 			continue
 		}
-		key := fmt.Sprintf("servers[%d].chain", i)
-		bp := &core{cfg: c.cfg.ForChain(ch), log: c.log.With("server", i), nodeName: c.nodeName,
-			answer: c.answer.Restrict(ch.AnswersCluster(), ch.AnswersFiles())}
-		if err := bp.buildResolvers(); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
 		var err error
-		if bp.upstream, err = bp.newUpstream(listen, m); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+		c.blocks[i], err = c.newPlane(fmt.Sprintf("servers[%d].chain", i), c.cfg.ForChain(ch), c.log.With("server", i),
+			c.answer.Restrict(ch.AnswersCluster(), ch.AnswersFiles()), listen, m)
+		if err != nil {
+			return err
 		}
-		c.blocks[i] = bp
 	}
 	return nil
+}
+
+// newPlane builds the resolver plane of cfg (a view's or a block's): its
+// rewrite rules, templates, hosts, access lists and chaos, and
+// forwarders and caches of its own, answering from answer. An error
+// names key.
+func (c *core) newPlane(key string, cfg *config.Config, log *slog.Logger, answer *zone.Config,
+	listen []string, m *metrics.Forward) (*core, error) {
+	p := &core{cfg: cfg, log: log, answer: answer, nodeName: c.nodeName}
+	if err := p.buildResolvers(); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	var err error
+	if p.upstream, err = p.newUpstream(listen, m); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return p, nil
 }
 
 // blockHandler is the handler of servers[i]'s chain; the core's own

@@ -30,13 +30,9 @@ func (c *core) buildViews(listen []string, m *metrics.Forward) error {
 			}
 			vp.conditions = append(vp.conditions, cond)
 		}
-		vp.plane = &core{cfg: c.cfg.Resolved(v), log: c.log.With("view", v.Name), answer: c.answer, nodeName: c.nodeName}
-		if err := vp.plane.buildResolvers(); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
 		var err error
-		if vp.plane.upstream, err = vp.plane.newUpstream(listen, m); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+		if vp.plane, err = c.newPlane(key, c.cfg.Resolved(v), c.log.With("view", v.Name), c.answer, listen, m); err != nil {
+			return err
 		}
 		c.views = append(c.views, vp)
 	}
