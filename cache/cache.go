@@ -214,6 +214,20 @@ func EntryCost(m *dns.Msg) int64 {
 	return int64(m.Len() + perRecord*(len(m.Answer)+len(m.Ns)+len(m.Extra)+len(m.Question)))
 }
 
+// PutAsHit stores m for k as Put does and returns it as a hit would
+// answer it, with the capped TTLs, so that the first answer and the
+// ones after it agree (as CoreDNS's cache caps the reply it stores); m
+// itself when it was not stored. stored reports whether it was.
+func (c *Cache) PutAsHit(k Key, m *dns.Msg, now time.Time) (answer *dns.Msg, stored bool) {
+	if !c.Put(k, m, now) {
+		return m, false
+	}
+	if hit, st, _ := c.Get(k, now); st == Fresh {
+		return hit, true
+	}
+	return m, true
+}
+
 // Put stores m for k if it is cacheable, and reports whether it did. Only
 // NOERROR and NXDOMAIN answers that were not truncated are kept (and
 // SERVFAIL with a ServfailTTL), of names in the cache's zones; negative

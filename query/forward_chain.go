@@ -106,14 +106,14 @@ func (h *Handler) cached(u *Upstream, key cache.Key) *dns.Msg {
 }
 
 // store caches reply in u's cache and returns it as a cache hit would
-// answer it, with the capped TTLs, so the first and the second answer
-// agree.
+// answer it (cache.PutAsHit).
 func (h *Handler) store(u *Upstream, key cache.Key, reply *dns.Msg) *dns.Msg {
-	if u.Cache != nil && u.Cache.Put(key, reply, u.Now()) {
-		h.setCacheSize()
-		if m, st, _ := u.Cache.Get(key, u.Now()); st == cache.Fresh {
-			return m
-		}
+	if u.Cache == nil {
+		return reply
 	}
-	return reply
+	m, stored := u.Cache.PutAsHit(key, reply, u.Now())
+	if stored {
+		h.setCacheSize()
+	}
+	return m
 }

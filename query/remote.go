@@ -56,15 +56,9 @@ func (c *Cluster) WithCache(cc *cache.Cache) *Cluster {
 }
 
 // store caches m, an owner's answer, and returns it as a cache hit
-// would answer it, with the capped TTLs, so the first and the second
-// answer agree (as CoreDNS's cache caps the reply it stores).
+// would answer it (cache.PutAsHit).
 func (c *Cluster) store(key cache.Key, m *dns.Msg) *dns.Msg {
-	now := c.Now()
-	if c.Cache.Put(key, m, now) {
-		if hit, st, _ := c.Cache.Get(key, now); st == cache.Fresh {
-			return hit
-		}
-	}
+	m, _ = c.Cache.PutAsHit(key, m, c.Now())
 	return m
 }
 
