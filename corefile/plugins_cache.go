@@ -119,6 +119,10 @@ func (c *converter) cacheZones(s *server, d *Directive, args []string) []string 
 			c.unmapped(d.place(), "cache zone %s: %v", a, err)
 			continue
 		}
+		if z != "." && !config.ValidDomain(z) {
+			c.unmapped(d.place(), "cache zone %s: shardns caches host-style domain names (letters, digits, - and _)", a)
+			continue
+		}
 		root = root || z == "."
 		all = all && slices.Contains(s.blockZones, z)
 		zones = append(zones, z)
