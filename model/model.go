@@ -6,7 +6,10 @@
 // are immutable once sent: an update replaces the pointer, never the fields.
 package model
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+)
 
 // Kind names the kind of a cluster object.
 type Kind uint8
@@ -224,4 +227,10 @@ func (s *MultiClusterSlice) Key() Key { return Key{KindMultiClusterSlice, s.Name
 type Change struct {
 	Key    Key
 	Object any
+	// Trigger is when the change happened in the API, as far as the
+	// source knows it (an EndpointSlice's last-change-trigger-time, a
+	// new object's creation); zero when unknown. It measures DNS
+	// programming latency and travels with the change, never with the
+	// object's frozen form.
+	Trigger time.Time
 }
