@@ -450,6 +450,11 @@ type ClusterConfig struct {
 	HandoffGrace Duration `json:"handoffGrace"`
 	// DispatchTimeout bounds one attempt at asking another replica.
 	DispatchTimeout Duration `json:"dispatchTimeout"`
+	// QuestionTimeout bounds a question asked of other replicas, every
+	// attempt and owner together: past it the replica answers with the
+	// owners' answer it holds, stale (RFC 8767), or else SERVFAIL. Well
+	// under a client's 1 s retry, so that no client waits for nothing.
+	QuestionTimeout Duration `json:"questionTimeout"`
 	// Gossip is lan (memberlist's LAN timing) or fast (sub-second failure
 	// detection, for tests on one host).
 	Gossip string `json:"gossip"`
@@ -546,7 +551,7 @@ func Default() *Config {
 			MaxBytes: DefaultCacheMaxBytes, PrefetchPercent: 10, ServfailTTL: Duration(5e9)},
 		Cluster: ClusterConfig{Bind: "0.0.0.0:7946", Remote: "0.0.0.0:8090",
 			ReplicationFactor: &rf, Label: "shardns", HandoffGrace: Duration(15e9),
-			DispatchTimeout: Duration(5e8), Gossip: "lan"},
+			DispatchTimeout: Duration(5e8), QuestionTimeout: Duration(6e8), Gossip: "lan"},
 		LoadBalance: LoadBalanceConfig{Enabled: true},
 		NodeLocal:   NodeLocalConfig{AAAA: AAAAAnswer},
 		Log:         LogConfig{Level: "info", Format: "text", Errors: true},
@@ -953,6 +958,9 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	}
 	if cl.DispatchTimeout <= 0 {
 		bad("cluster.dispatchTimeout", "must be positive")
+	}
+	if cl.QuestionTimeout <= 0 {
+		bad("cluster.questionTimeout", "must be positive")
 	}
 	if cl.Gossip != "lan" && cl.Gossip != "fast" {
 		bad("cluster.gossip", "must be lan or fast, got %q", cl.Gossip)

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -11,7 +12,8 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *cfg.Kubernetes.TTL != 5 || cfg.DNS.Listen[0] != "127.0.0.1:5353" || cfg.Kubernetes.Pods != "insecure" ||
-		cfg.Kubernetes.Zones[0] != "cluster.local" || *cfg.Cluster.ReplicationFactor != 2 {
+		cfg.Kubernetes.Zones[0] != "cluster.local" || *cfg.Cluster.ReplicationFactor != 2 ||
+		cfg.Cluster.QuestionTimeout.D() != 600*time.Millisecond {
 		t.Fatalf("defaults not applied: %+v", cfg)
 	}
 }
@@ -138,6 +140,7 @@ func TestParseRejects(t *testing.T) {
 		{"no cluster domain with reverse zones", "kubernetes: {enabled: false, zones: []}\n", "kubernetes.zones: needs at least one cluster domain for kubernetes.reverseZones"},
 		{"no cluster domain with manifests", "kubernetes: {enabled: false, zones: [], reverseZones: []}\nmanifests: {files: [a.yaml]}\n", "for manifests.files"},
 		{"replication factor", "kubernetes: {enabled: false}\ncluster: {replicationFactor: -1}\n", "cluster.replicationFactor"},
+		{"question timeout", "kubernetes: {enabled: false}\ncluster: {questionTimeout: 0s}\n", "cluster.questionTimeout: must be positive"},
 		{"probe interval too short", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: 10ms}}\n", "cluster.failureDetection.probeInterval"},
 		{"probe interval negative", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: -1s}}\n", "cluster.failureDetection.probeInterval"},
 		{"probe timeout over the interval", "kubernetes: {enabled: false}\ncluster: {failureDetection: {probeInterval: 300ms, probeTimeout: 400ms}}\n", "cluster.failureDetection.probeTimeout"},
