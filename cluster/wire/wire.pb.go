@@ -44,7 +44,12 @@ type ZoneQuery struct {
 	// knows it: the owner answers with the mesh hosts exported to that
 	// namespace too (zone/meshprivate.go). Empty: those exported to every
 	// namespace only, as a replica that does not read it answers.
-	Namespace     string `protobuf:"bytes,7,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Namespace string `protobuf:"bytes,7,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// invalidations says the asker runs an "invalidate" actor that takes
+	// ZoneChanged: the owner then notes the asker's interest in zone and
+	// tells it when the zone's names change. An asker that does not send
+	// it (an older version) is told nothing, and caches by TTL alone.
+	Invalidations bool `protobuf:"varint,8,opt,name=invalidations,proto3" json:"invalidations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -126,6 +131,13 @@ func (x *ZoneQuery) GetNamespace() string {
 		return x.Namespace
 	}
 	return ""
+}
+
+func (x *ZoneQuery) GetInvalidations() bool {
+	if x != nil {
+		return x.Invalidations
+	}
+	return false
 }
 
 // ZoneReply answers a ZoneQuery.
@@ -691,11 +703,156 @@ func (x *RingMember) GetPending() bool {
 	return false
 }
 
+// ZoneChanged tells a process that asked an owner about some zones that
+// names of those zones changed: it drops what it cached of them. An owner
+// sends one to each interested asker per batch of changes, to the asker's
+// "invalidate" actor.
+type ZoneChanged struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// epoch is random per owner process and seq counts the messages it
+	// sent to this asker, from 1: an asker that sees a gap (a message
+	// lost) forgets everything it cached, since it cannot know what the
+	// lost message said. seq starts at 1 again once the owner forgot the
+	// asker, which it does only after every answer it gave it expired.
+	Epoch         uint64        `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Seq           uint64        `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Changes       []*ZoneChange `protobuf:"bytes,3,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ZoneChanged) Reset() {
+	*x = ZoneChanged{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ZoneChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ZoneChanged) ProtoMessage() {}
+
+func (x *ZoneChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ZoneChanged.ProtoReflect.Descriptor instead.
+func (*ZoneChanged) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ZoneChanged) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ZoneChanged) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ZoneChanged) GetChanges() []*ZoneChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+// ZoneChange is one zone's part of a ZoneChanged.
+type ZoneChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Zone  string                 `protobuf:"bytes,1,opt,name=zone,proto3" json:"zone,omitempty"` // zone key, as in ZoneQuery
+	// labels are the changed labels right under the zone (service names of
+	// a service zone, lower-case): every name at or under label.zone is
+	// dropped, and the names under the zone that no label picks out (the
+	// apex, wildcards).
+	Labels []string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty"`
+	// all drops every name of the zone.
+	All bool `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	// trigger_unix_nano is when the earliest of the changes happened in
+	// the API (0: unknown), for the DNS programming latency.
+	TriggerUnixNano int64 `protobuf:"varint,4,opt,name=trigger_unix_nano,json=triggerUnixNano,proto3" json:"trigger_unix_nano,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ZoneChange) Reset() {
+	*x = ZoneChange{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ZoneChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ZoneChange) ProtoMessage() {}
+
+func (x *ZoneChange) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ZoneChange.ProtoReflect.Descriptor instead.
+func (*ZoneChange) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ZoneChange) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ZoneChange) GetLabels() []string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ZoneChange) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *ZoneChange) GetTriggerUnixNano() int64 {
+	if x != nil {
+		return x.TriggerUnixNano
+	}
+	return 0
+}
+
 var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x17cluster/wire/wire.proto\x12\x0fshardns.wire.v1\"\xc1\x01\n" +
+	"\x17cluster/wire/wire.proto\x12\x0fshardns.wire.v1\"\xe7\x01\n" +
 	"\tZoneQuery\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x12\n" +
@@ -703,7 +860,8 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\x05qtype\x18\x04 \x01(\rR\x05qtype\x12#\n" +
 	"\rtopology_mode\x18\x05 \x01(\rR\ftopologyMode\x12#\n" +
 	"\rtopology_zone\x18\x06 \x01(\tR\ftopologyZone\x12\x1c\n" +
-	"\tnamespace\x18\a \x01(\tR\tnamespace\"\x83\x01\n" +
+	"\tnamespace\x18\a \x01(\tR\tnamespace\x12$\n" +
+	"\rinvalidations\x18\b \x01(\bR\rinvalidations\"\x83\x01\n" +
 	"\tZoneReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06served\x18\x02 \x01(\bR\x06served\x12\x10\n" +
@@ -751,7 +909,17 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06remote\x18\x02 \x01(\tR\x06remote\x12\x14\n" +
 	"\x05owner\x18\x03 \x01(\bR\x05owner\x12\x18\n" +
-	"\apending\x18\x04 \x01(\bR\apendingB)Z'github.com/shardns/shardns/cluster/wireb\x06proto3"
+	"\apending\x18\x04 \x01(\bR\apending\"l\n" +
+	"\vZoneChanged\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x125\n" +
+	"\achanges\x18\x03 \x03(\v2\x1b.shardns.wire.v1.ZoneChangeR\achanges\"v\n" +
+	"\n" +
+	"ZoneChange\x12\x12\n" +
+	"\x04zone\x18\x01 \x01(\tR\x04zone\x12\x16\n" +
+	"\x06labels\x18\x02 \x03(\tR\x06labels\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\x12*\n" +
+	"\x11trigger_unix_nano\x18\x04 \x01(\x03R\x0ftriggerUnixNanoB)Z'github.com/shardns/shardns/cluster/wireb\x06proto3"
 
 var (
 	file_cluster_wire_wire_proto_rawDescOnce sync.Once
@@ -765,7 +933,7 @@ func file_cluster_wire_wire_proto_rawDescGZIP() []byte {
 	return file_cluster_wire_wire_proto_rawDescData
 }
 
-var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_cluster_wire_wire_proto_goTypes = []any{
 	(*ZoneQuery)(nil),        // 0: shardns.wire.v1.ZoneQuery
 	(*ZoneReply)(nil),        // 1: shardns.wire.v1.ZoneReply
@@ -775,15 +943,18 @@ var file_cluster_wire_wire_proto_goTypes = []any{
 	(*RingRequest)(nil),      // 5: shardns.wire.v1.RingRequest
 	(*RingState)(nil),        // 6: shardns.wire.v1.RingState
 	(*RingMember)(nil),       // 7: shardns.wire.v1.RingMember
+	(*ZoneChanged)(nil),      // 8: shardns.wire.v1.ZoneChanged
+	(*ZoneChange)(nil),       // 9: shardns.wire.v1.ZoneChange
 }
 var file_cluster_wire_wire_proto_depIdxs = []int32{
 	4, // 0: shardns.wire.v1.ZoneState.objects:type_name -> shardns.wire.v1.ZoneObject
 	7, // 1: shardns.wire.v1.RingState.members:type_name -> shardns.wire.v1.RingMember
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	9, // 2: shardns.wire.v1.ZoneChanged.changes:type_name -> shardns.wire.v1.ZoneChange
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_cluster_wire_wire_proto_init() }
@@ -797,7 +968,7 @@ func file_cluster_wire_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_wire_wire_proto_rawDesc), len(file_cluster_wire_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
