@@ -30,9 +30,14 @@ type Cluster struct {
 	AskFor func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error)
 	// Cache holds owners' answers, bounded in size and by their TTLs.
 	Cache *cache.Cache
-	// Timeout bounds one attempt; Attempts × Timeout bounds the question.
+	// Timeout bounds one attempt; Attempts bounds the owners asked in
+	// one round.
 	Timeout  time.Duration
 	Attempts int
+	// Budget bounds the question, every attempt together
+	// (cluster.questionTimeout): past it the question is answered from
+	// Cache, stale if need be, or SERVFAIL. 0: Attempts × Timeout.
+	Budget time.Duration
 	// MaxInFlight bounds questions being asked; beyond it, SERVFAIL.
 	MaxInFlight int64
 	Now         func() time.Time
@@ -51,7 +56,7 @@ type Cluster struct {
 // Corefile caches in its own cache plugin. It bounds its own questions in
 // flight, as each block's forward does.
 func (c *Cluster) WithCache(cc *cache.Cache) *Cluster {
-	return &Cluster{Ask: c.Ask, AskFor: c.AskFor, Cache: cc, Timeout: c.Timeout, Attempts: c.Attempts,
+	return &Cluster{Ask: c.Ask, AskFor: c.AskFor, Cache: cc, Timeout: c.Timeout, Attempts: c.Attempts, Budget: c.Budget,
 		MaxInFlight: c.MaxInFlight, Now: c.Now, Observe: c.Observe, CacheResult: c.CacheResult}
 }
 
@@ -100,29 +105,32 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	return nil
 }
 
-// askOwners asks the first Attempts replicas of resp.Remote in turn, each
-// for at most Timeout, and answers x with the first answer. When none
-// answered (or there was none to ask: the zone is loading here, and no
-// other replica serves it), it waits a little and answers the question
-// from the view again: the zone may have moved meanwhile (this replica or
-// another found its owner gone and took it over), or finished loading
-// here or on a replica that said it does not hold it yet. A replica that
-// did not answer at all is not asked again. The question gets Attempts ×
-// Timeout in all, then SERVFAIL. It returns nil when the forwarder
+// askOwners asks the first Attempts replicas of resp.Remote in turn,
+// sharing the question's budget among them (attemptTimeout), and answers
+// x with the first answer. When none answered (or there was none to ask:
+// the zone is loading here, and no other replica serves it), it waits a
+// little and answers the question from the view again: the zone may have
+// moved meanwhile (this replica or another found its owner gone and took
+// it over), or finished loading here or on a replica that said it does
+// not hold it yet. A replica that did not answer at all is not asked
+// again. Past the budget the question is answered stale or SERVFAIL
+// (answerUnowned): a client that waits its whole timeout for nothing
+// retries later than one told to. It returns nil when the forwarder
 // answers late.
 func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response) []byte {
 	c := h.Cluster
 	qtype := x.req.Question[0].Qtype
-	deadline := time.Now().Add(time.Duration(c.Attempts) * c.Timeout)
+	deadline := time.Now().Add(c.budget())
 	silent := map[string]bool{}
-	pause := c.Timeout / 10
+	pause := min(c.Timeout, c.budget()) / 10
 	for {
-		for _, member := range resp.Remote[:min(len(resp.Remote), c.Attempts)] {
-			left := time.Until(deadline)
-			if silent[member] || left <= 0 {
+		owners := resp.Remote[:min(len(resp.Remote), c.Attempts)]
+		for i, member := range owners {
+			wait := attemptTimeout(time.Until(deadline), c.Timeout, owners[i:], silent)
+			if silent[member] || wait <= 0 {
 				continue
 			}
-			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left), privateTo(x, resp))
+			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), wait, privateTo(x, resp))
 			if err == nil {
 				if !resp.Private {
 					m = c.store(key, m)
@@ -154,27 +162,74 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 			return h.answerHere(x, r, name, next, nil) // the zone is held here now
 		}
 	}
-	h.logError(x, "no owner of the zone answered", context.DeadlineExceeded)
+	return h.answerUnowned(x, r, name, key, resp, "no owner of the zone answered", context.DeadlineExceeded)
+}
+
+// budget is how long a question asked of owners may take in all.
+func (c *Cluster) budget() time.Duration {
+	if c.Budget > 0 {
+		return c.Budget
+	}
+	return time.Duration(c.Attempts) * c.Timeout
+}
+
+// attemptTimeout is how long the first of owners may take to answer:
+// an equal share of what is left of the question's budget among those
+// not found silent, at most one attempt's timeout, so that a silent
+// first owner leaves the next one time to answer.
+func attemptTimeout(left, timeout time.Duration, owners []string, silent map[string]bool) time.Duration {
+	n := 0
+	for _, m := range owners {
+		if !silent[m] {
+			n++
+		}
+	}
+	if n == 0 || left <= 0 {
+		return 0
+	}
+	return min(timeout, left/time.Duration(n))
+}
+
+// answerUnowned answers x when no owner answered within the question's
+// budget: with the owners' answer Cache still holds, fresh (another
+// question stored it meanwhile) or else stale (RFC 8767), marked with the
+// extended error Stale Answer; failing that, SERVFAIL. An answer an owner
+// said is outdated is gone from the cache, so it is never the one given.
+// A namespace's own answer is never cached, so never served stale.
+func (h *Handler) answerUnowned(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response, why string, err error) []byte {
+	c := h.Cluster
+	if m, st, _ := c.Cache.Get(key, c.Now()); st != cache.Miss && !resp.Private {
+		if st == cache.Stale {
+			h.countCache("stale")
+			x.ede = &dns.EDNS0_EDE{InfoCode: dns.ExtendedErrorCodeStaleAnswer}
+		}
+		return h.answerFromOwner(x, r, name, m, nil)
+	}
+	h.logError(x, why, err)
 	r.Rcode = dns.RcodeServerFailure
 	return h.pack(x, r, nil)
 }
 
 // askAll answers a name of a partial reverse zone that is not held here:
 // each member of resp.Remote holds the share of the zone built from its
-// own namespaces, so all are asked at once, each once until deadline, and
-// x is answered with the merge of their answers (mergeShares). Asking a
-// silent member again would only spend the budget the others' answers
-// need; the merge already refuses to deny a name whose share is unknown.
-// It returns nil when the forwarder answers late.
+// own namespaces, so all are asked at once, each once until deadline (at
+// most the question's budget from now), and x is answered with the merge
+// of their answers (mergeShares), or as answerUnowned does when a share
+// is missing. Asking a silent member again would only spend the budget
+// the others' answers need; the merge already refuses to deny a name
+// whose share is unknown. It returns nil when the forwarder answers late.
 func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response, deadline time.Time) []byte {
 	c := h.Cluster
 	qtype := x.req.Question[0].Qtype
+	if bound := time.Now().Add(c.budget()); bound.Before(deadline) {
+		deadline = bound
+	}
 	shares := make([]share, len(resp.Remote))
 	if left := time.Until(deadline); left > 0 {
 		var wg sync.WaitGroup
 		for i, member := range resp.Remote {
 			wg.Go(func() {
-				m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), left, "")
+				m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left), "")
 				shares[i] = share{member: member, msg: m, err: err}
 			})
 		}
@@ -186,9 +241,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 	}
 	m, err := mergeShares(name, qtype, shares)
 	if err != nil {
-		h.logError(x, "not every replica holding a share of the reverse zone answered", err)
-		r.Rcode = dns.RcodeServerFailure
-		return h.pack(x, r, nil)
+		return h.answerUnowned(x, r, name, key, resp, "not every replica holding a share of the reverse zone answered", err)
 	}
 	return h.answerFromOwner(x, r, name, c.store(key, m), nil)
 }
