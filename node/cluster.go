@@ -499,7 +499,8 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 		},
 		AskFor:  n.askFor,
 		Cache:   ownersCache(c),
-		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, MaxInFlight: int64(c.Forward.MaxConcurrent),
+		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, Budget: c.Cluster.QuestionTimeout.D(),
+		MaxInFlight: int64(c.Forward.MaxConcurrent),
 		Now: time.Now,
 		Observe: func(member string, took time.Duration, err error) {
 			result := "ok"
@@ -523,12 +524,24 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 	}
 }
 
+// ownersStale is how long past its TTL an owner's answer may be given
+// when no owner answers in time (RFC 8767) and cache.serveStale does not
+// say: long enough to bridge until a silent owner is found down and its
+// zones answered by another replica (seconds), short enough that an
+// answer no owner could update meanwhile is not kept for long.
+const ownersStale = time.Minute
+
 // ownersCache is a cache of the owners' answers bounded by c's cache
-// section.
+// section. Its answers serve stale for cache.serveStale, or ownersStale;
+// an owner's word that one is outdated removes it, so it never serves.
 func ownersCache(c *config.Config) *cache.Cache {
 	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	stale := c.Cache.ServeStale.D()
+	if stale <= 0 {
+		stale = ownersStale
+	}
 	return cache.New(cache.Config{Size: c.Cache.Size, MaxBytes: c.Cache.Bytes(), SuccessMaxTTL: sec(c.Cache.MaxTTL),
-		DenialMaxTTL: sec(c.Cache.DenialMaxTTL)})
+		DenialMaxTTL: sec(c.Cache.DenialMaxTTL), ServeStale: stale})
 }
 
 // stopCluster leaves the ring, so the others take over at once, then
