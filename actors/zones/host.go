@@ -135,7 +135,8 @@ func (h *zoneHost) restart(ctx actor.Context) {
 // as the producer of a zone actor makes it again on a restart.
 func (z *zoneActor) identity() *zoneActor {
 	return &zoneActor{key: z.key, origin: z.origin, reverse: z.reverse, pods: z.pods, mesh: z.mesh, hosted: z.hosted,
-		cfg: z.cfg, slot: z.slot, table: z.table, now: z.now, log: z.log, fault: z.fault, repacked: z.repacked}
+		cfg: z.cfg, slot: z.slot, table: z.table, now: z.now, log: z.log, fault: z.fault, repacked: z.repacked,
+		onPublished: z.onPublished}
 }
 
 // hostedKey reports whether the zone of key runs in a host: reverse zones.

@@ -84,6 +84,10 @@ type Config struct {
 	// on purpose (zone.Skip*) was, once per change of its entry; may be
 	// nil.
 	OnMeshSkipped func(why string)
+	// OnPublished is told, by each zone actor, what changed in each
+	// snapshot it published (Published); nil: nobody. It runs in the
+	// zone actor and must not block.
+	OnPublished func(Published)
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.
@@ -648,7 +652,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	z := &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
 		mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
 		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
-		fault: m.cfg.fault, repacked: m.cfg.repacked}
+		fault: m.cfg.fault, repacked: m.cfg.repacked, onPublished: m.cfg.OnPublished}
 	var pid *actor.PID
 	if isReverseRoute(r) { // hostedKey, from the route at hand
 		pid = m.spawnHosted(ctx, key, z)

@@ -67,6 +67,11 @@ type zoneActor struct {
 	rebuilding uint64   // the replay a rebuild waits for; 0: not rebuilding
 	owed       []uint64 // barriers to answer once the rebuilt zone is published
 
+	// What the next publish reports to onPublished (published.go).
+	onPublished func(Published) // Config.OnPublished; nil: nobody is told
+	trigger     time.Time       // earliest Change.Trigger applied since the last publish
+	changedAll  bool            // a change no service label names was applied
+
 	fault    func(key string, batch *zoneApply) // Config.fault
 	repacked func(key string)                   // Config.repacked
 }
@@ -139,6 +144,9 @@ func (z *zoneActor) drop() {
 	if !z.table.Retired() {
 		z.slot.Store(nil)
 	}
+	// Its names are no longer answered here: what was cached of them
+	// goes (an emptied namespace's last Service, a zone handed over).
+	z.report(Published{Zone: z.key, All: true, Trigger: z.trigger}, true)
 	z.fileZone = nil
 	z.services, z.slices, z.ptrs, z.podObjs, z.hosts = nil, nil, nil, nil, nil
 	z.imported = nil
@@ -282,6 +290,7 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 			// source's strings.
 			continue
 		}
+		z.noteTrigger(c.change.Trigger)
 		if k.Kind == model.KindService {
 			z.touch(k.Name)
 			if z.slicesOf != nil && k.Name != strings.ToLower(k.Name) {
@@ -304,8 +313,11 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 	for _, c := range msg.imported {
 		z.namespace = c.Key.Namespace
 		z.applyImported(c)
+		z.noteTrigger(c.Trigger)
+		z.changedAll = true // multicluster names are under no label of the zone key
 	}
 	for _, c := range msg.pods {
+		z.noteTrigger(c.Trigger)
 		if p, ok := c.Object.(*model.Pod); ok {
 			put(&z.podObjs, c.Key.Name, p)
 		} else {
@@ -339,7 +351,9 @@ func (z *zoneActor) onApply(ctx actor.Context, msg *zoneApply) {
 func (z *zoneActor) onFlush() {
 	z.pending = false
 	z.serial = nextSerial(z.serial, z.now())
+	p, changed := z.whatChanged()
 	z.publish()
+	z.report(p, changed)
 }
 
 // onRepack builds the published snapshot again, serial and all, from
@@ -390,8 +404,8 @@ func (z *zoneActor) publish() {
 		// sorted in a slice; the next change makes the map again from them.
 		z.ptrs = nil
 	default:
-		if prev := z.slot.Load(); prev != nil && prev.IsServiceZone() && !z.wholeZone {
-			s = zone.UpdateServiceZone(z.cfg, prev, z.serial, z.sourcesOf(z.touched))
+		if z.updatesLabels() {
+			s = zone.UpdateServiceZone(z.cfg, z.slot.Load(), z.serial, z.sourcesOf(z.touched))
 		} else {
 			services, slices := z.thawed()
 			s = zone.BuildServiceZone(z.cfg, z.key, z.origin, z.serial, services, slices)
