@@ -112,13 +112,19 @@ func (c *Cache) shard(k Key) *shard {
 // after the upstreams failed.
 func (c *Cache) Get(k Key, now time.Time) (msg *dns.Msg, state State, prefetch bool) {
 	h, state, prefetch := c.Peek(k, now)
+	return h.Copy(state), state, prefetch
+}
+
+// Copy is the answer of h, a hit Peek found in state, as Get gives it: a
+// copy with the TTLs counted down (StaleTTL when stale); nil for a miss.
+func (h Hit) Copy(state State) *dns.Msg {
 	switch state {
 	case Fresh:
-		return withTTL(h.Entry.msg, h.Age, h.Remaining, false), Fresh, prefetch
+		return withTTL(h.Entry.msg, h.Age, h.Remaining, false)
 	case Stale:
-		return withTTL(h.Entry.msg, 0, StaleTTL*time.Second, true), Stale, false
+		return withTTL(h.Entry.msg, 0, StaleTTL*time.Second, true)
 	}
-	return nil, Miss, false
+	return nil
 }
 
 // Hit is a cached answer as Peek finds it, not copied.
@@ -187,6 +193,19 @@ func inZone(name, zone string) bool {
 // Msg is the answer as stored (OPT removed), with the TTLs it came with.
 // It is shared: callers must not modify it.
 func (e *Entry) Msg() *dns.Msg { return e.msg }
+
+// Stored is when the entry was stored: the time Put was given.
+func (e *Entry) Stored() time.Time { return e.stored }
+
+// MaxLife is the longest an entry may be kept, fresh or stale: its TTL
+// at most the largest cap (or the floor), then ServeStale.
+func (c *Cache) MaxLife() time.Duration {
+	return max(c.cfg.SuccessMaxTTL, c.cfg.DenialMaxTTL, c.cfg.MinTTL, c.cfg.ServfailTTL) + c.cfg.ServeStale
+}
+
+// Remove drops the entry of k if it is still e: an answer found to be
+// outdated by other means than its TTL.
+func (c *Cache) Remove(k Key, e *Entry) { c.remove(k, e) }
 
 func (c *Cache) remove(k Key, e *Entry) {
 	s := c.shard(k)

@@ -207,3 +207,28 @@ func TestCacheBytesFollowReplacedAndExpiredEntries(t *testing.T) {
 		t.Errorf("after expiry %d bytes in %d entries, want none", c.Bytes(), c.Len())
 	}
 }
+
+// An entry found outdated by other means than its TTL goes; a newer
+// answer stored since stays. Its stored time is the time Put was given,
+// and no entry outlives MaxLife.
+func TestCacheRemoveOutdatedEntry(t *testing.T) {
+	c := testCache()
+	c.Put(key, reply(dns.RcodeSuccess, []string{"example.com. 300 IN A 10.0.0.1"}, nil), t0)
+	old, st, _ := c.Peek(key, t0.Add(time.Second))
+	if st != Fresh || !old.Entry.Stored().Equal(t0) {
+		t.Fatalf("peek: state %d, stored %v; want fresh, stored %v", st, old.Entry.Stored(), t0)
+	}
+	c.Put(key, reply(dns.RcodeSuccess, []string{"example.com. 300 IN A 10.0.0.2"}, nil), t0.Add(2*time.Second))
+	c.Remove(key, old.Entry)
+	if m, st, _ := c.Get(key, t0.Add(3*time.Second)); st != Fresh || m.Answer[0].(*dns.A).A.String() != "10.0.0.2" {
+		t.Fatalf("removing the replaced entry removed the new one: %v %d", m, st)
+	}
+	now, _, _ := c.Peek(key, t0.Add(3*time.Second))
+	c.Remove(key, now.Entry)
+	if _, st, _ := c.Get(key, t0.Add(3*time.Second)); st != Miss {
+		t.Fatalf("removed entry still answers: state %d", st)
+	}
+	if got, want := c.MaxLife(), 30*time.Second+time.Minute; got != want {
+		t.Errorf("MaxLife %v, want %v (largest cap and serve stale)", got, want)
+	}
+}
