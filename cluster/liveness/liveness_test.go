@@ -98,8 +98,9 @@ func TestRefusedMemberIsDownUntilItAccepts(t *testing.T) {
 	}
 }
 
-// A member that is slow (its check times out) or that accepts is never
-// down: only a refusal proves the process gone.
+// A member that is slow (its check times out) or that accepts is not
+// down: with no question to it unanswered (or SilentAfter 0), only a
+// refusal proves it gone.
 func TestSlowOrServingMemberIsNotDown(t *testing.T) {
 	f := &fakeNet{answers: map[string]error{"slow:1": errBlock, "up:1": nil,
 		"unreachable:1": &net.OpError{Op: "dial", Net: "tcp", Err: syscall.EHOSTUNREACH}}}
