@@ -38,13 +38,17 @@ func (h *Handler) serveOwner(req []byte, q wireQuestion, lname []byte, name stri
 	if c == nil || c.Cache == nil {
 		return nil, false
 	}
-	hit, st, _ := c.Cache.Peek(cache.Key{Name: name, Type: q.qtype, Class: dns.ClassINET}, c.Now())
+	ck := cache.Key{Name: name, Type: q.qtype, Class: dns.ClassINET}
+	hit, st, _ := c.Cache.Peek(ck, c.Now())
 	if st != cache.Fresh {
 		return nil, false
 	}
 	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.qtype})
 	if len(resp.Remote) == 0 && !resp.Wait {
 		return nil, false // answered here, or SERVFAIL: the full path says so
+	}
+	if !c.current(ck, hit, resp.Zone) {
+		return nil, false // an owner said it changed: the full path asks again
 	}
 	if m := hit.Entry.Msg(); m.Rcode == dns.RcodeNameError && h.fallsThrough(name) ||
 		h.Config.ExternalChases(name, q.qtype, m.Answer) { // completed by upstream lookups

@@ -47,6 +47,10 @@ type Cluster struct {
 	// CacheResult is told whether the owners' cache answered ("hit") or
 	// not ("miss"); may be nil.
 	CacheResult func(result string)
+	// Fresh is what the owners said changed (coherence.go), shared by
+	// every owners' cache of the process; nil: answers are kept by their
+	// TTLs alone.
+	Fresh *Freshness
 
 	inflight atomic.Int64
 }
@@ -57,13 +61,15 @@ type Cluster struct {
 // flight, as each block's forward does.
 func (c *Cluster) WithCache(cc *cache.Cache) *Cluster {
 	return &Cluster{Ask: c.Ask, AskFor: c.AskFor, Cache: cc, Timeout: c.Timeout, Attempts: c.Attempts, Budget: c.Budget,
-		MaxInFlight: c.MaxInFlight, Now: c.Now, Observe: c.Observe, CacheResult: c.CacheResult}
+		MaxInFlight: c.MaxInFlight, Now: c.Now, Observe: c.Observe, CacheResult: c.CacheResult, Fresh: c.Fresh}
 }
 
-// store caches m, an owner's answer, and returns it as a cache hit
-// would answer it (cache.PutAsHit).
-func (c *Cluster) store(key cache.Key, m *dns.Msg) *dns.Msg {
-	m, _ = c.Cache.PutAsHit(key, m, c.Now())
+// store caches m, an owner's answer to a question sent at asked, and
+// returns it as a cache hit would answer it (cache.PutAsHit). It is
+// stored as of asked: an owner's word that the name changed, arriving
+// while the question was in flight, outdates it (coherence.go).
+func (c *Cluster) store(key cache.Key, m *dns.Msg, asked time.Time) *dns.Msg {
+	m, _ = c.Cache.PutAsHit(key, m, asked)
 	return m
 }
 
@@ -78,7 +84,7 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	key := cache.Key{Name: name, Type: q.Qtype, Class: q.Qclass}
 	// A namespace's own answer is never cached by name: another
 	// namespace's client would get it.
-	if m, st, _ := c.Cache.Get(key, c.Now()); st == cache.Fresh && !resp.Private {
+	if m, st := c.cached(key, resp.Zone); st == cache.Fresh && !resp.Private {
 		c.count("hit")
 		return h.answerFromOwner(x, r, name, m, out)
 	}
@@ -130,10 +136,11 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 			if silent[member] || wait <= 0 {
 				continue
 			}
+			asked := c.Now()
 			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), wait, privateTo(x, resp))
 			if err == nil {
 				if !resp.Private {
-					m = c.store(key, m)
+					m = c.store(key, m, asked)
 				}
 				return h.answerFromOwner(x, r, name, m, nil)
 			}
@@ -198,7 +205,7 @@ func attemptTimeout(left, timeout time.Duration, owners []string, silent map[str
 // A namespace's own answer is never cached, so never served stale.
 func (h *Handler) answerUnowned(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response, why string, err error) []byte {
 	c := h.Cluster
-	if m, st, _ := c.Cache.Get(key, c.Now()); st != cache.Miss && !resp.Private {
+	if m, st := c.cached(key, resp.Zone); st != cache.Miss && !resp.Private {
 		if st == cache.Stale {
 			h.countCache("stale")
 			x.ede = &dns.EDNS0_EDE{InfoCode: dns.ExtendedErrorCodeStaleAnswer}
@@ -225,6 +232,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 		deadline = bound
 	}
 	shares := make([]share, len(resp.Remote))
+	asked := c.Now()
 	if left := time.Until(deadline); left > 0 {
 		var wg sync.WaitGroup
 		for i, member := range resp.Remote {
@@ -243,7 +251,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 	if err != nil {
 		return h.answerUnowned(x, r, name, key, resp, "not every replica holding a share of the reverse zone answered", err)
 	}
-	return h.answerFromOwner(x, r, name, c.store(key, m), nil)
+	return h.answerFromOwner(x, r, name, c.store(key, m, asked), nil)
 }
 
 // share is one member's answer to a fan-out: a message, or why there is
