@@ -37,7 +37,7 @@ func TestFreshnessCurrent(t *testing.T) {
 		{"ns.svc.cluster.local.", "db.ns.svc.cluster.local.", 9, true},
 		{"ns.svc.cluster.local.", "webx.ns.svc.cluster.local.", 9, true},
 		{"ns.svc.cluster.local.", "xweb.ns.svc.cluster.local.", 9, true},
-		{"ns.svc.cluster.local.", "ns.svc.cluster.local.", 9, false},  // the apex
+		{"ns.svc.cluster.local.", "ns.svc.cluster.local.", 9, false},   // the apex
 		{"ns.svc.cluster.local.", "*.ns.svc.cluster.local.", 9, false}, // wildcards
 		{"ns.svc.cluster.local.", "any.ns.svc.cluster.local.", 9, false},
 		{"ns.svc.cluster.local.", "web.ns.svc.clusterset.local.", 9, false}, // outside the zone key
