@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,4 +176,35 @@ func TestToldChangeIsNotServedStale(t *testing.T) {
 	if m, _ := askEDNS(t, h); m.Rcode != dns.RcodeServerFailure {
 		t.Fatalf("after the word: %s %v, want SERVFAIL", dns.RcodeToString[m.Rcode], m.Answer)
 	}
+}
+
+// BenchmarkServeOwnerCachedTold is BenchmarkServeOwnerCached with the
+// owners' words checked: none since the answer was stored (the usual
+// case), and words about other names of the same zone and of 1,000
+// other zones since then (every lookup made).
+func BenchmarkServeOwnerCachedTold(b *testing.B) {
+	fast, _, clock := ownerHandlers(b)
+	fast.Cluster.Fresh = NewFreshness(time.Minute, clock.now)
+	askLateFor(b, fast, "web.ns.svc.cluster.local.", dns.TypeA)
+	req, out := pack(b, query("web.ns.svc.cluster.local.", dns.TypeA)), make([]byte, 0, 512)
+	b.Run("none", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out = fast.Serve(req, Transport{}, out)
+		}
+	})
+	clock.set(time.Second)
+	changes := []Change{{Zone: "ns.svc.cluster.local.", Labels: []string{"db", "api"}}}
+	for i := range 1000 {
+		changes = append(changes, Change{Zone: fmt.Sprintf("n%d.svc.cluster.local.", i), Labels: []string{"web"}})
+	}
+	fast.Cluster.Fresh.Forget(changes)
+	b.Run("others", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if out = fast.Serve(req, Transport{}, out); out == nil {
+				b.Fatal("not answered from the cache")
+			}
+		}
+	})
 }
