@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/miekg/dns"
@@ -54,6 +55,8 @@ type Unserved func(zoneKey string)
 type server struct {
 	source   Source
 	unserved Unserved
+	// interest, once coherence started, notes who asked about what.
+	interest atomic.Pointer[interest]
 }
 
 func (s *server) Receive(ctx actor.Context) {
@@ -64,7 +67,16 @@ func (s *server) Receive(ctx actor.Context) {
 	if ctx.Sender() == nil {
 		return // nowhere to answer
 	}
+	// Noted before the answer is read from the snapshot: whatever is
+	// published after it, the asker is told (coherence.go).
+	it, added := s.interest.Load(), false
+	if it != nil && q.Invalidations && q.Zone != "" {
+		added = it.note(q.Zone, ctx.Sender().Address)
+	}
 	reply, elsewhere := answer(s.source, q)
+	if added && !reply.Served {
+		it.unnote(q.Zone, ctx.Sender().Address) // nothing to cache
+	}
 	// Sent as this actor, not anonymously: the asker accepts a reply only
 	// from the actor it asked.
 	ctx.Request(ctx.Sender(), reply)
@@ -131,6 +143,9 @@ type Client struct {
 	system  *actor.ActorSystem
 	replies *actor.PID
 	pending *pending[*wire.ZoneReply]
+	server  *server
+	// coherent: this process takes owners' ZoneChanged (StartCoherence).
+	coherent atomic.Bool
 }
 
 // Counters are what the dispatch and handoff actors count, each by a
@@ -146,9 +161,10 @@ type Counters struct {
 // Start spawns the server and the reply actor on system, which must have
 // remote started, and returns the client. unserved may be nil.
 func Start(system *actor.ActorSystem, source Source, unserved Unserved, counters Counters) (*Client, error) {
-	c := &Client{system: system, pending: newPending[*wire.ZoneReply](counters.RepliesDropped)}
+	c := &Client{system: system, pending: newPending[*wire.ZoneReply](counters.RepliesDropped),
+		server: &server{source: source, unserved: unserved}}
 	var err error
-	c.replies, err = spawnPair(system, ServerName, &server{source: source, unserved: unserved},
+	c.replies, err = spawnPair(system, ServerName, c.server,
 		repliesName, c.receiveReply, counters.MailboxDropped)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
@@ -205,7 +221,7 @@ func (c *Client) AskFor(ctx context.Context, remoteAddr, zoneKey, name string, q
 	})
 	defer c.pending.done(id)
 	q := &wire.ZoneQuery{Id: id, Zone: zoneKey, Name: name, Qtype: uint32(qtype),
-		TopologyMode: uint32(topo.Mode), TopologyZone: topo.Zone, Namespace: ns}
+		TopologyMode: uint32(topo.Mode), TopologyZone: topo.Zone, Namespace: ns, Invalidations: c.coherent.Load()}
 	c.system.Root.RequestWithCustomSender(actor.NewPID(remoteAddr, server), q, c.replies)
 	select {
 	case r := <-ch:
@@ -230,10 +246,12 @@ func (c *Client) AskFor(ctx context.Context, remoteAddr, zoneKey, name string, q
 // everything else is refused before it reaches an actor. A replica takes
 // everything from replicas, and only questions from node-local
 // processes; a node-local process (nodeLocal) takes only the replies to
-// its own questions, from replicas; the parts of transfers are asked by
-// replicas only. A plain-text peer (no keys: loopback
-// or an explicitly insecure cluster) proves nothing and is taken as a
-// replica by replicas.
+// its own questions and owners' word of changes (InvalidateName), from
+// replicas; the parts of transfers are asked by replicas only. A
+// plain-text peer (no keys: loopback or an explicitly insecure cluster)
+// proves nothing and is taken as a replica: a node-local process in
+// plain text cannot tell a replica from anything else on the port, and
+// refusing a replica's word would end the stream its answers come by.
 func Routes(nodeLocal bool) map[trust.Role]map[string]string {
 	name := func(m proto.Message) string { return string(m.ProtoReflect().Descriptor().FullName()) }
 	questions := map[string]string{
@@ -243,6 +261,7 @@ func Routes(nodeLocal bool) map[trust.Role]map[string]string {
 	replies := map[string]string{
 		repliesName:     name(&wire.ZoneReply{}),
 		ringRepliesName: name(&wire.RingState{}),
+		InvalidateName:  name(&wire.ZoneChanged{}),
 	}
 	if nodeLocal {
 		return map[trust.Role]map[string]string{trust.RoleReplica: replies, trust.RoleUnproven: replies}

@@ -19,7 +19,8 @@ func TestRoutesFollowTheRole(t *testing.T) {
 	if got := Routes(false)[trust.RoleNodeLocal]; !maps.Equal(got, want) {
 		t.Fatalf("a replica takes %v from node-local processes, want %v", got, want)
 	}
-	want = map[string]string{repliesName: "shardns.wire.v1.ZoneReply", ringRepliesName: "shardns.wire.v1.RingState"}
+	want = map[string]string{repliesName: "shardns.wire.v1.ZoneReply", ringRepliesName: "shardns.wire.v1.RingState",
+		InvalidateName: "shardns.wire.v1.ZoneChanged"}
 	nl := Routes(true)
 	if !maps.Equal(nl[trust.RoleReplica], want) || len(nl[trust.RoleNodeLocal]) != 0 {
 		t.Fatalf("a node-local process takes %v, want %v from replicas and nothing from its kind", nl, want)
