@@ -501,7 +501,7 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 		Cache:   ownersCache(c),
 		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, Budget: c.Cluster.QuestionTimeout.D(),
 		MaxInFlight: int64(c.Forward.MaxConcurrent),
-		Now: time.Now,
+		Now:         time.Now,
 		Observe: func(member string, took time.Duration, err error) {
 			result := "ok"
 			if err != nil {

@@ -28,11 +28,24 @@ import (
 //   - another replica asked this one for a zone that a member before it
 //     in the zone's order owns (the asker could not reach that member).
 //
+// A member behind a network that drops what it is sent (a partition, one
+// way or both) refuses nothing. Its questions time out; once none has
+// been answered for silentProbes probe intervals and a check of its
+// port times out as well, it is found down here too. A check that
+// completes brings it back: a member that is only busy answers checks.
+//
 // A member found down owns nothing in this replica's ring, so this
 // replica loads the zones it is next in line for from its own sources, as
 // it would once gossip declared the member dead, and asks the others
 // for the rest. Answers stay the owners' own: every replica's sources
 // hold every object, and a zone is visible only once loaded whole.
+
+// silentProbes is how many probe intervals (about 2 s with the LAN
+// timing) a member's questions must go unanswered before a check that
+// times out finds it down: two checks at least, so one lost packet or
+// one pause does not move its zones, and still well before gossip's
+// verdict (about 5 s).
+const silentProbes = 2
 
 // startLiveness starts the checker of c and listens for broken remote
 // connections. Dials go from bindHost when it is an address, through the
@@ -42,9 +55,10 @@ func (n *Node) startLiveness(c *clusterState, guard *trust.Guard, bindHost strin
 	c.checkRemote = remoteCheck(guard, bindHost)
 	var err error
 	c.liveness, err = liveness.New(liveness.Config{
-		Dial:     c.checkRemote,
-		Timeout:  c.cfg.DispatchTimeout.D(),
-		Interval: interval,
+		Dial:        c.checkRemote,
+		Timeout:     c.cfg.DispatchTimeout.D(),
+		Interval:    interval,
+		SilentAfter: silentProbes * interval,
 		Changed: func(_ string, down bool) {
 			if down {
 				n.metrics.Cluster.MembersDown.Inc()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -205,12 +206,16 @@ func (n *Node) askFor(ctx context.Context, member, zoneKey, name string, qtype u
 	if !ok {
 		return nil, fmt.Errorf("%s is not a member", member)
 	}
+	asked := time.Now()
 	m, err := n.cluster.dispatch.AskFor(ctx, addr, zoneKey, name, qtype, topo, ns)
-	switch {
-	case errors.Is(err, dispatch.ErrNotServed):
+	if errors.Is(err, context.DeadlineExceeded) {
+		// No answer: is it gone, or cut off from this replica?
+		n.cluster.liveness.Unanswered(member, addr, asked)
+		return nil, err
+	}
+	n.cluster.liveness.Answered(member, addr) // it spoke, whatever it said
+	if errors.Is(err, dispatch.ErrNotServed) {
 		return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)
-	case err != nil:
-		n.cluster.liveness.Suspect(member, addr) // no answer: is it gone?
 	}
 	return m, err
 }
