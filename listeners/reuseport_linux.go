@@ -4,11 +4,7 @@ package listeners
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -232,7 +228,7 @@ func (s *Sockets) alone() (bool, error) {
 	var n int
 	var err error
 	if fd >= 0 {
-		n, err = socketsAt(fd, "udp", false)
+		n, err = socketsAt(fd, unix.IPPROTO_UDP)
 	}
 	s.UDP.mu.RUnlock()
 	if fd < 0 {
@@ -246,53 +242,8 @@ func (s *Sockets) alone() (bool, error) {
 		return false, err
 	}
 	var cerr error
-	if err := raw.Control(func(fd uintptr) { n, cerr = socketsAt(int(fd), "tcp", true) }); err != nil {
+	if err := raw.Control(func(fd uintptr) { n, cerr = socketsAt(int(fd), unix.IPPROTO_TCP) }); err != nil {
 		return false, err
 	}
 	return n <= 1, cerr
 }
-
-// socketsAt counts the sockets of this network namespace bound at the
-// local address of socket fd (listening ones only, for TCP), fd's among
-// them, from the kernel's table of proto (/proc/self/net/udp, udp6, tcp,
-// tcp6): fd is found there by its inode, and the others by its address
-// as the table writes it.
-func socketsAt(fd int, proto string, listening bool) (int, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, err
-	}
-	inode := strconv.FormatUint(st.Ino, 10)
-	for _, table := range []string{proto, proto + "6"} {
-		b, err := os.ReadFile("/proc/self/net/" + table)
-		if err != nil {
-			continue // no IPv6 table without IPv6
-		}
-		var rows [][]string
-		local := ""
-		for line := range strings.Lines(string(b)) {
-			f := strings.Fields(line)
-			if len(f) < 10 || f[0] == "sl" {
-				continue
-			}
-			rows = append(rows, f)
-			if f[9] == inode {
-				local = f[1]
-			}
-		}
-		if local == "" {
-			continue
-		}
-		n := 0
-		for _, f := range rows {
-			if f[1] == local && (!listening || f[3] == tcpListen) {
-				n++
-			}
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("socket %d (inode %s) is not in /proc/self/net/%s", fd, inode, proto)
-}
-
-// tcpListen is TCP_LISTEN as the kernel's tables write a socket's state.
-const tcpListen = "0A"
