@@ -267,16 +267,16 @@ func (u *Upstream) caches() []*cache.Cache {
 	return out
 }
 
-// LateBound is the longest an answer h sends late may take: the replicas
-// asked in turn for a zone held elsewhere, then the forwarder's deadline
-// (an owner's NXDOMAIN in a fallthrough zone is asked upstream after). A
-// DNS over HTTPS request, which has no later write to wait for, waits
-// this long; it is read per request, so a reload that changes a deadline
-// applies to the next request.
+// LateBound is the longest an answer h sends late may take: the budget
+// of a question asked of the replicas holding its zone, then the
+// forwarder's deadline (an owner's NXDOMAIN in a fallthrough zone is
+// asked upstream after). A DNS over HTTPS request, which has no later
+// write to wait for, waits this long; it is read per request, so a
+// reload that changes a deadline applies to the next request.
 func (h *Handler) LateBound() time.Duration {
 	var d time.Duration
 	if c := h.Cluster; c != nil {
-		d += time.Duration(c.Attempts) * c.Timeout
+		d += c.budget()
 	}
 	var up time.Duration
 	if u := h.Upstream; u != nil {
