@@ -104,6 +104,20 @@ type Cluster struct {
 	// Members found down (their remote port refused a connection) before
 	// gossip declared them dead (see cluster/liveness).
 	MembersDown prometheus.Counter
+	// Caches told, not timed (see actors/dispatch coherence.go): the
+	// owners' messages of changed names sent to askers, received from
+	// owners, the zone changes applied, and the messages found missing
+	// (everything cached forgotten then).
+	InvalidationsSent, InvalidationsReceived, InvalidationsApplied, InvalidationsLost prometheus.Counter
+	// Askers noted as interested in this replica's zones, and entries
+	// dropped by the bound (their askers told to drop the zone).
+	InterestEntries prometheus.Gauge
+	InterestDropped prometheus.Counter
+	// DNSProgramming is how long after a change in the API it was
+	// answered, by tier: owner (published in its zone), replica and
+	// nodelocal (the caches of other processes told). CoreDNS exports
+	// the like for headless services.
+	DNSProgramming *prometheus.HistogramVec
 }
 
 // Kubernetes are the Kubernetes source's metrics.
@@ -304,6 +318,24 @@ func New(version string) (*prometheus.Registry, *All) {
 	cl.MembersDown = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster",
 		Name: "members_down_total", Help: "Members found down because their remote port refused a connection; " +
 			"they own no zone here until they serve again or gossip declares them dead."})
+	coherence := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardns", Subsystem: "cluster", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	cl.InvalidationsSent = coherence("invalidations_sent_total", "Messages telling askers which names of this replica's zones changed.")
+	cl.InvalidationsReceived = coherence("invalidations_received_total", "Messages from owners telling which names of their zones changed.")
+	cl.InvalidationsApplied = coherence("invalidations_applied_total", "Zone changes told by owners and applied to the caches of their answers.")
+	cl.InvalidationsLost = coherence("invalidations_lost_total",
+		"Messages from owners found missing; the caches of owners' answers forgot everything each time.")
+	cl.InterestDropped = coherence("interest_dropped_total",
+		"Askers' interest in zones dropped beyond the bound; the asker was told to drop the zone.")
+	cl.InterestEntries = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardns", Subsystem: "cluster",
+		Name: "interest_entries", Help: "Askers noted as interested in this replica's zones (zone, asker)."})
+	cl.DNSProgramming = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shardns",
+		Name: "dns_programming_duration_seconds", Help: "Time from a change in the API to its answer, by tier: owner, replica, nodelocal.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}, []string{"tier"})
+	reg.MustRegister(cl.InterestEntries, cl.DNSProgramming)
 	reg.MustRegister(cl.Dispatches, cl.DispatchDuration, cl.Handoffs, cl.GainLoadDuration, cl.ZonesInGrace, cl.ZonesHandedOver, cl.OwnerDispatches, cl.OwnerDuration,
 		cl.CacheHits, cl.CacheMisses, cl.MailboxDropped, cl.RepliesDropped, cl.RejectedMembers, cl.MembersDown)
 	k := &Kubernetes{

@@ -43,6 +43,7 @@ type clusterState struct {
 	remoteAddr  string          // advertised host:port of actor remote
 	dispatch    *dispatch.Client
 	handoff     *dispatch.Handoff    // hands zones to replicas that gain them
+	coherence   *dispatch.Coherence  // tells askers what changed, takes what owners tell
 	ring        *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
 	members     memberSource         // gossip, or in a node-local process the replicas' word
 	feed        *ringFeed            // members in a node-local process; nil in a replica
@@ -173,6 +174,11 @@ func (n *Node) startCluster() error {
 	if err != nil {
 		c.stopLiveness(n.system)
 		return err
+	}
+	n.fresh = query.NewFreshness(0, time.Now)
+	if err := n.startCoherence(c); err != nil {
+		c.stopLiveness(n.system)
+		return fmt.Errorf("cluster: %w", err)
 	}
 	c.handoff, err = dispatch.StartHandoff(n.system, func() *actor.PID {
 		if core := n.core.Load(); core != nil {
@@ -359,8 +365,10 @@ func (n *Node) watchRing() {
 
 func (n *Node) publishRing() {
 	r := n.buildRing()
-	n.dropReturned(n.ring.Load(), r)
+	prev := n.ring.Load()
+	n.dropReturned(prev, r)
 	n.ring.Store(r)
+	n.ringMoved(prev, r) // after the store: questions from now on go to the new owners
 	if n.widening.Load() {
 		// Its watches are being widened before it leaves: zones it would
 		// gain from a replica leaving meanwhile could not load yet, while
@@ -493,12 +501,15 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 		return nil
 	}
 	m := n.metrics.Cluster
+	owners := ownersCache(c)
+	n.fresh.Keep(owners.MaxLife())
 	return &query.Cluster{
 		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
 			return n.askFor(ctx, member, zoneKey, name, qtype, topo, "")
 		},
 		AskFor:  n.askFor,
-		Cache:   ownersCache(c),
+		Cache:   owners,
+		Fresh:   n.fresh,
 		Timeout: c.Cluster.DispatchTimeout.D(), Attempts: 3, Budget: c.Cluster.QuestionTimeout.D(),
 		MaxInFlight: int64(c.Forward.MaxConcurrent),
 		Now:         time.Now,
@@ -565,6 +576,7 @@ func (n *Node) stopCluster() {
 		return
 	}
 	n.cluster.stopLiveness(n.system)
+	n.cluster.coherence.Stop()
 	n.cluster.members.Close()
 	n.cluster.remote.Shutdown(false)
 	n.cluster.outbound.Detach()

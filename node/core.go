@@ -182,6 +182,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		FetchZone:     sharding.fetch,
 		OnHandedOver:  func(result string) { m.Cluster.ZonesHandedOver.WithLabelValues(result).Inc() },
 		OnMeshSkipped: func(why string) { m.Kubernetes.MeshSkipped.WithLabelValues(why).Inc() },
+		OnPublished:   sharding.published,
 	}))
 	c.manager = manager
 	if initial != nil {
@@ -222,6 +223,8 @@ type coreSharding struct {
 	live    *atomic.Pointer[cluster.Ring] // the ring as it changes
 	fetch   zones.FetchZone               // loads a gained zone from a replica that held it
 	mesh    func() *dispatch.MeshNames    // the mesh names the replicas told a node-local process
+	// published is told what each zone publish changed (zones.Config.OnPublished).
+	published func(zones.Published)
 }
 
 // handler is the query handler of this core for one listener; server is

@@ -92,6 +92,9 @@ type Node struct {
 	// replica that left is asked of it while it loads here, and in its
 	// lameduck that replica still answers (and hands it over).
 	replaced atomic.Pointer[cluster.Ring]
+	// fresh is what owners said changed, for every owners' cache of the
+	// process (coherence.go); nil outside a cluster.
+	fresh *query.Freshness
 
 	stopWatch chan struct{}
 	// takingBack are the node-local listeners waiting for the process
@@ -324,7 +327,8 @@ func (n *Node) Ready() bool {
 
 // sharding is what a new core needs from the cluster.
 func (n *Node) sharding(cfg *config.Config) coreSharding {
-	s := coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring}
+	s := coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring,
+		published: n.published}
 	if n.cluster != nil {
 		s.fetch = n.cluster.handoff.Fetch
 		s.mesh = n.cluster.ring.Mesh

@@ -165,7 +165,9 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 func (c *core) blockOwnersCaches() {
 	for i, b := range c.blocks {
 		if b != nil && c.cluster != nil && c.cfg.Servers[i].Chain.AnswersCluster() {
-			b.cluster = c.cluster.WithCache(ownersCache(b.cfg))
+			owners := ownersCache(b.cfg)
+			c.cluster.Fresh.Keep(owners.MaxLife())
+			b.cluster = c.cluster.WithCache(owners)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func NewFreshness(keep time.Duration, now func() time.Time) *Freshness {
 // cache that checks with f keeps an answer. It only grows, so a cache
 // of a configuration before a reload is covered too.
 func (f *Freshness) Keep(d time.Duration) {
-	for {
+	for f != nil {
 		old := f.keep.Load()
 		if int64(d) <= old || f.keep.CompareAndSwap(old, int64(d)) {
 			return
@@ -112,6 +112,9 @@ func (f *Freshness) Forget(changes []Change) time.Time {
 // changed, so the owners that told this process about their zones may
 // no longer be the ones that own them.
 func (f *Freshness) ForgetAll() {
+	if f == nil {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()

@@ -142,9 +142,9 @@ func (c *Client) StartCoherence(cfg CoherenceConfig) (*Coherence, error) {
 	return co, nil
 }
 
-// Stop ends the notifier and waits for it.
+// Stop ends the notifier and waits for it; nil does nothing.
 func (co *Coherence) Stop() {
-	if co.stopped.CompareAndSwap(false, true) {
+	if co != nil && co.stopped.CompareAndSwap(false, true) {
 		close(co.stop)
 		<-co.done
 	}
