@@ -234,7 +234,7 @@ func (c *coherenceTest) checkProgrammingMetric(t *testing.T) {
 	}
 	m := mustMetrics(t, c.byName[other].http)
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(m)), func(k string) bool { return strings.HasPrefix(k, programmingMetric) }) {
-		t.Fatalf("%s's /metrics has no %s: the owners push no invalidations yet", other, programmingMetric)
+		t.Fatalf("%s's /metrics has no %s: how long changes take to reach each tier is not reported (yet)", other, programmingMetric)
 	}
 	if n := m.sumWith(programmingMetric+"_count", `tier="replica"`); n == 0 {
 		t.Errorf("%s (no owner of %s) observed no %s{tier=\"replica\"}:\n%s", other, ns, programmingMetric, m.series(programmingMetric+"_count"))
