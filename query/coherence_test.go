@@ -208,3 +208,31 @@ func BenchmarkServeOwnerCachedTold(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFreshnessCurrent is the check a hit adds: an answer stored
+// after every word (the usual case), and one stored before words about
+// other names of its zone and of 1,000 other zones.
+func BenchmarkFreshnessCurrent(b *testing.B) {
+	clock := &ownerClock{}
+	f := NewFreshness(time.Minute, clock.now)
+	clock.set(time.Second)
+	changes := []Change{{Zone: "ns.svc.cluster.local.", Labels: []string{"db", "api"}}}
+	for i := range 1000 {
+		changes = append(changes, Change{Zone: fmt.Sprintf("n%d.svc.cluster.local.", i), Labels: []string{"web"}})
+	}
+	f.Forget(changes)
+	for _, bc := range []struct {
+		name   string
+		stored time.Duration
+	}{{"after", 2 * time.Second}, {"before", 0}} {
+		stored := time.Unix(1_000_000, int64(bc.stored))
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !f.Current("ns.svc.cluster.local.", "_http._tcp.web.ns.svc.cluster.local.", stored) {
+					b.Fatal("outdated")
+				}
+			}
+		})
+	}
+}
