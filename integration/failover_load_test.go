@@ -61,6 +61,7 @@ type killLoad struct {
 	sent    []time.Duration // since start, by query
 	took    []time.Duration // until its answer, by query
 	result  []int
+	stale   []bool         // answered with the extended error Stale Answer, by query
 	asked   []loadQuestion // by query
 	to      []string       // the target asked, by query
 	example [outcomes]string
@@ -84,6 +85,7 @@ func startKillLoad(targets []string, rate int, next func(i int) loadQuestion) *k
 				l.sent = append(l.sent, time.Since(l.start))
 				l.took = append(l.took, 0)
 				l.result = append(l.result, -1)
+				l.stale = append(l.stale, false)
 				l.asked, l.to = append(l.asked, q), append(l.to, addr)
 				l.mu.Unlock()
 				l.wg.Go(func() { l.ask(idx, addr, q) })
@@ -97,6 +99,7 @@ func startKillLoad(targets []string, rate int, next func(i int) loadQuestion) *k
 func (l *killLoad) ask(idx int, addr string, q loadQuestion) {
 	m := new(dns.Msg)
 	m.SetQuestion(q.name, q.qtype)
+	m.SetEdns0(1232, false) // as stub resolvers do: a stale answer says so in its OPT record
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second, UDPSize: 65535}
 	start := time.Now()
 	r, _, err := c.Exchange(m, addr)
@@ -118,10 +121,24 @@ func (l *killLoad) ask(idx int, addr string, q loadQuestion) {
 	}
 	l.mu.Lock()
 	l.result[idx], l.took[idx] = res, took
+	l.stale[idx] = err == nil && staleAnswer(r)
 	if l.example[res] == "" {
 		l.example[res] = detail
 	}
 	l.mu.Unlock()
+}
+
+// staleAnswer reports whether r carries the extended error Stale Answer
+// (RFC 8914): a cached answer past its TTL, given when no owner answered.
+func staleAnswer(r *dns.Msg) bool {
+	if opt := r.IsEdns0(); opt != nil {
+		for _, o := range opt.Option {
+			if e, ok := o.(*dns.EDNS0_EDE); ok && e.InfoCode == dns.ExtendedErrorCodeStaleAnswer {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // finish stops the load and waits for the answers still due.
@@ -129,7 +146,7 @@ func (l *killLoad) finish() killReport {
 	l.stop.Store(true)
 	l.wg.Wait()
 	rep := killReport{first: map[int]time.Duration{}, last: map[int]time.Duration{}, example: l.example,
-		sent: l.sent, took: l.took, result: l.result, asked: l.asked, to: l.to}
+		sent: l.sent, took: l.took, result: l.result, stale: l.stale, asked: l.asked, to: l.to}
 	for i, res := range l.result {
 		rep.count[res]++
 		if _, ok := rep.first[res]; !ok {
@@ -149,6 +166,7 @@ type killReport struct {
 	example     [outcomes]string
 	sent, took  []time.Duration // by query
 	result      []int
+	stale       []bool         // by query: answered stale (staleAnswer)
 	asked       []loadQuestion // by query
 	to          []string       // the target asked, by query
 }

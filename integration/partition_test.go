@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +27,13 @@ const (
 	partitionCut        = 30 * time.Second
 	partitionNamespaces = 9
 	partitionRate       = 150 // queries a second, over the three replicas
+	// answerWithin is how soon every question must be answered, cut or
+	// not: a client that hears nothing by then has waited its timeout
+	// for nothing, where a SERVFAIL or a stale answer let it go on.
+	answerWithin = time.Second
+	// convergeWithin bounds the time from a heal until every ring lists
+	// every replica and every replica answers every question right.
+	convergeWithin = 5 * time.Second
 )
 
 // nsReplica is a replica process in a namespace of its own.
@@ -200,11 +206,14 @@ func logRings(t *testing.T, when string, rs []*nsReplica) {
 // TestPartition cuts one of three replicas (replicationFactor 1, default
 // gossip timing) off from the others under load, both ways and then one
 // way, and heals each cut. No answer may ever be wrong or a false
-// NXDOMAIN; SERVFAIL (or no answer) is allowed only for questions sent
-// between a cut and the convergence after its heal; after each heal the
-// rings list all three replicas and every replica answers every question
-// right again. It logs how long SERVFAILs lasted, for which zones and from
-// which replica, and how long convergence took. Needs root.
+// NXDOMAIN, and every question is answered within answerWithin: a
+// replica that cannot hear an owner answers stale or SERVFAIL in time,
+// never nothing. SERVFAIL is allowed only for questions sent between a
+// cut and the convergence after its heal; within convergeWithin of each
+// heal the rings list all three replicas and every replica answers every
+// question right again. It logs in how many seconds of each cut clients
+// got SERVFAIL or stale answers, for which zones and from which replica
+// the SERVFAILs came, and how long convergence took. Needs root.
 func TestPartition(t *testing.T) {
 	lab := newNetLab(t)
 	cluster, named := partitionCluster(t)
@@ -271,122 +280,4 @@ func TestPartition(t *testing.T) {
 		ph.report(t, rep)
 	}
 	checkPartitionLoad(t, rep, phases)
-}
-
-// partitionPhase is one cut: when it began, was healed, the replicas
-// converged and then dropped the zones they held over (settled), as
-// times since the load's start.
-type partitionPhase struct {
-	inboundOnly                   bool
-	cut, heal, converged, settled time.Duration
-}
-
-func (ph partitionPhase) GoString() string {
-	return fmt.Sprintf("{cut %.2f s, healed %.2f s, converged %.2f s, settled %.2f s}",
-		ph.cut.Seconds(), ph.heal.Seconds(), ph.converged.Seconds(), ph.settled.Seconds())
-}
-
-func (ph partitionPhase) String() string {
-	if ph.inboundOnly {
-		return "one-way cut (the replica drops what it receives from the others)"
-	}
-	return "cut both ways"
-}
-
-// failedZone sums the SERVFAILs and unanswered questions of one zone from
-// one replica, by the time they were sent.
-type failedZone struct {
-	n           int
-	first, last time.Duration
-}
-
-// report logs what clients saw during the phase: the outcomes, the
-// SERVFAIL window and the zones and replicas it came from, and the
-// convergence time after the heal.
-func (ph partitionPhase) report(t *testing.T, rep killReport) {
-	t.Helper()
-	var count [outcomes]int
-	zones := map[string]*failedZone{}
-	for i, s := range rep.sent {
-		if s < ph.cut || s >= ph.settled || rep.result[i] < 0 {
-			continue
-		}
-		count[rep.result[i]]++
-		if rep.result[i] != answeredServfail && rep.result[i] != answeredNot {
-			continue
-		}
-		key := zoneOf(rep.asked[i].name) + " from " + rep.to[i]
-		if s >= ph.converged {
-			key += " after the heal"
-		}
-		z := zones[key]
-		if z == nil {
-			z = &failedZone{first: s}
-			zones[key] = z
-		}
-		z.n++
-		z.last = s
-	}
-	total := 0
-	for _, c := range count {
-		total += c
-	}
-	t.Logf("%s for %v: %d queries from the cut until the replicas settled, %.1f%% right, %d SERVFAIL, %d unanswered",
-		ph, partitionCut, total, 100*float64(count[answeredRight])/float64(max(total, 1)), count[answeredServfail], count[answeredNot])
-	t.Logf("%s: rings and answers converged %.2f s after the heal", ph, (ph.converged - ph.heal).Seconds())
-	keys := make([]string, 0, len(zones))
-	for k := range zones {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		z := zones[k]
-		t.Logf("  %s: %d failed, sent %+.2f s to %+.2f s from the cut", k, z.n, (z.first - ph.cut).Seconds(), (z.last - ph.cut).Seconds())
-	}
-}
-
-// checkPartitionLoad fails the test on any wrong answer or false
-// NXDOMAIN, and on a failure outside the phases (before a cut, or after
-// the convergence that followed its heal).
-func checkPartitionLoad(t *testing.T, rep killReport, phases []partitionPhase) {
-	t.Helper()
-	if rep.wrong() > 0 {
-		t.Errorf("%d wrong answers; e.g. %s %s", rep.wrong(), rep.example[answeredNXDOMAIN], rep.example[answeredWrong])
-	}
-	outside := 0
-	for i, s := range rep.sent {
-		if rep.result[i] != answeredServfail && rep.result[i] != answeredNot {
-			continue
-		}
-		in := false
-		for _, ph := range phases {
-			in = in || (s >= ph.cut && s < ph.settled)
-		}
-		if !in {
-			outside++
-			if outside <= 5 {
-				t.Logf("failed outside the partitions: %s %s to %s, sent at %.2f s of the load (phases %#v)",
-					rep.asked[i].name, dns.TypeToString[rep.asked[i].qtype], rep.to[i], s.Seconds(), phases)
-			}
-		}
-	}
-	if outside > 0 {
-		t.Errorf("%d queries failed outside the partitions", outside)
-	}
-	right := float64(rep.count[answeredRight]) / float64(max(rep.total, 1))
-	t.Logf("success rate of the clients over the whole run: %.1f%%", 100*right)
-	if right < 0.5 {
-		t.Errorf("only %.1f%% of the questions were answered right", 100*right)
-	}
-}
-
-// zoneOf is the zone key of the load's names: the namespace's service
-// zone, or the /24 reverse zone.
-func zoneOf(name string) string {
-	labels := dns.SplitDomainName(name)
-	n := 4
-	if strings.HasSuffix(name, ".in-addr.arpa.") {
-		n = 5
-	}
-	return strings.Join(labels[max(len(labels)-n, 0):], ".") + "."
 }
