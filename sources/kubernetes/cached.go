@@ -35,6 +35,11 @@ type cached struct {
 	// err says why the API object could not be converted; such an
 	// object is logged and never served.
 	err error
+	// changed is when the API object last changed as its metadata says
+	// it, which the handler turns into the trigger of a change. It stays
+	// out of frozen: the zones and other replicas never see it, and two
+	// versions that differ in it alone serve the same records.
+	changed kubeobj.Changed
 }
 
 // GetObjectMeta lets the informer's key functions read the identity. It
@@ -132,7 +137,10 @@ func transformFor(exposed func(namespace string) bool, held *heldEntries, warn f
 		if !exposed(namespace) {
 			object, err = nil, nil
 		}
-		return newCached(*meta, object, err), nil
+		c := newCached(*meta, object, err)
+		_, isSlice := obj.(*discoveryv1.EndpointSlice)
+		c.changed = kubeobj.ChangedOf(meta, isSlice)
+		return c, nil
 	}
 }
 

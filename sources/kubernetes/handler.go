@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ type handler struct {
 	log     *slog.Logger
 	events  *prometheus.CounterVec // kind, type; may be nil
 	skipped *prometheus.CounterVec // kind, what; may be nil
+	now     func() time.Time       // nil: time.Now
 }
 
 // count counts an event the watch delivered.
@@ -60,6 +62,35 @@ func (h *handler) key(obj any) (model.Key, bool) {
 	return model.Key{Kind: h.kind, Namespace: m.GetNamespace(), Name: m.GetName()}, true
 }
 
+func (h *handler) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
+}
+
+// addTrigger is when the add of obj happened in the API, if it is a
+// recent change and not one of the initial list (see
+// kubeobj.Changed.OnAdd).
+func (h *handler) addTrigger(obj any, initial bool) time.Time {
+	c, ok := obj.(*cached)
+	if !ok || initial {
+		return time.Time{}
+	}
+	return c.changed.OnAdd(false, h.clock())
+}
+
+// updateTrigger is when the update from oldObj to newObj happened in the
+// API, if the slice controller said it (see kubeobj.Changed.OnUpdate).
+func updateTrigger(oldObj, newObj any, now time.Time) time.Time {
+	o, oldOK := oldObj.(*cached)
+	n, newOK := newObj.(*cached)
+	if !oldOK || !newOK {
+		return time.Time{}
+	}
+	return n.changed.OnUpdate(o.changed, now)
+}
+
 func (h *handler) visible(k model.Key) bool {
 	ns := k.Namespace
 	if h.kind == model.KindNamespace {
@@ -69,8 +100,9 @@ func (h *handler) visible(k model.Key) bool {
 }
 
 // OnAdd sends new objects. A broken object is logged and skipped: nothing
-// already served changes.
-func (h *handler) OnAdd(obj any, _ bool) {
+// already served changes. initial is true for the initial list and for
+// replays of the cache: no change in the API, so no trigger.
+func (h *handler) OnAdd(obj any, initial bool) {
 	h.count("add")
 	k, ok := h.key(obj)
 	if !ok || !h.visible(k) {
@@ -83,7 +115,7 @@ func (h *handler) OnAdd(obj any, _ bool) {
 		return
 	}
 	if m != nil {
-		h.send(model.Change{Key: k, Object: m})
+		h.send(model.Change{Key: k, Object: m, Trigger: h.addTrigger(obj, initial)})
 	}
 }
 
@@ -109,11 +141,16 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 	if oldOK && newOK && oldC.err == nil && sameRecords(oldC, newC) {
 		return
 	}
-	h.send(model.Change{Key: k, Object: m})
+	h.send(model.Change{Key: k, Object: m, Trigger: updateTrigger(oldObj, newObj, h.clock())})
 }
 
 // OnDelete sends a delete, also for tombstones of objects deleted while
-// the watch was down.
+// the watch was down. A delete carries no trigger: nothing in the final
+// state says when the object left the API. Its deletionTimestamp, when
+// set, is when the deletion was asked for, before a pod's grace period or
+// a finalizer's work, which would count as DNS latency; a slice's
+// LastChangeTriggerTime is that of its last update (kube-proxy ignores it
+// on deletes for that reason).
 func (h *handler) OnDelete(obj any) {
 	h.count("delete")
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {

@@ -256,7 +256,7 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 	for _, w := range s.informers() {
 		h := s.replayHandler(w, func(c model.Change) { changes = append(changes, c) })
 		for _, obj := range byNamespace(w.informer.GetStore().List()) {
-			h.OnAdd(obj, false)
+			h.OnAdd(obj, true) // as the initial list: no change in the API, no trigger
 		}
 	}
 	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
