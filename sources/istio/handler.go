@@ -3,12 +3,14 @@ package istio
 import (
 	"log/slog"
 	"reflect"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/kubeobj"
 )
 
 // handler turns informer events into model changes. It runs on the
@@ -19,6 +21,7 @@ type handler struct {
 	// quiet drops conversion warnings: a replay sends objects that were
 	// already reported when they arrived.
 	quiet bool
+	now   func() time.Time // nil: time.Now
 }
 
 var _ cache.ResourceEventHandler = (*handler)(nil)
@@ -45,8 +48,24 @@ func key(obj any) (model.Key, bool) {
 	return model.Key{Kind: model.KindServiceEntry, Namespace: m.GetNamespace(), Name: m.GetName()}, true
 }
 
+// trigger is when the add of obj happened in the API: its creation, if
+// recent and not of the initial list or a replay (see
+// kubeobj.Changed.OnAdd). A ServiceEntry carries no time of its later
+// changes, so updates and deletes have none.
+func (h *handler) trigger(obj any, initial bool) time.Time {
+	m, err := meta.Accessor(obj)
+	if err != nil || initial {
+		return time.Time{}
+	}
+	now := time.Now
+	if h.now != nil {
+		now = h.now
+	}
+	return kubeobj.ChangedOf(m, false).OnAdd(false, now())
+}
+
 // OnAdd sends new entries. A broken one is logged and skipped.
-func (h *handler) OnAdd(obj any, _ bool) {
+func (h *handler) OnAdd(obj any, initial bool) {
 	k, ok := key(obj)
 	if !ok {
 		return
@@ -59,7 +78,7 @@ func (h *handler) OnAdd(obj any, _ bool) {
 		return
 	}
 	if e != nil {
-		h.send(model.Change{Key: k, Object: e})
+		h.send(model.Change{Key: k, Object: e, Trigger: h.trigger(obj, initial)})
 	}
 }
 

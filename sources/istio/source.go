@@ -246,7 +246,7 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 	if s.informer != nil {
 		h := &handler{log: s.cfg.Logger, quiet: true, send: func(c model.Change) { changes = append(changes, c) }}
 		for _, obj := range s.informer.GetStore().List() {
-			h.OnAdd(obj, false)
+			h.OnAdd(obj, true) // as the initial list: no change in the API, no trigger
 		}
 	}
 	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})

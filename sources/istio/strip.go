@@ -3,7 +3,7 @@ package istio
 import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 // strip is the informer's transform: it replaces each ServiceEntry with a
-// copy holding only what DNS reads (identity, version, hosts, addresses,
+// copy holding only what DNS reads (identity, version, creation, hosts, addresses,
 // exportTo and the allocated addresses of the status) before the object
 // enters the cache. Ports, endpoints, workload selectors, annotations and
 // managedFields are never kept. Values are kept as served, whatever their
@@ -16,6 +16,9 @@ func strip(obj any) (any, error) {
 	meta := map[string]any{"name": u.GetName(), "resourceVersion": u.GetResourceVersion(), "uid": string(u.GetUID())}
 	if ns := u.GetNamespace(); ns != "" {
 		meta["namespace"] = ns
+	}
+	if created, ok := u.Object["metadata"].(map[string]any)["creationTimestamp"].(string); ok {
+		meta["creationTimestamp"] = created // a new entry's trigger (see handler.OnAdd)
 	}
 	out := map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}
 	if spec, ok := u.Object["spec"].(map[string]any); ok {
