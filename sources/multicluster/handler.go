@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"log/slog"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,11 @@ type entry struct {
 	meta   metav1.ObjectMeta // namespace, name and resourceVersion only
 	frozen model.Frozen      // empty when DNS serves nothing from the object
 	err    error
+	// changed is when the object last changed as its metadata says it
+	// (an imported slice's LastChangeTriggerTime, if its implementation
+	// writes one; a creation): the trigger of its change, kept out of
+	// frozen.
+	changed kubeobj.Changed
 }
 
 // GetObjectMeta lets the informer's key functions read the identity.
@@ -34,7 +40,8 @@ func transformFor(kind model.Kind, log *slog.Logger) func(any) (any, error) {
 		if !ok {
 			return obj, nil // entries and tombstones pass through
 		}
-		e := &entry{meta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}}
+		e := &entry{meta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()},
+			changed: kubeobj.ChangedOf(u, kind == model.KindMultiClusterSlice)}
 		var object any
 		switch kind {
 		case model.KindServiceImport:
@@ -69,16 +76,25 @@ type handler struct {
 	exposed func(namespace string) bool // the kubernetes.namespaces filter
 	send    func(model.Change)
 	log     *slog.Logger
+	now     func() time.Time // nil: time.Now
 }
 
 var _ cache.ResourceEventHandler = (*handler)(nil)
+
+func (h *handler) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
+}
 
 func (h *handler) key(e *entry) model.Key {
 	return model.Key{Kind: h.kind, Namespace: e.meta.Namespace, Name: e.meta.Name}
 }
 
-// OnAdd sends new objects. A broken object is logged and skipped.
-func (h *handler) OnAdd(obj any, _ bool) {
+// OnAdd sends new objects. A broken object is logged and skipped. An add
+// of the initial list or of a replay (initial) carries no trigger.
+func (h *handler) OnAdd(obj any, initial bool) {
 	e, ok := obj.(*entry)
 	if !ok || !h.exposed(e.meta.Namespace) {
 		return
@@ -88,7 +104,7 @@ func (h *handler) OnAdd(obj any, _ bool) {
 		return
 	}
 	if e.frozen != "" {
-		h.send(model.Change{Key: h.key(e), Object: e.frozen})
+		h.send(model.Change{Key: h.key(e), Object: e.frozen, Trigger: e.changed.OnAdd(initial, h.clock())})
 	}
 }
 
@@ -111,11 +127,15 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 	if e.frozen != "" {
 		object = e.frozen
 	}
-	h.send(model.Change{Key: h.key(e), Object: object})
+	var trigger time.Time
+	if o != nil {
+		trigger = e.changed.OnUpdate(o.changed, h.clock())
+	}
+	h.send(model.Change{Key: h.key(e), Object: object, Trigger: trigger})
 }
 
 // OnDelete sends a delete, also for tombstones of objects deleted while
-// the watch was down.
+// the watch was down. As the Kubernetes source's, it carries no trigger.
 func (h *handler) OnDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
