@@ -537,9 +537,9 @@ func (m *Manager) indexPod(c model.Change) {
 }
 
 // thawed returns c with the model object its frozen form encodes, and
-// with its identity; other changes are returned as they are. A frozen
-// object that does not thaw (only a bug can make one) is logged and
-// taken for a delete, so that nothing is built from it.
+// with its identity and trigger; other changes are returned as they
+// are. A frozen object that does not thaw (only a bug can make one) is
+// logged and taken for a delete, so that nothing is built from it.
 func thawed(c model.Change, log *slog.Logger) model.Change {
 	f, ok := c.Object.(model.Frozen)
 	if !ok {
@@ -550,7 +550,7 @@ func thawed(c model.Change, log *slog.Logger) model.Change {
 		log.Error("dropping an object that does not thaw", "object", c.Key.String(), "err", err)
 		return model.Change{Key: c.Key}
 	}
-	return model.Change{Key: c.Key, Object: obj}
+	return model.Change{Key: c.Key, Object: obj, Trigger: c.Trigger}
 }
 
 func isReverseKey(cfg *zone.Config, key string) bool {
