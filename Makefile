@@ -68,11 +68,21 @@ deps:
 ## `go run ./scripts/scalecurve < bench-scale.tsv > docs/scale-curve.svg`.
 ## The services are written into etcd (100k in under a minute); the whole curve
 ## takes about 20 minutes on the 2-core machine (docs/performance.md#a-scale-curve),
-## `make bench SCALE=5k,20k` keeps to the small points.
+## `make bench SCALE=5k,20k` keeps to the small points. And the node tier: three keyed
+## replicas (rf 1) under 100 EndpointSlice updates a second while one process simulates
+## NODES node-local caches (each its own remote address and the node-local credential,
+## the ring asked every second, ten names asked of the owners as their TTL runs out),
+## with invalidations and without: the replicas' CPU and RSS (per 1k nodes), the
+## invalidations a node gets and the time from a change to a node told of it, a real
+## node-local process's hit rate; rows to NODES_OUT (bench-node-tier.tsv) for
+## `go run ./scripts/nodetiercurve < bench-node-tier.tsv > docs/node-tier-scale.svg`
+## (about 12 minutes; docs/performance.md#what-the-node-local-tier-costs-the-replicas).
 SCALE ?= 5k,20k,50k,100k
 SCALE_OUT ?= $(CURDIR)/bench-scale.tsv
+NODES ?= 0,500,1000,1500,2000
+NODES_OUT ?= $(CURDIR)/bench-node-tier.tsv
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 SHARDNS_SCALE=$(SCALE) SHARDNS_SCALE_OUT=$(SCALE_OUT) $(GO) test -count=1 -v -timeout 360m -run '^(TestDNSPerf|TestNodeLocalPerf|TestBlocksPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory|TestScaleCurve)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood|scale)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 SHARDNS_SCALE=$(SCALE) SHARDNS_SCALE_OUT=$(SCALE_OUT) SHARDNS_NODES=$(NODES) SHARDNS_NODE_TIER_OUT=$(NODES_OUT) $(GO) test -count=1 -v -timeout 360m -run '^(TestDNSPerf|TestNodeLocalPerf|TestBlocksPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory|TestScaleCurve|TestNodeTierScale)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood|scale)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration
