@@ -47,7 +47,7 @@ import (
 // `go run ./scripts/nodetiercurve < bench-node-tier.tsv > docs/node-tier-scale.svg`.
 func TestNodeTierScale(t *testing.T) {
 	cp, client := benchControlPlane(t)
-	counts := envInts(t, "SHARDNS_NODES", []int{0, 500, 1000, 2000})
+	counts := envInts(t, "SHARDNS_NODES", []int{0, 500, 1000, 1500, 2000})
 	window := envDuration(t, "SHARDNS_NODE_WINDOW", 30*time.Second)
 	rate := envInts(t, "SHARDNS_NODE_CHURN", []int{100})[0]
 	const namespaces, services, endpoints = 100, 2000, 10
