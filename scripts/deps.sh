@@ -7,7 +7,9 @@
 # nft (TestPartition cuts a replica off in its network namespace), and
 # what the node tier (integration/kubenode) runs pods with: containerd and
 # runc, the CNI plugins, conntrack (kube-proxy clears UDP entries with it)
-# and a static busybox (copied into the pods' busybox image).
+# and a static busybox (copied into the pods' busybox image); prometheus
+# and promtool (the dashboard's and alerts' expressions are checked against
+# scraped replicas) and chromium (the ring page is loaded in a real browser).
 set -euo pipefail
 
 need=()
@@ -26,6 +28,8 @@ command -v runc >/dev/null || need+=(runc)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 command -v conntrack >/dev/null || need+=(conntrack)
 dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v chromium >/dev/null || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
