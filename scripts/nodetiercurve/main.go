@@ -7,7 +7,7 @@
 //
 //	go run ./scripts/nodetiercurve < bench-node-tier.tsv > docs/node-tier-scale.svg
 //
-// It uses the standard library only, as scripts/scalecurve does.
+// It uses the standard library and scripts/internal/benchtsv only, as scripts/scalecurve does.
 package main
 
 import (

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/shardns/shardns/scripts/internal/benchtsv"
 )
 
 // Layout of the drawing, in SVG user units: three panels side by side,
@@ -88,7 +89,7 @@ func drawPanel(b *strings.Builder, left int, p panel, xs []int) {
 			yMax = max(yMax, v)
 		}
 	}
-	yMax = niceCeil(yMax)
+	yMax = benchtsv.NiceCeil(yMax)
 	x := func(n int) float64 { return float64(left) + float64(n)/float64(xMax)*panelWidth }
 	y := func(v float64) float64 { return float64(bottom) - v/yMax*panelHeight }
 	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", left, marginTop-12, p.title)
@@ -112,21 +113,6 @@ func drawPanel(b *strings.Builder, left int, p panel, xs []int) {
 		}
 		fmt.Fprintf(b, `<polyline data-series="%s" points="%s" %s/>`+"\n", s.name, strings.Join(pts, " "), stroke(s))
 	}
-}
-
-// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, so that
-// the axis's five ticks are round numbers.
-func niceCeil(v float64) float64 {
-	if v <= 0 || math.IsInf(v, 0) {
-		return 1
-	}
-	e := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*e >= v {
-			return m * e
-		}
-	}
-	return 10 * e
 }
 
 func tick(v float64) string {

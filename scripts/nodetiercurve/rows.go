@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/shardns/shardns/scripts/internal/benchtsv"
 )
 
 // row is one window of the bench: one node count, with invalidations
@@ -22,61 +22,27 @@ type row struct {
 // columns the drawing needs, by the names of the bench's header.
 var columns = []string{"nodes", "invalidations", "replica_cpu", "replica_rss_mb", "latency_p50_ms", "latency_p99_ms"}
 
-// parse reads the TSV: a header naming the columns (others are ignored,
-// so the bench may add some), then one row a line.
+// parse reads the bench's TSV (see benchtsv.Read).
 func parse(in io.Reader) ([]row, error) {
-	sc := bufio.NewScanner(in)
-	if !sc.Scan() {
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("no header")
-	}
-	at := map[string]int{}
-	for i, name := range strings.Split(sc.Text(), "\t") {
-		at[name] = i
-	}
-	for _, c := range columns {
-		if _, ok := at[c]; !ok {
-			return nil, fmt.Errorf("no column %q", c)
-		}
-	}
-	var rows []row
-	for line := 2; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		r, err := parseRow(strings.Split(sc.Text(), "\t"), at)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows, sc.Err()
+	return benchtsv.Read(in, columns, parseRow)
 }
 
-func parseRow(f []string, at map[string]int) (row, error) {
-	get := func(name string) string {
-		if i := at[name]; i < len(f) {
-			return f[i]
-		}
-		return ""
-	}
+func parseRow(rec benchtsv.Record) (row, error) {
 	var r row
 	var err error
-	if r.nodes, err = strconv.Atoi(get("nodes")); err != nil || r.nodes < 0 {
-		return row{}, fmt.Errorf("nodes %q", get("nodes"))
+	if r.nodes, err = strconv.Atoi(rec.Get("nodes")); err != nil || r.nodes < 0 {
+		return row{}, fmt.Errorf("nodes %q", rec.Get("nodes"))
 	}
-	if r.invalidations, err = strconv.ParseBool(get("invalidations")); err != nil {
-		return row{}, fmt.Errorf("invalidations %q", get("invalidations"))
+	if r.invalidations, err = strconv.ParseBool(rec.Get("invalidations")); err != nil {
+		return row{}, fmt.Errorf("invalidations %q", rec.Get("invalidations"))
 	}
 	for _, v := range []struct {
 		name string
 		to   *float64
 	}{{"replica_cpu", &r.cpu}, {"replica_rss_mb", &r.rss}, {"latency_p50_ms", &r.p50}, {"latency_p99_ms", &r.p99}} {
-		x, err := strconv.ParseFloat(get(v.name), 64)
+		x, err := strconv.ParseFloat(rec.Get(v.name), 64)
 		if err != nil || x < 0 || x != x {
-			return row{}, fmt.Errorf("%s %q", v.name, get(v.name))
+			return row{}, fmt.Errorf("%s %q", v.name, rec.Get(v.name))
 		}
 		*v.to = x
 	}

@@ -7,8 +7,8 @@
 //
 //	go run ./scripts/scalecurve < scale.tsv > docs/scale-curve.svg
 //
-// It uses the standard library only, so that the plot is redrawn from a
-// bench's output without tools beside Go.
+// It uses the standard library (and the table reader of scripts/internal/benchtsv)
+// only, so that the plot is redrawn from a bench's output without tools beside Go.
 package main
 
 import (

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
+
+	"github.com/shardns/shardns/scripts/internal/benchtsv"
 )
 
 // Layout of the drawing, in SVG user units: three panels side by side,
@@ -53,7 +54,7 @@ func render(rows []row) string {
 	for _, r := range rows {
 		xMax = max(xMax, r.services)
 	}
-	yMax := niceCeil(max(maxValue(peak), maxValue(steady)))
+	yMax := benchtsv.NiceCeil(max(maxValue(peak), maxValue(steady)))
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
 		width, height, width, height)
@@ -62,7 +63,7 @@ func render(rows []row) string {
 	for i, p := range []panel{peak, steady, ratio} {
 		top := yMax
 		if p.unit == "×" {
-			top = niceCeil(max(maxValue(p), p.target))
+			top = benchtsv.NiceCeil(max(maxValue(p), p.target))
 		}
 		drawPanel(&b, marginLeft+i*(panelWidth+panelGap), p, xMax, top)
 	}
@@ -91,21 +92,6 @@ func maxValue(p panel) float64 {
 		}
 	}
 	return m
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten, so that the
-// axis's five ticks are round numbers.
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	e := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*e >= v {
-			return m * e
-		}
-	}
-	return 10 * e
 }
 
 // names are a panel's series in the legend's order: CoreDNS first.

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/shardns/shardns/scripts/internal/benchtsv"
 )
 
 // row is one line of the bench's TSV: one server, or one set of
@@ -30,55 +29,18 @@ func (r row) series() string {
 // columns the drawing needs, by the names of the bench's header.
 var columns = []string{"services", "server", "watch", "replicas", "steady_rss_mb", "peak_rss_mb"}
 
-// parse reads the TSV: a header naming the columns (others are
-// ignored, so the bench may add some), then one row a line.
+// parse reads the bench's TSV (see benchtsv.Read).
 func parse(in io.Reader) ([]row, error) {
-	sc := bufio.NewScanner(in)
-	if !sc.Scan() {
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("no header line")
-	}
-	header := strings.Split(sc.Text(), "\t")
-	at := map[string]int{}
-	for _, c := range columns {
-		i := slices.Index(header, c)
-		if i < 0 {
-			return nil, fmt.Errorf("header has no column %q", c)
-		}
-		at[c] = i
-	}
-	var rows []row
-	for line := 2; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		r, err := parseRow(strings.Split(sc.Text(), "\t"), at, len(header))
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		rows = append(rows, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("no rows after the header")
-	}
-	return rows, nil
+	return benchtsv.Read(in, columns, parseRow)
 }
 
-func parseRow(f []string, at map[string]int, width int) (row, error) {
-	if len(f) != width {
-		return row{}, fmt.Errorf("%d fields, the header has %d", len(f), width)
-	}
-	r := row{server: f[at["server"]], watch: f[at["watch"]]}
+func parseRow(rec benchtsv.Record) (row, error) {
+	r := row{server: rec.Get("server"), watch: rec.Get("watch")}
 	var err error
 	number := func(c string) float64 {
-		v, e := strconv.ParseFloat(f[at[c]], 64)
+		v, e := strconv.ParseFloat(rec.Get(c), 64)
 		if e != nil || v < 0 {
-			err = fmt.Errorf("%s %q is not a number ≥ 0", c, f[at[c]])
+			err = fmt.Errorf("%s %q is not a number ≥ 0", c, rec.Get(c))
 		}
 		return v
 	}
