@@ -54,6 +54,10 @@ type Config struct {
 	// OnGrace is told how many lost zones are in their grace period
 	// whenever that changes; may be nil.
 	OnGrace func(zones int)
+	// OnGraceZones is told which lost zones are in their grace period
+	// whenever that set changes, sorted; may be nil. /debug/ring lists
+	// them, so an operator sees the handoffs a ring change began.
+	OnGraceZones func(keys []string)
 	// Interest, when set, is kept telling the sources which namespaces
 	// this replica's zones are built from.
 	Interest *Interest
@@ -131,6 +135,9 @@ type Manager struct {
 	grace   map[string]bool       // lost zones still held for a while
 	// reportedGrace is the size of grace OnGrace was last told.
 	reportedGrace int
+	// graceChanged says grace gained or lost a key since OnGraceZones
+	// was last told.
+	graceChanged bool
 	replay        replayState
 	deferred      deferredState // zones left to replicas still syncing (deferred.go)
 	handoff       handoffState
@@ -242,6 +249,10 @@ func (m *Manager) reportGrace() {
 		m.reportedGrace = n
 		m.cfg.OnGrace(n)
 	}
+	if m.graceChanged && m.cfg.OnGraceZones != nil {
+		m.cfg.OnGraceZones(slices.Sorted(maps.Keys(m.grace)))
+	}
+	m.graceChanged = false
 }
 
 // installSlots publishes the slots of the zones spawned and stopped since
@@ -680,7 +691,10 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 		}
 		delete(m.zoneSize, key)
 		m.zonesOf.forget(key)
-		delete(m.grace, key)
+		if m.grace[key] {
+			delete(m.grace, key)
+			m.graceChanged = true
+		}
 		if pid := m.children[key]; pid != nil {
 			m.stopZone(ctx, key, pid)
 			delete(m.children, key)

@@ -66,8 +66,10 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 			gained = append(gained, key)
 		case owned && m.grace[key]:
 			delete(m.grace, key) // owned again before its grace ended
+			m.graceChanged = true
 		case !owned && pid != nil && !m.grace[key]:
 			m.grace[key] = true
+			m.graceChanged = true
 			lost[key] = pid
 		}
 	}
@@ -224,6 +226,7 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 			continue
 		}
 		delete(m.grace, key)
+		m.graceChanged = true
 		delete(m.children, key)
 		m.setSlot(key, nil)
 		stop[key] = pid

@@ -339,3 +339,40 @@ func TestZonesInGraceAreReported(t *testing.T) {
 		}
 	}
 }
+
+// The zones in their grace period are named, not only counted: the
+// first report after a ring change lists exactly the zones it took
+// away, and the last lists none once they are released.
+func TestZonesInGraceAreNamed(t *testing.T) {
+	reports := make(chan []string, 16)
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+		cfg.OnGraceZones = func(keys []string) { reports <- keys }
+		return cfg
+	})
+	var lost []string
+	for _, key := range c.table.Keys() {
+		if !shared.Owns("a", key) {
+			lost = append(lost, key)
+		}
+	}
+	if len(lost) == 0 {
+		t.Fatal("the ring takes no zone away: the test checks nothing")
+	}
+	slices.Sort(lost)
+	system.Root.Send(manager, &zones.RingChanged{Ring: shared})
+	var seen [][]string
+	for {
+		select {
+		case keys := <-reports:
+			seen = append(seen, keys)
+			if len(keys) == 0 {
+				if !slices.Equal(seen[0], lost) {
+					t.Fatalf("zones in grace named %q first, want the lost zones %q", seen[0], lost)
+				}
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("zones in grace named %q, never none", seen)
+		}
+	}
+}
