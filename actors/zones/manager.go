@@ -138,9 +138,9 @@ type Manager struct {
 	// graceChanged says grace gained or lost a key since OnGraceZones
 	// was last told.
 	graceChanged bool
-	replay        replayState
-	deferred      deferredState // zones left to replicas still syncing (deferred.go)
-	handoff       handoffState
+	replay       replayState
+	deferred     deferredState // zones left to replicas still syncing (deferred.go)
+	handoff      handoffState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
 	placementStale bool
