@@ -34,22 +34,7 @@ func askEDNS(t *testing.T, h *Handler) (*dns.Msg, time.Duration) {
 	t.Helper()
 	q := query("web.ns.svc.cluster.local.", dns.TypeA)
 	q.SetEdns0(1232, false)
-	late := make(lateAnswers, 1)
-	start := time.Now()
-	if out := h.Serve(pack(t, q), Transport{Late: late}, nil); out != nil {
-		t.Fatal("answered at once; want the owners asked")
-	}
-	select {
-	case b := <-late:
-		m := new(dns.Msg)
-		if err := m.Unpack(b); err != nil {
-			t.Fatal(err)
-		}
-		return m, time.Since(start)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no late answer")
-	}
-	return nil, 0
+	return askLateMsg(t, h, q)
 }
 
 // staleCode is the extended error code of m's OPT record, or -1.

@@ -106,9 +106,16 @@ func askLate(t *testing.T, h *Handler) (*dns.Msg, time.Duration) {
 // returns the answer and how long it took.
 func askLateFor(t testing.TB, h *Handler, name string, qtype uint16) (*dns.Msg, time.Duration) {
 	t.Helper()
+	return askLateMsg(t, h, query(name, qtype))
+}
+
+// askLateMsg asks h q, which it must answer late, and returns the answer and
+// how long it took.
+func askLateMsg(t testing.TB, h *Handler, q *dns.Msg) (*dns.Msg, time.Duration) {
+	t.Helper()
 	late := make(lateAnswers, 1)
 	start := time.Now()
-	if out := h.Serve(pack(t, query(name, qtype)), Transport{Late: late}, nil); out != nil {
+	if out := h.Serve(pack(t, q), Transport{Late: late}, nil); out != nil {
 		m := new(dns.Msg)
 		_ = m.Unpack(out)
 		t.Fatalf("answered at once (%v); want other replicas asked", m)
