@@ -80,8 +80,11 @@ func (f *Freshness) Keep(d time.Duration) {
 }
 
 // Forget records that the names changes cover changed now, and returns
-// that time.
+// that time (zero for a nil f, which records nothing).
 func (f *Freshness) Forget(changes []Change) time.Time {
+	if f == nil {
+		return time.Time{}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()

@@ -61,6 +61,8 @@ func TestFreshnessCurrent(t *testing.T) {
 		t.Error("an answer stored after a ring change is outdated")
 	}
 	var none *Freshness
+	none.Forget([]Change{{Zone: "ns.svc.cluster.local.", All: true}})
+	none.ForgetAll()
 	if !none.Current("ns.svc.cluster.local.", "web.ns.svc.cluster.local.", at(0)) {
 		t.Error("no Freshness: an answer is outdated")
 	}
