@@ -164,6 +164,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Node, error) {
 	n.reg, n.metrics = metrics.New(Version)
 	n.httpCounters = httpapi.NewCounters(n.reg)
 	n.registerStateMetrics()
+	n.registerRingMetrics()
 	return n, nil
 }
 

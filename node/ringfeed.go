@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardns/shardns/actors/dispatch"
@@ -43,6 +44,13 @@ type ringFeed struct {
 	interval time.Duration
 	timeout  time.Duration
 	log      *slog.Logger
+	now      func() time.Time
+
+	// For the metrics: when a replica last told the ring (unix ns; the
+	// start until one has), and the polls no replica answered. A
+	// process that cannot read the ring keeps routing by an old one.
+	readAt      atomic.Int64
+	failedPolls atomic.Uint64
 
 	mu      sync.Mutex
 	members []membership.Member
@@ -62,12 +70,13 @@ func newRingFeed(ring *dispatch.RingClient, seeds func(ctx context.Context) ([]s
 		_, _, err := ring.Fetch(ctx, addr, known)
 		return err
 	}
-	return &ringFeed{fetch: ring.Fetch, reach: reach, seeds: seeds, interval: interval, timeout: timeout, log: log,
+	return &ringFeed{fetch: ring.Fetch, reach: reach, seeds: seeds, interval: interval, timeout: timeout, log: log, now: time.Now,
 		changed: make(chan struct{}, 1), reached: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // start asks for the ring at once, then every interval, until Close.
 func (f *ringFeed) start() {
+	f.readAt.Store(f.now().UnixNano())
 	go func() {
 		defer close(f.done)
 		tick := time.NewTicker(f.interval)
@@ -102,6 +111,7 @@ func (f *ringFeed) poll() {
 	}
 	seeds = slices.DeleteFunc(seeds, func(s string) bool { return slices.Contains(targets, s) })
 	if !f.ask(seeds, known) {
+		f.failedPolls.Add(1)
 		if len(targets)+len(seeds) > 0 {
 			f.log.Debug("no replica told the ring", "asked", len(targets)+len(seeds))
 		}
@@ -203,6 +213,7 @@ func (f *ringFeed) update(addr string, version uint64, members []*wire.RingMembe
 	defer f.mu.Unlock()
 	f.last = addr
 	f.reached[addr] = true
+	f.readAt.Store(f.now().UnixNano())
 	if members == nil || version == f.version {
 		return
 	}
@@ -239,6 +250,13 @@ func ringMembers(members []*wire.RingMember) []membership.Member {
 	}
 	return out
 }
+
+// lastRead is when a replica last told the ring, or when the feed
+// started if none has yet.
+func (f *ringFeed) lastRead() time.Time { return time.Unix(0, f.readAt.Load()) }
+
+// failures counts the polls that no replica answered.
+func (f *ringFeed) failures() uint64 { return f.failedPolls.Load() }
 
 func (f *ringFeed) Members() []membership.Member {
 	f.mu.Lock()

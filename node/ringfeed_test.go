@@ -52,7 +52,7 @@ func (r *replicasAnswering) fetch(_ context.Context, addr string, known uint64) 
 
 func testFeed(r *replicasAnswering, seeds ...string) *ringFeed {
 	return &ringFeed{fetch: r.fetch, reach: r.reach, seeds: func(context.Context) ([]string, error) { return seeds, nil },
-		interval: time.Second, timeout: time.Second, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		interval: time.Second, timeout: time.Second, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
 		changed: make(chan struct{}, 1), reached: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
