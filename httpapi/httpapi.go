@@ -1,6 +1,7 @@
 // Package httpapi serves the operational HTTP endpoints on one address:
 // /health (liveness), /ready (readiness), /metrics (Prometheus) to every
-// client, and /debug/ring (zones and owners as JSON) and, when enabled,
+// client, and /debug/ring (zones and owners as JSON), /debug/ring/view
+// (the same drawn, live, in a browser) and, when enabled,
 // Go's runtime profiles under /debug/pprof/ to clients on this host and
 // the networks of http.debug only. Every server bounds its connections
 // and the time a request may take (conns.go), so that requests that
@@ -28,6 +29,17 @@ type Ring struct {
 	// Rejected lists the processes refused membership, gossip or the
 	// remote port (docs/hardening.md, "Trust between replicas").
 	Rejected []Rejection `json:"rejected,omitempty"`
+	// Replication is cluster.replicationFactor: the first Replication
+	// names of each zone's list own it, the first of them is asked
+	// first (0: every member owns every zone).
+	Replication int `json:"replication"`
+	// Loading lists the zones this replica gained and still loads: its
+	// queries go to the replicas that held them until they are complete.
+	Loading []string `json:"loading,omitempty"`
+	// Grace lists the zones this replica lost and still holds through
+	// cluster.handoffGrace, answering the questions sent to it while
+	// their new owners load them.
+	Grace []string `json:"grace,omitempty"`
 }
 
 // Rejection counts the refused attempts from one address for one reason.
@@ -47,6 +59,9 @@ type Member struct {
 	// Down: its remote port refused a connection, so it owns nothing here
 	// although gossip still lists it.
 	Down bool `json:"down,omitempty"`
+	// Pending: a replica that has not announced itself an owner yet; it
+	// will once its sources have synced.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Config is what the endpoints report on.
@@ -90,6 +105,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /ready", s.ready)
 	mux.Handle("GET /metrics", metricsHandler(cfg.Registry))
 	mux.Handle("GET /debug/ring", s.debug(http.HandlerFunc(s.serveRing)))
+	mux.Handle("GET /debug/ring/view", s.debug(http.HandlerFunc(s.serveRingView)))
 	// The handlers are registered on this server's mux only: importing
 	// net/http/pprof also registers them on http.DefaultServeMux, which
 	// nothing here serves.
@@ -98,7 +114,7 @@ func New(cfg Config) *Server {
 	mux.Handle("/debug/pprof/profile", s.profiles(http.HandlerFunc(pprof.Profile)))
 	mux.Handle("/debug/pprof/symbol", s.profiles(http.HandlerFunc(pprof.Symbol)))
 	mux.Handle("/debug/pprof/trace", s.profiles(http.HandlerFunc(pprof.Trace)))
-	mux.Handle("/", notFound("this address serves /health, /ready, /metrics, and /debug/ring to this host's clients"))
+	mux.Handle("/", notFound("this address serves /health, /ready, /metrics, /debug/ring and /debug/ring/view to this host's clients"))
 	s.srv.Handler = s.withDeadlines(mux)
 	return s
 }

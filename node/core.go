@@ -56,6 +56,10 @@ type core struct {
 	forwarder   *forward.Forwarder // the default upstreams'
 	upstream    *query.Upstream
 
+	// grace names the zones this replica lost and still holds through
+	// cluster.handoffGrace, for /debug/ring; nil: none.
+	grace atomic.Pointer[[]string]
+
 	// The resolver plane in front of the zones, and the forwarders of the
 	// stub domains.
 	rewrite  *rewrite.Rules
@@ -177,6 +181,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		},
 		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
 		OnGrace:      func(zones int) { m.Cluster.ZonesInGrace.Set(float64(zones)) },
+		OnGraceZones: func(keys []string) { c.grace.Store(&keys) },
 		OnReleasing:  memory.loading, OnLoading: memory.loading, OnSettled: memory.release, OnChanges: memory.changed,
 		Interest:      interest,
 		FetchZone:     sharding.fetch,

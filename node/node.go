@@ -346,8 +346,11 @@ func (n *Node) debugRing() httpapi.Ring {
 		ring = cluster.NewRing(n.name, []cluster.Member{{Name: n.name, Owner: true}}, 0)
 	}
 	for _, m := range ring.Members {
-		r.Members = append(r.Members, httpapi.Member{Name: m.Name, Remote: m.Remote, Owner: m.Owner, Down: m.Down})
+		r.Members = append(r.Members, httpapi.Member{Name: m.Name, Remote: m.Remote, Owner: m.Owner, Down: m.Down,
+			Pending: m.Pending})
 	}
+	r.Replication = ring.Replication
+	c.addHandoffs(&r)
 	keys := map[string]bool{}
 	for _, k := range c.table.Keys() {
 		keys[k] = true
