@@ -11,26 +11,18 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
-	"slices"
-	"sort"
-	"strings"
 	"syscall"
-	"text/tabwriter"
-	"time"
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/corefile"
 	"github.com/shardns/shardns/deploy/local"
-	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/node"
 	"github.com/shardns/shardns/sources/manifest"
 	"github.com/shardns/shardns/sources/zonefile"
@@ -56,6 +48,8 @@ const usage = `usage:
                                   (--corefile FILE: a Corefile, as serve would run it)
   shardns ring --http ADDR        show the members and the owners of each zone, from /debug/ring
                                   (served to the replica's own host, and to http.debug)
+                                  [--view [--every 2s]]: each member's zones and the handoffs as bars,
+                                  redrawn every 2 s on a terminal (printed once otherwise)
   shardns convert --corefile FILE print the configuration equivalent to a CoreDNS Corefile
                                   and its imports [--allow-unmapped] [--expand-env]; - reads standard input
                                   (and node-cache's flags, as serve)
@@ -190,58 +184,6 @@ func check(args []string) error {
 	}
 	fmt.Printf("configuration OK; manifests hold %d objects, zone files %d zones\n", snap.Len(), zoneFiles.Len())
 	return nil
-}
-
-// ring prints a replica's /debug/ring as a table.
-func ring(args []string) error {
-	fl := flag.NewFlagSet("ring", flag.ContinueOnError)
-	addr := fl.String("http", "127.0.0.1:8080", "http.listen address of a replica")
-	if err := fl.Parse(args); err != nil {
-		return err
-	}
-	resp, err := http.Get("http://" + *addr + "/debug/ring")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		// 403: /debug/ring is served to the replica's own host and the
-		// networks of its http.debug only.
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s/debug/ring: %s", *addr, strings.TrimSpace(string(body)))
-	}
-	var r httpapi.Ring
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return fmt.Errorf("%s/debug/ring: %w", *addr, err)
-	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "MEMBER\tREMOTE\tOWNER\n")
-	for _, m := range r.Members {
-		me := ""
-		if m.Name == r.Self {
-			me = " (this replica)"
-		}
-		if m.Down {
-			me = " (down: its remote port refuses connections)"
-		}
-		fmt.Fprintf(w, "%s%s\t%s\t%v\n", m.Name, me, m.Remote, m.Owner)
-	}
-	fmt.Fprintf(w, "\nZONE\tOWNERS\tSERVED HERE\n")
-	keys := make([]string, 0, len(r.Zones))
-	for k := range r.Zones {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "%s\t%s\t%v\n", k, strings.Join(r.Zones[k], ","), slices.Contains(r.Served, k))
-	}
-	if len(r.Rejected) > 0 {
-		fmt.Fprintf(w, "\nREJECTED\tNAME\tREASON\tCOUNT\tLAST\n")
-		for _, rej := range r.Rejected {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", rej.Addr, rej.Name, rej.Reason, rej.Count, rej.Last.Format(time.RFC3339))
-		}
-	}
-	return w.Flush()
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
