@@ -322,3 +322,222 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		})
 	}
 }
+
+// TestHelmSchemaRefusesWrongValues gives the chart wrong values, as
+// --set and a values file would, and requires `helm template` and `helm
+// install` (client-side dry run: the same checks, before any object
+// reaches a cluster) to refuse each with a message naming the value.
+func TestHelmSchemaRefusesWrongValues(t *testing.T) {
+	cases := []struct {
+		what string
+		args []string
+		want []string // in the error message
+	}{
+		{"replicas as a word", []string{"--set-string", "replicas=three"}, []string{"/replicas", "want integer"}},
+		{"replicationFactor 0", []string{"--set", "replicationFactor=0"}, []string{"/replicationFactor", "minimum"}},
+		{"an unknown top-level key", []string{"--set", "replica=3"}, []string{"'replica'", "not allowed"}},
+		{"an unknown nested key", []string{"--set", "nodeLocal.cidr=10.1.0.0/16"}, []string{"/nodeLocal", "'cidr'"}},
+		{"an unknown Corefile source", []string{"--set", "corefile.source=configmap"}, []string{"/corefile/source", "'none', 'cluster', 'inline'"}},
+		{"an inline Corefile without one", []string{"--set", "corefile.source=inline"}, []string{"/corefile/inline"}},
+		{"a kube-dns address out of range", []string{"--set", "kubeDNS.clusterIP=10.96.0.300"}, []string{"/kubeDNS/clusterIP", "10.96.0.300"}},
+		{"a node CIDR without its length", []string{"--set", "nodeLocal.nodeCIDR=10.0.0.0"}, []string{"/nodeLocal/nodeCIDR", "10.0.0.0"}},
+		{"a CPU limit that is no quantity", []string{"--set", "resources.limits.cpu=lots"}, []string{"/resources/limits/cpu", "lots"}},
+		{"replicas as a string in a values file", []string{"-f", writeValues(t, "replicas: \"3\"\n")}, []string{"/replicas", "want integer"}},
+		{"the node tier switch as a string", []string{"-f", writeValues(t, "nodeLocal:\n  enabled: \"yes\"\n")}, []string{"/nodeLocal/enabled", "want boolean"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.what, func(t *testing.T) {
+			for _, cmd := range [][]string{
+				{"template", "shardns", chartDir, "-n", "kube-system"},
+				{"install", "shardns", chartDir, "-n", "kube-system", "--dry-run=client"},
+			} {
+				// No cluster: a command that tried one would fail on
+				// that instead, and the message check would say so.
+				_, err := runHelm(t, []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}, append(cmd, tc.args...)...)
+				if err == nil {
+					t.Errorf("helm %s %s: accepted", cmd[0], strings.Join(tc.args, " "))
+					continue
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("helm %s %s: the error does not say %q:\n%v", cmd[0], strings.Join(tc.args, " "), w, err)
+					}
+				}
+			}
+		})
+	}
+	t.Run("another namespace", func(t *testing.T) {
+		_, err := runHelm(t, nil, "template", "shardns", chartDir, "-n", "dns")
+		if err == nil || !strings.Contains(err.Error(), "install with -n kube-system") {
+			t.Errorf("helm template -n dns: want a refusal that says to install into kube-system, got %v", err)
+		}
+	})
+}
+
+// writeValues writes a values file and returns its path.
+func writeValues(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHelmValues sets each value an operator changes and checks the
+// rendered objects carry it, where the pods read it.
+func TestHelmValues(t *testing.T) {
+	objs := helmTemplate(t, "-f", writeValues(t, `
+replicas: 5
+replicationFactor: 1
+image: {repository: registry.example.com/dns/shardns, tag: v1.2.3}
+resources: {requests: {cpu: 200m, memory: 100Mi}, limits: {cpu: "1", memory: 300Mi}}
+config:
+  kubernetes: {ttl: 10}
+  cache: {enabled: false}
+kubeDNS: {clusterIP: 10.0.0.10, clusterIPs: [10.0.0.10, "fd00::a"]}
+nodeLocal:
+  enabled: true
+  address: 169.254.25.10
+  nodeCIDR: 192.168.0.0/16
+  config: {cache: {size: 500}}
+serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}, interval: 15s}
+`))
+	sts := find(t, objs, "StatefulSet", "shardns", nil)
+	ds := find(t, objs, "DaemonSet", "shardns-nodelocal", nil)
+	checks := []struct {
+		what string
+		obj  *unstructured.Unstructured
+		path []string
+		want any
+	}{
+		{"replicas", sts, []string{"spec", "replicas"}, int64(5)},
+		{"image", sts, []string{"spec", "template", "spec", "containers", "0", "image"}, "registry.example.com/dns/shardns:v1.2.3"},
+		{"node-local image", ds, []string{"spec", "template", "spec", "containers", "0", "image"}, "registry.example.com/dns/shardns:v1.2.3"},
+		{"CPU limit", sts, []string{"spec", "template", "spec", "containers", "0", "resources", "limits", "cpu"}, "1"},
+		{"memory request", sts, []string{"spec", "template", "spec", "containers", "0", "resources", "requests", "memory"}, "100Mi"},
+		{"kube-dns address", find(t, objs, "Service", "kube-dns", nil), []string{"spec", "clusterIP"}, "10.0.0.10"},
+		{"node CIDR", find(t, objs, "NetworkPolicy", "shardns-from-nodelocal", nil),
+			[]string{"spec", "ingress", "0", "from", "0", "ipBlock", "cidr"}, "192.168.0.0/16"},
+		{"ServiceMonitor label", find(t, objs, "ServiceMonitor", "shardns", nil), []string{"metadata", "labels", "release"}, "kube-prometheus-stack"},
+		{"ServiceMonitor interval", find(t, objs, "ServiceMonitor", "shardns", nil), []string{"spec", "endpoints", "0", "interval"}, "15s"},
+	}
+	for _, c := range checks {
+		if got := nested(c.obj.Object, c.path...); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %s is %v, want %v", c.what, strings.Join(c.path, "."), got, c.want)
+		}
+	}
+	if init := nested(ds.Object, "spec", "template", "spec", "initContainers", "0", "command", "2"); !strings.Contains(fmt.Sprint(init), "ip addr add 169.254.25.10/32") {
+		t.Errorf("the link-local init container does not add nodeLocal.address:\n%v", init)
+	}
+
+	// The configurations, as the processes read them: the values merged
+	// over the shipped files, false and all, every other key kept.
+	replica := configOf(t, objs, "shardns-")
+	for path, want := range map[string]any{
+		"kubernetes.ttl": float64(10), "cache.enabled": false, "cluster.replicationFactor": float64(1),
+		"cache.maxTTL": float64(30), "cluster.joinService": "kube-system/shardns-peers",
+	} {
+		if got := nested(replica, strings.Split(path, ".")...); got != want {
+			t.Errorf("replicas' shardns.yaml: %s is %v, want %v", path, got, want)
+		}
+	}
+	nodeLocal := configOf(t, objs, "shardns-nodelocal-")
+	for path, want := range map[string]any{
+		"dns.listen.0": "169.254.25.10:53", "cache.size": float64(500), "cluster.replicationFactor": float64(1), "mode": "nodelocal",
+	} {
+		if got := nested(nodeLocal, strings.Split(path, ".")...); got != want {
+			t.Errorf("node-local shardns.yaml: %s is %v, want %v", path, got, want)
+		}
+	}
+
+	// A changed configuration is a ConfigMap of another name, which the
+	// StatefulSet names: the replicas roll, as with kustomize.
+	shipped := find(t, helmTemplate(t), "ConfigMap", "shardns-", nil).GetName()
+	changed := find(t, objs, "ConfigMap", "shardns-", nil).GetName()
+	if shipped == changed {
+		t.Errorf("the changed configuration kept the ConfigMap name %s: the replicas would not roll", changed)
+	}
+	if got := nested(sts.Object, "spec", "template", "spec", "volumes", "0", "configMap", "name"); got != changed {
+		t.Errorf("the StatefulSet mounts ConfigMap %v, want %s", got, changed)
+	}
+}
+
+// configOf parses the shardns.yaml of the one ConfigMap named prefix<hash>.
+func configOf(t *testing.T, objs []*unstructured.Unstructured, prefix string) map[string]any {
+	t.Helper()
+	text, _, _ := unstructured.NestedString(find(t, objs, "ConfigMap", prefix, nil).Object, "data", "shardns.yaml")
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatalf("ConfigMap %s: shardns.yaml: %v\n%s", prefix, err, text)
+	}
+	return m
+}
+
+// nested walks maps by key and lists by index ("0"); nil where the path
+// leads nowhere.
+func nested(v any, path ...string) any {
+	for _, p := range path {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[p]
+		case []any:
+			var i int
+			if _, err := fmt.Sscan(p, &i); err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// TestHelmMonitoring renders the PrometheusRule and the Grafana
+// dashboard the chart makes from its files: the rule's groups are the
+// rules file's, the dashboard is the JSON file as it is, labelled for
+// Grafana's sidecar.
+func TestHelmMonitoring(t *testing.T) {
+	objs := helmTemplate(t, "--set", "prometheusRule.enabled=true", "--set", "prometheusRule.labels.release=prom",
+		"--set", "dashboard.enabled=true", "--set", "dashboard.annotations.grafana_folder=DNS")
+	rulesFile, err := os.ReadFile(chartDir + "/files/shardns.rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules map[string]any
+	if err := yaml.Unmarshal(rulesFile, &rules); err != nil {
+		t.Fatal(err)
+	}
+	rule := find(t, objs, "PrometheusRule", "shardns", nil)
+	if got := nested(rule.Object, "spec", "groups"); !reflect.DeepEqual(got, rules["groups"]) {
+		t.Errorf("the PrometheusRule's groups differ from files/shardns.rules.yaml's:\n%s", strings.Join(diffValues("groups", rules["groups"], got), "\n"))
+	}
+	if n, _ := nested(rules, "groups").([]any); len(n) == 0 {
+		t.Error("files/shardns.rules.yaml has no groups")
+	}
+	if got := rule.GetLabels()["release"]; got != "prom" {
+		t.Errorf("PrometheusRule label release is %q, want prom", got)
+	}
+
+	dashboardFile, err := os.ReadFile(chartDir + "/files/shardns-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := find(t, objs, "ConfigMap", "shardns-dashboard", nil)
+	if got, _, _ := unstructured.NestedString(cm.Object, "data", "shardns-dashboard.json"); strings.TrimSpace(got) != strings.TrimSpace(string(dashboardFile)) {
+		t.Errorf("the dashboard ConfigMap's JSON is not files/shardns-dashboard.json (%d bytes, the file %d)", len(got), len(dashboardFile))
+	}
+	if l := cm.GetLabels(); l["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap labels %v: no grafana_dashboard: \"1\"", l)
+	}
+	if a := cm.GetAnnotations(); a["grafana_folder"] != "DNS" {
+		t.Errorf("dashboard ConfigMap annotations %v: no grafana_folder", a)
+	}
+	// Both off by default: they need the Prometheus Operator and Grafana.
+	for _, o := range helmTemplate(t) {
+		if o.GetKind() == "PrometheusRule" || o.GetName() == "shardns-dashboard" {
+			t.Errorf("the default values render %s", objectKey(o))
+		}
+	}
+}

@@ -54,8 +54,8 @@ The replicas' shardns.yaml: the shipped file, or its keys with
 
 {{/*
 Merges the map src into the map dst, in place: maps key by key, any other
-value (false, 0 and empty lists included, which sprig's mergeOverwrite
-would skip) replacing dst's. Takes a dict with dst and src.
+value (a list, false, 0) replacing dst's whole. Takes a dict with dst and
+src.
 */}}
 {{- define "shardns.merge" -}}
 {{- $dst := .dst -}}
