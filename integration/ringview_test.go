@@ -111,7 +111,9 @@ func checkRingTerminal(t *testing.T, out string, want httpapi.Ring) {
 }
 
 // Names come from the cluster: a zone, member or address that looks like
-// markup is shown as text, and no element of it appears in the page.
+// markup is shown as text, and no element of it appears in the page. The
+// ring is drawn mid-handoff, one zone in its grace period and the
+// hostile one loading, so every place a name is drawn is.
 func TestRingViewEscapesNamesInBrowser(t *testing.T) {
 	requireChromium(t)
 	const (
@@ -122,7 +124,7 @@ func TestRingViewEscapesNamesInBrowser(t *testing.T) {
 	hostile := httpapi.Ring{Self: memberName,
 		Members: []httpapi.Member{{Name: memberName, Remote: remote, Owner: true}, {Name: "b", Owner: true}},
 		Zones:   map[string][]string{zoneName: {memberName, "b"}, "shop.svc.cluster.local.": {"b"}},
-		Served:  []string{zoneName}, Replication: 2, Grace: []string{"shop.svc.cluster.local."}}
+		Served:  []string{zoneName}, Replication: 2, Grace: []string{"shop.svc.cluster.local."}, Loading: []string{zoneName}}
 	addr := serveRingAPI(t, func() httpapi.Ring { return hostile }, nil)
 	dom := dumpDOM(t, "http://"+addr+"/debug/ring/view")
 	checkRingDOM(t, dom, hostile)
@@ -344,6 +346,11 @@ func checkRingDOM(t *testing.T, dom string, want httpapi.Ring) {
 	for _, zone := range want.Grace {
 		if !grace[zone] || handoffs[zone] != "grace" {
 			t.Errorf("zone %q, in its grace period, is not shown as handed over (held: %v, handoff row: %q)", zone, grace[zone], handoffs[zone])
+		}
+	}
+	for _, zone := range want.Loading {
+		if handoffs[zone] != "loading" {
+			t.Errorf("zone %q, loading, is not shown as loading (handoff row: %q)", zone, handoffs[zone])
 		}
 	}
 	if len(grace) != len(want.Grace) || len(handoffs) != len(want.Grace)+len(want.Loading) {
