@@ -39,8 +39,11 @@ func ring(args []string) error {
 		return fmt.Errorf("--every %s: want a positive duration, or 0 to draw once", *every)
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
+	// Ctrl-C ends a redrawing view, and a read under way, at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	if !*view {
-		r, err := fetchRing(client, *addr)
+		r, err := fetchRing(ctx, client, *addr)
 		if err != nil {
 			return err
 		}
@@ -48,15 +51,13 @@ func ring(args []string) error {
 	}
 	fd := int(os.Stdout.Fd())
 	if !term.IsTerminal(fd) || *every == 0 {
-		r, err := fetchRing(client, *addr)
+		r, err := fetchRing(ctx, client, *addr)
 		if err != nil {
 			return err
 		}
 		return renderRingView(os.Stdout, r, ringViewStyle{Width: 100})
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	return watchRing(ctx, os.Stdout, *every, func() (httpapi.Ring, error) { return fetchRing(client, *addr) },
+	return watchRing(ctx, os.Stdout, *every, func() (httpapi.Ring, error) { return fetchRing(ctx, client, *addr) },
 		func() int {
 			if w, _, err := term.GetSize(fd); err == nil && w > 20 {
 				return w
@@ -65,9 +66,13 @@ func ring(args []string) error {
 		})
 }
 
-// fetchRing reads addr's /debug/ring.
-func fetchRing(client *http.Client, addr string) (httpapi.Ring, error) {
-	resp, err := client.Get("http://" + addr + "/debug/ring")
+// fetchRing reads addr's /debug/ring, giving up when ctx ends.
+func fetchRing(ctx context.Context, client *http.Client, addr string) (httpapi.Ring, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/ring", nil)
+	if err != nil {
+		return httpapi.Ring{}, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return httpapi.Ring{}, err
 	}
@@ -128,6 +133,9 @@ func watchRing(ctx context.Context, out io.Writer, every time.Duration, read fun
 		var b bytes.Buffer
 		b.WriteString(ansiHome)
 		r, err := read()
+		if ctx.Err() != nil {
+			return nil // ended while reading: the last picture stays
+		}
 		if err == nil {
 			last = &r
 		}

@@ -152,7 +152,8 @@ func TestRingViewBarsFit(t *testing.T) {
 }
 
 // Watching: each read redraws the screen whole; a read that fails keeps
-// the last picture under a line saying why.
+// the last picture under a line saying why; one ended by Ctrl-C draws
+// nothing more.
 func TestWatchRingKeepsLastPictureOnError(t *testing.T) {
 	var out lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
@@ -163,8 +164,8 @@ func TestWatchRingKeepsLastPictureOnError(t *testing.T) {
 		switch reads {
 		case 1:
 			return decodeRing(t, handoffRing), nil
-		case 3:
-			cancel()
+		case 4:
+			cancel() // Ctrl-C during a read: nothing more is drawn
 		}
 		return httpapi.Ring{}, errors.New("10.0.0.1:8080/debug/ring: connection refused")
 	}
@@ -173,7 +174,7 @@ func TestWatchRingKeepsLastPictureOnError(t *testing.T) {
 	}
 	frames := strings.Split(out.String(), ansiHome)[1:]
 	if len(frames) != 3 {
-		t.Fatalf("%d frames drawn for 3 reads", len(frames))
+		t.Fatalf("%d frames drawn for 3 reads and one ended by Ctrl-C, want 3", len(frames))
 	}
 	second := ansiRE.ReplaceAllString(frames[1], "")
 	if !strings.HasPrefix(second, "cannot read the ring: 10.0.0.1:8080/debug/ring: connection refused\nring as seen by a:") {
