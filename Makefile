@@ -101,8 +101,9 @@ soak: build
 ## containerd, kube-proxy, the control plane): `kubectl apply -k deploy/`, names
 ## resolved from pods through kubelet's cluster DNS, scaling and a rolling update
 ## under queries, strangers refused, the node-local overlay, the switch from
-## CoreDNS and back. Needs root and Docker (skipped without);
-## integration/scripts/build-node.sh builds kubelet & co. once. `go test` runs it
+## CoreDNS and back, the Helm chart's install, upgrade and rollback. Needs root
+## and Docker (skipped without); integration/scripts/build-node.sh builds kubelet
+## & co. once. `go test` runs it
 ## only with SHARDNS_NODE_TEST=1: it changes the host's network while it runs.
 node-test: deps build
 	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -v -timeout 40m -run '^TestNode$$' ./integration

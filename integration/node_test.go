@@ -27,7 +27,8 @@ import (
 // control plane, built from the same Kubernetes release as the apiserver
 // of the other tiers. `kubectl apply -k deploy/` as shipped, pods that
 // resolve through kubelet's cluster DNS, scaling and a rolling update
-// under queries, and processes outside the StatefulSet that try to join.
+// under queries, processes outside the StatefulSet that try to join, and
+// the Helm chart taking over what runs (node_helm_test.go).
 
 // nodeTestEnv gates the tier: it adds a bridge, iptables rules and
 // mounts to the host while it runs, which `go test` should not do
@@ -67,6 +68,7 @@ func TestNode(t *testing.T) {
 	t.Run("NodeLocalClients", c.testNodeLocalClients)
 	t.Run("RollBackToCoreDNS", c.testRollBackToCoreDNS)
 	t.Run("ReplaceCoreDNS", c.testReplaceCoreDNS)
+	t.Run("Helm", c.testHelm)
 }
 
 // testApplyAndResolve applies deploy/ as `kubectl apply -k deploy/` does,
