@@ -663,25 +663,7 @@ func TestDeployReplaceCoreDNS(t *testing.T) {
 	// The migration of deploy/overlays/replace-coredns/README.md: the
 	// overlay applied onto the kube-dns Service kubeadm created keeps its
 	// address and takes its ports and selector over.
-	ctx := context.Background()
-	kubeadm := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system",
-			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"}},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: kubeDNSIP,
-			Selector:  map[string]string{"k8s-app": "kube-dns"},
-			Ports: []corev1.ServicePort{
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
-				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
-				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
-			},
-		},
-	}
-	services := cp.Client.CoreV1().Services("kube-system")
-	if _, err := services.Create(ctx, kubeadm, metav1.CreateOptions{FieldManager: "kubeadm"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { services.Delete(context.Background(), kubeadm.Name, metav1.DeleteOptions{}) })
+	createKubeadmKubeDNS(t, cp)
 	// kubeadm owns the metrics target port (9153; shardns names it): with
 	// --server-side, the README's --force-conflicts is needed, and enough.
 	if _, err := a.apply(svc, false); !apierrors.IsConflict(err) {
@@ -710,6 +692,31 @@ func TestDeployReplaceCoreDNS(t *testing.T) {
 	if _, err := a.apply(wrong, true); !apierrors.IsInvalid(err) {
 		t.Errorf("applying kube-dns with another clusterIP: got %v, want it refused as invalid", err)
 	}
+}
+
+// createKubeadmKubeDNS creates kube-dns as kubeadm does (its field
+// manager, its labels, the metrics target port 9153) and deletes it when
+// the test ends.
+func createKubeadmKubeDNS(t *testing.T, cp *kubeapi.ControlPlane) {
+	t.Helper()
+	kubeadm := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system",
+			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: kubeDNSIP,
+			Selector:  map[string]string{"k8s-app": "kube-dns"},
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
+			},
+		},
+	}
+	services := cp.Client.CoreV1().Services("kube-system")
+	if _, err := services.Create(context.Background(), kubeadm, metav1.CreateOptions{FieldManager: "kubeadm"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { services.Delete(context.Background(), kubeadm.Name, metav1.DeleteOptions{}) })
 }
 
 // checkServesCorefile: the replace-coredns overlay's replicas serve the

@@ -10,6 +10,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,8 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -539,5 +542,75 @@ func TestHelmMonitoring(t *testing.T) {
 		if o.GetKind() == "PrometheusRule" || o.GetName() == "shardns-dashboard" {
 			t.Errorf("the default values render %s", objectKey(o))
 		}
+	}
+}
+
+// TestHelmOverKubeadmKubeDNS installs the chart as deploy/helm/README.md
+// says where CoreDNS runs, for real on an apiserver (no node: the objects
+// are stored, no pod runs), over the kube-dns Service kubeadm created:
+// without --take-ownership Helm refuses the Service, without
+// --force-conflicts the apiserver refuses kubeadm's metrics port to be
+// taken; with both, kube-dns keeps its address and selects the replicas'
+// label, its metrics port named as theirs.
+func TestHelmOverKubeadmKubeDNS(t *testing.T) {
+	cp := kubeapi.Shared(t)
+	createKubeadmKubeDNS(t, cp)
+	env := []string{"KUBECONFIG=" + cp.Kubeconfig}
+	install := []string{"install", "shardns", chartDir, "-n", "kube-system", "--set", "corefile.source=cluster",
+		"--set", "kubeDNS.clusterIP=" + kubeDNSIP}
+	t.Cleanup(func() {
+		if _, err := runHelm(t, env, "uninstall", "shardns", "-n", "kube-system", "--ignore-not-found"); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	refusals := []struct {
+		args []string
+		want string
+	}{
+		{nil, "kube-dns"},                          // exists and cannot be imported into the release
+		{[]string{"--take-ownership"}, "conflict"}, // kubeadm's metrics target port
+	}
+	for _, r := range refusals {
+		_, err := runHelm(t, env, append(install, r.args...)...)
+		if err == nil {
+			t.Fatalf("helm %s: accepted", strings.Join(append(install, r.args...), " "))
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), r.want) {
+			t.Errorf("helm install %s: the refusal does not mention %q: %v", strings.Join(r.args, " "), r.want, err)
+		}
+		// A failed install leaves a failed release; the documented
+		// command is then run again from nothing.
+		runHelm(t, env, "uninstall", "shardns", "-n", "kube-system", "--ignore-not-found")
+		createKubeadmKubeDNSIfGone(t, cp)
+	}
+	if _, err := runHelm(t, env, append(install, "--take-ownership", "--force-conflicts")...); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cp.Client.CoreV1().Services("kube-system").Get(context.Background(), "kube-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP != kubeDNSIP || fmt.Sprint(svc.Spec.Selector) != "map[k8s-app:kube-dns]" {
+		t.Errorf("kube-dns after the install: clusterIP %s, selector %v; want %s and k8s-app=kube-dns", svc.Spec.ClusterIP, svc.Spec.Selector, kubeDNSIP)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "metrics" && p.TargetPort.String() != "metrics" {
+			t.Errorf("kube-dns's metrics port targets %s, want the named port metrics", p.TargetPort.String())
+		}
+	}
+	if got := svc.Annotations["meta.helm.sh/release-name"]; got != "shardns" {
+		t.Errorf("kube-dns is not the release's: meta.helm.sh/release-name %q", got)
+	}
+}
+
+// createKubeadmKubeDNS again, if a failed install's uninstall took
+// kube-dns with it.
+func createKubeadmKubeDNSIfGone(t *testing.T, cp *kubeapi.ControlPlane) {
+	t.Helper()
+	_, err := cp.Client.CoreV1().Services("kube-system").Get(context.Background(), "kube-dns", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		createKubeadmKubeDNS(t, cp)
+	} else if err != nil {
+		t.Fatal(err)
 	}
 }
