@@ -58,16 +58,8 @@ func startReplicaProcessKube(t *testing.T, cp *kubeapi.ControlPlane, name string
 	if kube != "" {
 		kube = ", " + kube
 	}
-	join := "enabled: true"
-	if len(seeds) > 0 {
-		join = fmt.Sprintf("join: [%q]", seeds[0])
-	}
-	// The gossip and remote ports are chosen here, as the other replicas
-	// must know them; one taken by another process before the replica
-	// binds it is chosen again.
-	for attempt := 1; ; attempt++ {
-		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-		cfg := fmt.Sprintf(`
+	return launchReplica(t, name, seeds, func(join, gossip string, remote int) (*process, error) {
+		return tryStartShardns(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: %s, pprof: %t}
 kubernetes: {enabled: true, kubeconfig: %q%s}
@@ -79,8 +71,24 @@ cluster:
   remote: "127.0.0.1:%d"
   replicationFactor: %d
   %s
-`, lameduck, profiled(), cp.Kubeconfig, kube, name, join, gossip, freeTCPPort(t), rf, extra)
-		p, err := tryStartShardns(t, cfg)
+`, lameduck, profiled(), cp.Kubeconfig, kube, name, join, gossip, remote, rf, extra))
+	})
+}
+
+// launchReplica starts a replica process through start, which is
+// given its cluster.join line (`enabled: true`, or a join of the first of
+// seeds), its gossip address and its remote port. The ports are chosen
+// here, as the other replicas must know them; ones taken by another
+// process before the replica binds them are chosen again.
+func launchReplica(t *testing.T, name string, seeds []string, start func(join, gossip string, remote int) (*process, error)) *replicaProcess {
+	t.Helper()
+	join := "enabled: true"
+	if len(seeds) > 0 && seeds[0] != "" {
+		join = fmt.Sprintf("join: [%q]", seeds[0])
+	}
+	for attempt := 1; ; attempt++ {
+		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		p, err := start(join, gossip, freeTCPPort(t))
 		if errors.Is(err, errPortTaken) && attempt < 3 {
 			t.Logf("%s: %v; choosing others", name, err)
 			continue

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -149,15 +148,10 @@ func (c *coherenceTest) restart(t *testing.T) {
 // name of a cluster with replicationFactor 1, joining seed unless "".
 func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed string) *replicaProcess {
 	t.Helper()
-	join := "enabled: true"
-	if seed != "" {
-		join = fmt.Sprintf("join: [%q]", seed)
-	}
-	for attempt := 1; ; attempt++ {
+	return launchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*process, error) {
 		dir := t.TempDir()
 		run := renderCorefile(t, loopbackCorefile(readDistribution(t, "kubeadm")), map[string]string{
 			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", freePort(t))})
-		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 		writeFiles(t, dir, map[string]string{"Corefile": run.text, "base.yaml": fmt.Sprintf(`cluster:
   nodeName: %s
   %s
@@ -165,19 +159,15 @@ func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed str
   remote: "127.0.0.1:%d"
   replicationFactor: 1
   gossip: fast
-`, name, join, gossip, freeTCPPort(t))})
+`, name, join, gossip, remote)})
 		p, err := tryStartServeIn(t, "", "--corefile", filepath.Join(dir, "Corefile"), "--config", filepath.Join(dir, "base.yaml"))
-		if errors.Is(err, errPortTaken) && attempt < 3 {
-			continue
+		if err == nil {
+			// kubeadm's health lameduck would hold each replica 5 s
+			// at the end; it is killed instead.
+			t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGKILL) })
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		// kubeadm's health lameduck would hold each replica 5 s at
-		// the end; it is killed instead.
-		t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGKILL) })
-		return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
-	}
+		return p, err
+	})
 }
 
 // round makes each kind of change coherenceRepeats times, each after

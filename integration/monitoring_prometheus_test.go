@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -192,13 +191,8 @@ func monitoringChecks(t *testing.T) []monitoringCheck {
 // and Zones in grace show the handoffs then).
 func startMonitoredReplica(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, keyFile, upstream, dead string) *replicaProcess {
 	t.Helper()
-	join := "enabled: true"
-	if len(seeds) > 0 {
-		join = fmt.Sprintf("join: [%q]", seeds[0])
-	}
-	for attempt := 1; ; attempt++ {
-		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-		cfg := fmt.Sprintf(`
+	return launchReplica(t, name, seeds, func(join, gossip string, remote int) (*process, error) {
+		return tryStartShardns(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: true, kubeconfig: %q, shardedWatch: false}
@@ -213,16 +207,8 @@ cluster:
   gossip: fast
   handoffGrace: 2s
   secretKeyFile: %s
-`, cp.Kubeconfig, upstream, dead, name, join, gossip, freeTCPPort(t), keyFile)
-		p, err := tryStartShardns(t, cfg)
-		if errors.Is(err, errPortTaken) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
-	}
+`, cp.Kubeconfig, upstream, dead, name, join, gossip, remote, keyFile))
+	})
 }
 
 // startMonitoredNodeLocal starts a node-local process with the

@@ -181,13 +181,8 @@ func requireChromium(t *testing.T) {
 // the member whose gossip address is seed unless "".
 func startRingReplica(t *testing.T, name, seed string) *replicaProcess {
 	t.Helper()
-	join := "enabled: true"
-	if seed != "" {
-		join = fmt.Sprintf("join: [%q]", seed)
-	}
-	for attempt := 1; ; attempt++ {
-		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-		cfg := fmt.Sprintf(`
+	return launchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*process, error) {
+		return tryStartShardns(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: false}
@@ -201,17 +196,8 @@ cluster:
   replicationFactor: 2
   gossip: fast
   handoffGrace: 60s
-`, name, join, gossip, freeTCPPort(t))
-		p, err := tryStartShardns(t, cfg)
-		if errors.Is(err, errPortTaken) && attempt < 3 {
-			t.Logf("%s: %v; choosing others", name, err)
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
-	}
+`, name, join, gossip, remote))
+	})
 }
 
 // stableRing polls r's /debug/ring until it passes ready and has read
