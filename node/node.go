@@ -341,10 +341,7 @@ func (n *Node) sharding(cfg *config.Config) coreSharding {
 func (n *Node) debugRing() httpapi.Ring {
 	c := n.core.Load()
 	r := httpapi.Ring{Self: n.name, Zones: map[string][]string{}}
-	ring := n.ring.Load()
-	if ring == nil {
-		ring = cluster.NewRing(n.name, []cluster.Member{{Name: n.name, Owner: true}}, 0)
-	}
+	ring := n.currentRing()
 	for _, m := range ring.Members {
 		r.Members = append(r.Members, httpapi.Member{Name: m.Name, Remote: m.Remote, Owner: m.Owner, Down: m.Down,
 			Pending: m.Pending})
