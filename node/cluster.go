@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +46,7 @@ type clusterState struct {
 	ring        *dispatch.RingClient // tells node-local processes the ring, and asks for it in one
 	members     memberSource         // gossip, or in a node-local process the replicas' word
 	feed        *ringFeed            // members in a node-local process; nil in a replica
-	announced   chan struct{}        // closed once this replica owns zones
+	life        *cluster.Lifecycle   // pending, owner, leaving: what this process announces
 
 	// What admits other processes (trust.go).
 	client     *kubesource.Client // joinService or a Secret; nil without
@@ -77,45 +76,6 @@ type clusterState struct {
 	// checkRemote dials a member's remote port and completes the
 	// handshake: nil when its process serves.
 	checkRemote func(ctx context.Context, addr string) error
-	saidLeaving atomic.Bool // this replica's metadata says it is leaving
-}
-
-// memberRole is what a process of the ring says it is, in its metadata.
-type memberRole byte
-
-const (
-	// roleNone owns no zone, ever: a node-local cache.
-	roleNone memberRole = '0'
-	// roleOwner is a replica that owns zones.
-	roleOwner memberRole = '1'
-	// rolePending is a replica that will own zones once its sources
-	// have synced. Releases that knew only '1' and '0' read it as '0'.
-	rolePending memberRole = 'p'
-	// roleLeaving is an owner that is stopping: it owns its zones until
-	// it leaves the ring, and says so first, so that the others stopping
-	// with it know they may be the last (Node.othersStay). Releases that
-	// knew only '1', '0' and 'p' read it as '0', and take its zones over
-	// a little earlier.
-	roleLeaving memberRole = 'l'
-)
-
-// meta is what a process tells the others: its role, and where its actor
-// remote listens ("1|10.0.0.5:8090").
-func meta(role memberRole, remoteAddr string) []byte {
-	return []byte(string(rune(role)) + "|" + remoteAddr)
-}
-
-func parseMeta(b []byte) (role memberRole, remoteAddr string) {
-	flag, addr, _ := strings.Cut(string(b), "|")
-	switch flag {
-	case string(rune(roleOwner)):
-		return roleOwner, addr
-	case string(rune(rolePending)):
-		return rolePending, addr
-	case string(rune(roleLeaving)):
-		return roleLeaving, addr
-	}
-	return roleNone, addr
 }
 
 // startCluster starts remote, dispatch and membership. The replica joins
@@ -136,7 +96,7 @@ func (n *Node) startCluster() error {
 	}
 	port = probe.Addr().(*net.TCPAddr).Port
 	probe.Close()
-	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), announced: make(chan struct{}),
+	c := &clusterState{cfg: cc, remoteAddr: net.JoinHostPort(adv, strconv.Itoa(port)), life: cluster.NewLifecycle(n.nodeLocal),
 		memberIPs: &trust.AddrSet{}, seedIPs: &trust.AddrSet{}}
 	c.seedIPs.Set(seedHosts(cc.Replicas))
 	c.rejections = trust.NewRejections(func(reason string) {
@@ -170,7 +130,7 @@ func (n *Node) startCluster() error {
 			return core.answer, core.table
 		}
 		return nil, nil // starting, or node-local: no zone is served here
-	}, func(zoneKey string) { c.suspectOwnersBefore(n.ring.Load(), zoneKey) }, counters)
+	}, func(zoneKey string) { c.suspectOwnersBefore(n.rings.Live(), zoneKey) }, counters)
 	if err != nil {
 		c.stopLiveness(n.system)
 		return err
@@ -190,7 +150,7 @@ func (n *Node) startCluster() error {
 		c.stopLiveness(n.system)
 		return err
 	}
-	if c.ring, err = dispatch.StartRing(n.system, n.ring.Load, counters); err != nil {
+	if c.ring, err = dispatch.StartRing(n.system, n.rings.Live, counters); err != nil {
 		c.stopLiveness(n.system)
 		return err
 	}
@@ -203,8 +163,7 @@ func (n *Node) startCluster() error {
 		return err
 	}
 	n.cluster = c
-	n.ring.Store(n.buildRing())
-	n.placed.Store(n.ring.Load())
+	n.rings.Init(n.buildRing())
 	return nil
 }
 
@@ -214,7 +173,7 @@ func (n *Node) startMembership(c *clusterState, adv string, timing membership.Ti
 	mc := membership.DefaultConfig()
 	mc.NodeName, mc.Bind, mc.Seeds, mc.Label = n.name, cc.Bind, cc.Join, cc.Label
 	mc.Logger = n.log.With("component", "membership")
-	mc.Meta = meta(rolePending, c.remoteAddr)
+	mc.Meta = cluster.EncodeMeta(c.life.Role(), c.remoteAddr) // pending until it announces
 	mc.SecretKeys = c.keys
 	mc.Admit, mc.Rejected = c.admit, c.rejections.Record
 	mc.RejoinNow = c.peersChanged // nil without joinService
@@ -264,36 +223,38 @@ func (n *Node) startRingFeed(c *clusterState, interval time.Duration) *ringFeed 
 // buildRing is the ring of the current live members; those found down
 // own nothing in it.
 func (n *Node) buildRing() *cluster.Ring {
-	var ms []cluster.Member
-	var ips []netip.Addr
 	members := n.cluster.members.Members()
 	remotes := make(map[string]string, len(members))
 	for _, m := range members {
-		_, remotes[m.Name] = parseMeta(m.Meta)
+		_, remotes[m.Name] = cluster.DecodeMeta(m.Meta)
 	}
 	n.cluster.liveness.Retain(remotes)
+	ips := make([]netip.Addr, 0, len(members))
 	for _, m := range members {
-		role, addr := parseMeta(m.Meta)
-		down := m.Name != n.name && n.cluster.liveness.Down(m.Name, addr)
-		// What a member may do follows from what it proved, not from what
-		// it says: only the peers Service's endpoints own zones.
-		mayOwn := m.Name == n.name || n.cluster.mayOwn(m.Addr)
-		ms = append(ms, cluster.Member{Name: m.Name, Remote: addr, Owner: mayOwn && (role == roleOwner || role == roleLeaving),
-			Pending: mayOwn && role == rolePending, Down: down})
 		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
 			ips = append(ips, ap.Addr())
 		}
 	}
 	n.cluster.memberIPs.Set(ips)
-	if n.leaving.Load() && n.announcedOwner() && !hasLiveOwner(ms) {
-		// Every replica is stopping at once (the StatefulSet deleted or
-		// scaled to zero): each has left and sees the others leave, so
-		// the ring would have no owner and every query would fail while
-		// kube-proxy still sends them here. The last ones standing answer
-		// from what they hold, alone, until their lameduck ends.
-		ms = append(ms, cluster.Member{Name: n.name, Remote: n.cluster.remoteAddr, Owner: true})
+	return cluster.BuildRing(cluster.RingBuild{Self: n.name, SelfRemote: n.cluster.remoteAddr,
+		Replication: *n.cluster.cfg.ReplicationFactor, LastStanding: n.cluster.life.LastStanding()}, n.candidates(members))
+}
+
+// candidates are members with what this process found out about each:
+// whether it may own zones (trust.go) and whether its remote port was
+// found down (liveness.go). Self is neither checked nor read.
+func (n *Node) candidates(members []membership.Member) []cluster.Candidate {
+	out := make([]cluster.Candidate, 0, len(members))
+	for _, m := range members {
+		role, addr := cluster.DecodeMeta(m.Meta)
+		c := cluster.Candidate{Name: m.Name, Role: role, Remote: addr}
+		if m.Name != n.name {
+			c.Down = n.cluster.liveness.Down(m.Name, addr)
+			c.MayOwn = n.cluster.mayOwn(m.Addr)
+		}
+		out = append(out, c)
 	}
-	return cluster.NewRing(n.name, ms, *n.cluster.cfg.ReplicationFactor)
+	return out
 }
 
 // endpointWriterQueue is the first size of the queue of messages to one
@@ -321,16 +282,6 @@ func writerBatch(nodeLocal bool) int {
 // over is larger, and with TLS between replicas (cluster keys) a read
 // fills with one record at a time, at most 16 KB, whatever the buffer.
 const remoteBuffer = 16 << 10
-
-// hasLiveOwner reports whether a member owns zones and is not found down.
-func hasLiveOwner(ms []cluster.Member) bool {
-	for _, m := range ms {
-		if m.Owner && !m.Down {
-			return true
-		}
-	}
-	return false
-}
 
 // watchRing rebuilds the ring on every membership change and tells the
 // serving core; once the core has synced, it announces this replica as an
@@ -365,9 +316,9 @@ func (n *Node) watchRing() {
 
 func (n *Node) publishRing() {
 	r := n.buildRing()
-	prev := n.ring.Load()
+	prev := n.rings.Live()
 	n.dropReturned(prev, r)
-	n.ring.Store(r)
+	n.rings.SetLive(r)
 	n.ringMoved(prev, r) // after the store: questions from now on go to the new owners
 	if n.widening.Load() {
 		// Its watches are being widened before it leaves: zones it would
@@ -377,29 +328,18 @@ func (n *Node) publishRing() {
 		// (watchEverything has the ring published again then).
 		return
 	}
-	if r.Same(n.placed.Load()) {
-		// A member's metadata changed and nothing else (one saying it is
-		// leaving): with sharded watches a ring change replays what the
-		// replica holds, for nothing here.
+	if !n.rings.Place(r) {
 		return
 	}
-	n.replaced.Store(n.placed.Swap(r))
 	if c := n.core.Load(); c != nil && c.manager != nil {
 		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
 	}
 }
 
 // othersStay reports whether another replica owns zones, is not found
-// down and has not said it is leaving: it takes over this one's zones
-// when this one leaves, listing them from the API server.
+// down and has not said it is leaving (cluster.OthersStay).
 func (n *Node) othersStay() bool {
-	for _, m := range n.cluster.members.Members() {
-		role, addr := parseMeta(m.Meta)
-		if m.Name != n.name && role == roleOwner && !n.cluster.liveness.Down(m.Name, addr) {
-			return true
-		}
-	}
-	return false
+	return cluster.OthersStay(n.name, n.candidates(n.cluster.members.Members()))
 }
 
 // lastToLeave says, in this replica's metadata, that it is leaving, and
@@ -423,46 +363,33 @@ func (n *Node) lastToLeave(settle time.Duration) bool {
 }
 
 // sayLeaving tells the others, in this replica's metadata, that it is
-// leaving; it waits up to timeout for the word to go out.
+// leaving, unless it has or owns nothing (cluster.Lifecycle.SayLeaving);
+// it waits up to timeout for the word to go out.
 func (n *Node) sayLeaving(timeout time.Duration) {
-	n.cluster.saidLeaving.Store(true)
-	if err := n.cluster.members.SetMeta(meta(roleLeaving, n.cluster.remoteAddr), timeout); err != nil {
+	if !n.cluster.life.SayLeaving() {
+		return
+	}
+	if err := n.cluster.members.SetMeta(cluster.EncodeMeta(n.cluster.life.Role(), n.cluster.remoteAddr), timeout); err != nil {
 		n.log.Warn("telling the others this replica is leaving", "err", err)
 	}
 }
 
-// remoteOf is the actor-remote address of member: from the live ring, or
-// else from the ring the zone manager placed zones by, or the one before.
+// remoteOf is the actor-remote address of member (cluster.RingState.Remote).
 // A replica widening its watches before it leaves keeps placing zones by
 // the ring it had, a replica loading zones it gained from one that left
 // asks that one for them meanwhile, and replicas that left answer in
 // their lameduck.
-func (n *Node) remoteOf(member string) (string, bool) {
-	for _, r := range []*cluster.Ring{n.ring.Load(), n.placed.Load(), n.replaced.Load()} {
-		if r == nil {
-			continue
-		}
-		if m, ok := r.Member(member); ok && m.Remote != "" {
-			return m.Remote, true
-		}
-	}
-	return "", false
-}
+func (n *Node) remoteOf(member string) (string, bool) { return n.rings.Remote(member) }
 
 // maybeAnnounce makes this replica an owner once its sources synced; done
 // says it is one, or never will be (a node-local cache), so there is no
 // need to ask again.
 func (n *Node) maybeAnnounce() (done bool) {
 	c := n.core.Load()
-	select {
-	case <-n.cluster.announced:
+	switch n.cluster.life.NextAnnounce(c != nil && c.synced.Load()) {
+	case cluster.AnnounceDone:
 		return true
-	default:
-	}
-	if n.nodeLocal {
-		return true // owns nothing, ever
-	}
-	if c == nil || !c.synced.Load() {
+	case cluster.AnnounceWait:
 		return false
 	}
 	// The zones the announcement gains load after the zone manager sees
@@ -470,12 +397,12 @@ func (n *Node) maybeAnnounce() (done bool) {
 	// would be sent queries for zones it does not hold yet. The manager
 	// sets loaded again once they have loaded.
 	c.loaded.Store(false)
-	if err := n.cluster.members.SetMeta(meta(roleOwner, n.cluster.remoteAddr), 5*time.Second); err != nil {
+	if err := n.cluster.members.SetMeta(cluster.EncodeMeta(cluster.RoleOwner, n.cluster.remoteAddr), 5*time.Second); err != nil {
 		c.loaded.Store(true)
 		n.log.Warn("announcing ownership", "err", err)
 		return false
 	}
-	close(n.cluster.announced)
+	n.cluster.life.Announced()
 	n.log.Info("sources synced: this replica now owns zones", "node", n.name)
 	n.publishRing()
 	return true
@@ -484,15 +411,7 @@ func (n *Node) maybeAnnounce() (done bool) {
 // announcedOwner reports whether the replica owns zones (always true
 // outside a cluster).
 func (n *Node) announcedOwner() bool {
-	if n.cluster == nil {
-		return true
-	}
-	select {
-	case <-n.cluster.announced:
-		return true
-	default:
-		return false
-	}
+	return n.cluster == nil || n.cluster.life.Owner()
 }
 
 // clusterHandler is the query path's access to the other replicas.
@@ -561,11 +480,9 @@ func (n *Node) leaveCluster() {
 	if n.cluster == nil {
 		return
 	}
-	if n.announcedOwner() && !n.cluster.saidLeaving.Load() {
-		// The others let a member that said so go at once; one that did
-		// not, they keep while its remote port serves (clusterState.serving).
-		n.sayLeaving(time.Second)
-	}
+	// The others let a member that said so go at once; one that did not,
+	// they keep while its remote port serves (clusterState.serving).
+	n.sayLeaving(time.Second)
 	if err := n.cluster.members.Leave(2 * time.Second); err != nil {
 		n.log.Warn("leaving the ring", "err", err)
 	}

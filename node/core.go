@@ -225,9 +225,9 @@ type coreSharding struct {
 	self    string
 	ring    *cluster.Ring
 	cluster *query.Cluster
-	live    *atomic.Pointer[cluster.Ring] // the ring as it changes
-	fetch   zones.FetchZone               // loads a gained zone from a replica that held it
-	mesh    func() *dispatch.MeshNames    // the mesh names the replicas told a node-local process
+	live    func() *cluster.Ring       // the ring as it changes
+	fetch   zones.FetchZone            // loads a gained zone from a replica that held it
+	mesh    func() *dispatch.MeshNames // the mesh names the replicas told a node-local process
 	// published is told what each zone publish changed (zones.Config.OnPublished).
 	published func(zones.Published)
 }

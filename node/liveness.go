@@ -75,7 +75,7 @@ func (n *Node) startLiveness(c *clusterState, guard *trust.Guard, bindHost strin
 	}
 	c.endpoints = n.system.EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
-			c.suspectRemote(n.ring.Load(), e.Address)
+			c.suspectRemote(n.rings.Live(), e.Address)
 		}
 	})
 	return nil
@@ -180,8 +180,8 @@ func remoteCheck(guard *trust.Guard, bindHost string) func(ctx context.Context, 
 // leave from a death. Without a key the remote port proves nothing, and
 // gossip's word stands.
 func (c *clusterState) serving(ctx context.Context, m membership.Member) bool {
-	role, addr := parseMeta(m.Meta)
-	if role == roleLeaving || addr == "" || len(c.keys) == 0 {
+	role, addr := cluster.DecodeMeta(m.Meta)
+	if role == cluster.RoleLeaving || addr == "" || len(c.keys) == 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.DispatchTimeout.D())

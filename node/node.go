@@ -67,9 +67,6 @@ type Node struct {
 	metricsOnly *metricsListeners // http.metricsListen
 	started     bool
 	stopped     bool
-	// leaving is set once Stop has begun: the replica has left (or is
-	// leaving) the ring and answers only for its lameduck.
-	leaving atomic.Bool
 	// widening is set while a leaving replica waits for its watches to
 	// take every object (watchEverything).
 	widening atomic.Bool
@@ -83,15 +80,9 @@ type Node struct {
 	memory *memoryReleaser // returns freed memory to the OS after loads
 
 	cluster *clusterState // nil outside a cluster
-	ring    atomic.Pointer[cluster.Ring]
-	// placed is the ring the zone manager was last given: its placement
-	// sends questions to its members, which may have left the live ring
-	// since (see publishRing) yet still answer through their lameduck.
-	placed atomic.Pointer[cluster.Ring]
-	// replaced is the ring placed before that one: a zone gained from a
-	// replica that left is asked of it while it loads here, and in its
-	// lameduck that replica still answers (and hands it over).
-	replaced atomic.Pointer[cluster.Ring]
+	// rings are the ring in force, the one zones were placed by and the
+	// one before it; none outside a cluster.
+	rings cluster.RingState
 	// fresh is what owners said changed, for every owners' cache of the
 	// process (coherence.go); nil outside a cluster.
 	fresh *query.Freshness
@@ -175,7 +166,7 @@ func (n *Node) registerStateMetrics() {
 		n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shardns", Name: name, Help: help}, f))
 	}
 	gauge("cluster_members", "Live replicas in the ring (1 outside a cluster).", func() float64 {
-		if r := n.ring.Load(); r != nil {
+		if r := n.rings.Live(); r != nil {
 			return float64(len(r.Members))
 		}
 		return 1
@@ -320,7 +311,7 @@ func (n *Node) Ready() bool {
 	if n.nodeLocal {
 		// Ready once there is a replica to ask and every owner has been
 		// asked once, so first queries do not wait for a connection.
-		r := n.ring.Load()
+		r := n.rings.Live()
 		return c != nil && r != nil && r.HasOwners() && n.cluster.reachedOwners()
 	}
 	return c != nil && c.synced.Load() && c.loaded.Load() && n.announcedOwner()
@@ -328,7 +319,7 @@ func (n *Node) Ready() bool {
 
 // sharding is what a new core needs from the cluster.
 func (n *Node) sharding(cfg *config.Config) coreSharding {
-	s := coreSharding{self: n.name, ring: n.ring.Load(), cluster: n.clusterHandler(cfg), live: &n.ring,
+	s := coreSharding{self: n.name, ring: n.rings.Live(), cluster: n.clusterHandler(cfg), live: n.rings.Live,
 		published: n.published}
 	if n.cluster != nil {
 		s.fetch = n.cluster.handoff.Fetch
@@ -436,7 +427,9 @@ func (n *Node) Stop(lameduck time.Duration) {
 	if n.http != nil {
 		n.http.EnterLameduck()
 	}
-	n.leaving.Store(true)
+	if n.cluster != nil {
+		n.cluster.life.Stop() // the last ones standing keep owning (cluster.BuildRing)
+	}
 	n.handOver()
 	n.watchEverything(lameduck)
 	n.leaveCluster() // the others take over this replica's zones now

@@ -25,8 +25,8 @@ import (
 // are not cluster names here: they go to the forwarder.
 type ownersView struct {
 	cfg  *zone.Config
-	base *zone.Directory // without mesh names
-	ring *atomic.Pointer[cluster.Ring]
+	base *zone.Directory      // without mesh names
+	ring func() *cluster.Ring // the live ring
 	memo atomic.Pointer[ownerMemo]
 	// mesh is the mesh host names the replicas told last (nil: none,
 	// or not asked); dir is the directory built from them.
@@ -51,7 +51,7 @@ type ownerMemo struct {
 // which clients choose.
 const maxMemo = 4096
 
-func newOwnersView(cfg *zone.Config, ring *atomic.Pointer[cluster.Ring], mesh func() *dispatch.MeshNames) *ownersView {
+func newOwnersView(cfg *zone.Config, ring func() *cluster.Ring, mesh func() *dispatch.MeshNames) *ownersView {
 	return &ownersView{cfg: cfg, base: ownersDirectory(cfg, nil), ring: ring, mesh: mesh}
 }
 
@@ -91,7 +91,7 @@ func (v *ownersView) Zone(string) *zone.Snapshot { return nil }
 // function of the ring and the key, so it is remembered per ring: the
 // rendezvous sort costs more than the cached answer it leads to.
 func (v *ownersView) Remote(key string) []string {
-	r := v.ring.Load()
+	r := v.ring()
 	if r == nil {
 		return []string{}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardns/shardns/actors/dispatch"
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/wire"
 )
@@ -126,12 +127,7 @@ func (f *ringFeed) poll() {
 func (f *ringFeed) reachOwners() {
 	f.mu.Lock()
 	known := f.version
-	var asking []string
-	for _, m := range f.members {
-		if role, addr := parseMeta(m.Meta); role == roleOwner && !f.reached[addr] {
-			asking = append(asking, addr)
-		}
-	}
+	asking := cluster.Unreached(told(f.members), f.reached)
 	f.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, addr := range asking {
@@ -186,25 +182,19 @@ func (f *ringFeed) ask(addrs []string, known uint64) bool {
 	return false
 }
 
-// targetsLocked are the replicas to ask: the last that answered, then
-// the ring's other members, owners first.
+// targetsLocked are the replicas to ask (cluster.AskOrder).
 func (f *ringFeed) targetsLocked() []string {
-	var owners, others []string
-	for _, m := range f.members {
-		role, addr := parseMeta(m.Meta)
-		switch {
-		case addr == f.last:
-		case role == roleOwner:
-			owners = append(owners, addr)
-		default:
-			others = append(others, addr)
-		}
+	return cluster.AskOrder(told(f.members), f.last)
+}
+
+// told reads the roles and remotes of members as the replicas told them.
+func told(members []membership.Member) []cluster.Candidate {
+	out := make([]cluster.Candidate, len(members))
+	for i, m := range members {
+		role, addr := cluster.DecodeMeta(m.Meta)
+		out[i] = cluster.Candidate{Name: m.Name, Role: role, Remote: addr}
 	}
-	var out []string
-	if f.last != "" {
-		out = append(out, f.last)
-	}
-	return append(append(out, owners...), others...)
+	return out
 }
 
 // update takes what the replica at addr answered.
@@ -239,14 +229,8 @@ func ringMembers(members []*wire.RingMember) []membership.Member {
 		if m.GetName() == "" || m.GetRemote() == "" {
 			continue
 		}
-		role := roleNone
-		switch {
-		case m.Owner:
-			role = roleOwner
-		case m.Pending:
-			role = rolePending
-		}
-		out = append(out, membership.Member{Name: m.Name, Addr: m.Remote, Meta: meta(role, m.Remote)})
+		role := cluster.RoleOf(m.GetOwner(), m.GetPending())
+		out = append(out, membership.Member{Name: m.Name, Addr: m.Remote, Meta: cluster.EncodeMeta(role, m.Remote)})
 	}
 	return out
 }

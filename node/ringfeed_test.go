@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/wire"
 )
 
@@ -94,8 +95,8 @@ func TestRingFeedFollowsTheReplicas(t *testing.T) {
 	}
 	<-f.changed
 	for _, m := range f.Members() {
-		role, addr := parseMeta(m.Meta)
-		if want := map[string]memberRole{"r1": roleOwner, "r2": rolePending}[m.Name]; role != want || addr != m.Addr {
+		role, addr := cluster.DecodeMeta(m.Meta)
+		if want := map[string]cluster.Role{"r1": cluster.RoleOwner, "r2": cluster.RolePending}[m.Name]; role != want || addr != m.Addr {
 			t.Fatalf("%s: role %c at %s, want %c at %s", m.Name, role, addr, want, m.Addr)
 		}
 	}

@@ -37,7 +37,7 @@ func ringFingerprint(r *cluster.Ring) uint64 {
 // currentRing is the ring questions are routed by; outside a cluster,
 // this process alone owning everything.
 func (n *Node) currentRing() *cluster.Ring {
-	if r := n.ring.Load(); r != nil {
+	if r := n.rings.Live(); r != nil {
 		return r
 	}
 	return cluster.NewRing(n.name, []cluster.Member{{Name: n.name, Owner: true}}, 0)

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/trust"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
@@ -158,14 +159,14 @@ func (c *clusterState) admit(m membership.Member) string {
 	if c.peers != nil && !c.peers.Has(gossip.Addr()) {
 		return trust.ReasonNotPeer
 	}
-	role, remoteAddr := parseMeta(m.Meta)
+	role, remoteAddr := cluster.DecodeMeta(m.Meta)
 	if c.peers != nil {
 		names, replica := c.replicaNames(gossip.Addr())
 		switch {
 		case replica && len(names) > 0 && !slices.Contains(names, m.Name):
 			// Another name at a replica's address: a phantom member.
 			return trust.ReasonNotPeer
-		case !replica && role != roleNone:
+		case !replica && role != cluster.RoleNone:
 			return trust.ReasonNotOwner
 		}
 	}
