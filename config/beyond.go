@@ -5,9 +5,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-
-	"github.com/shardns/shardns/hosts"
-	"github.com/shardns/shardns/template"
 )
 
 // ServerConfig is one extra listener, like a Corefile server block on its
@@ -260,15 +257,15 @@ func validateHosts(bad func(key, format string, args ...any), key string, h *Hos
 		}
 	}
 	for i, e := range h.Entries {
-		if _, _, err := hosts.ParseLine(e); err != nil {
+		if _, _, _, err := ParseHostsLine(e); err != nil {
 			bad(fmt.Sprintf("%s.entries[%d]", key, i), "%v", err)
 		}
 	}
 }
 
 // validateTemplates checks the templates under key by compiling them.
-func validateTemplates(bad func(key, format string, args ...any), key string, ts []template.Config) {
-	if _, err := template.Compile(ts); err != nil {
+func validateTemplates(bad func(key, format string, args ...any), key string, ts []Template) {
+	if _, err := ParseTemplates(ts); err != nil {
 		// Each error starts with its key (template[0].match[1]: ...).
 		for _, line := range strings.Split(err.Error(), "\n") {
 			k, msg, _ := strings.Cut(line, ": ")

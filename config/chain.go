@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-
-	"github.com/shardns/shardns/template"
 )
 
 // ChainConfig is the plugin chain of one server block (servers[].chain):
@@ -37,10 +35,10 @@ type ChainConfig struct {
 	Cache *CacheConfig `json:"cache"`
 	// Hosts, Rewrite, Template and ACL are as the top-level keys; an
 	// empty list ([]) is none, a list left out the top level's.
-	Hosts    *HostsConfig      `json:"hosts"`
-	Rewrite  []RewriteRule     `json:"rewrite"`
-	Template []template.Config `json:"template"`
-	ACL      []ACLConfig       `json:"acl"`
+	Hosts    *HostsConfig  `json:"hosts"`
+	Rewrite  []RewriteRule `json:"rewrite"`
+	Template []Template    `json:"template"`
+	ACL      []ACLConfig   `json:"acl"`
 	// Log is which queries and errors this block logs; log.level and
 	// log.format stay the process's.
 	Log         *LogConfig         `json:"log"`

@@ -17,9 +17,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/shardns/shardns/template"
-	"github.com/shardns/shardns/zone"
 )
 
 // The modes a process runs in.
@@ -60,7 +57,7 @@ type Config struct {
 	// Template answers names from record templates, after the rewrite
 	// rules and before hosts and the cluster zones (CoreDNS's template
 	// plugin).
-	Template []template.Config `json:"template"`
+	Template []Template `json:"template"`
 	// Chaos answers version.bind and friends.
 	Chaos ChaosConfig `json:"chaos"`
 	// Federation answers names of Kubernetes cluster federations (kube-dns
@@ -777,7 +774,7 @@ func (c *Config) validateKubernetes(bad func(key, format string, args ...any)) {
 		bad("kubernetes.context", "needs kubernetes.kubeconfig")
 	}
 	checkZones(bad, "kubernetes.fallthrough", k.Fallthrough, true)
-	if _, ok := zone.ParseTopologyMode(k.Topology); !ok {
+	if !ValidTopology(k.Topology) {
 		bad("kubernetes.topology", "must be off, prefer or only, got %q", k.Topology)
 	}
 	if k.External != nil {
@@ -1065,6 +1062,16 @@ func checkHostPort(a string) error {
 		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
 	}
 	return nil
+}
+
+// ValidTopology reports whether s is a value of kubernetes.topology:
+// off (or empty), prefer or only. zone.ParseTopologyMode reads them.
+func ValidTopology(s string) bool {
+	switch s {
+	case "", "off", "prefer", "only":
+		return true
+	}
+	return false
 }
 
 // ParsePort reads a port number: decimal digits only, 0 to 65535.

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
-
-	"github.com/shardns/shardns/forward"
 )
 
 // ForwardOptions are the options of CoreDNS's forward that the default
@@ -87,7 +85,7 @@ func checkUpstreams(bad func(key, format string, args ...any), key string, upstr
 		if strings.HasPrefix(u, "/") {
 			continue
 		}
-		if _, err := forward.ParseUpstream(u); err != nil {
+		if _, err := ParseUpstream(u); err != nil {
 			bad(fmt.Sprintf("%s[%d]", key, i), "%q: %v", u, err)
 		}
 	}

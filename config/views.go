@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/shardns/shardns/expression"
-	"github.com/shardns/shardns/template"
 )
 
 // ViewConfig is a resolver plane for the queries its expressions hold
@@ -25,10 +24,10 @@ type ViewConfig struct {
 	// true.
 	Expr []string `json:"expr"`
 	// Hosts, Rewrite, Template and ACL are as the top-level keys.
-	Hosts    HostsConfig       `json:"hosts"`
-	Rewrite  []RewriteRule     `json:"rewrite"`
-	Template []template.Config `json:"template"`
-	ACL      []ACLConfig       `json:"acl"`
+	Hosts    HostsConfig   `json:"hosts"`
+	Rewrite  []RewriteRule `json:"rewrite"`
+	Template []Template    `json:"template"`
+	ACL      []ACLConfig   `json:"acl"`
 	// Forward is the view's upstreams; timeouts and health checks are
 	// the top-level forward's.
 	Forward ViewForwardConfig `json:"forward"`

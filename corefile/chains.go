@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/shardns/shardns/config"
-	"github.com/shardns/shardns/template"
 )
 
 // CoreDNS gives each server block a plugin chain of its own. A block
@@ -221,7 +220,7 @@ func (c *converter) chain(b *ServerBlock) *config.ChainConfig {
 	capHostsTTL(cfg, ca.Enabled)
 	ch.Hosts = &cfg.Hosts
 	ch.Rewrite = append([]config.RewriteRule{}, cfg.Rewrite...)
-	ch.Template = append([]template.Config{}, cfg.Template...)
+	ch.Template = append([]config.Template{}, cfg.Template...)
 	ch.ACL = append([]config.ACLConfig{}, cfg.ACL...)
 	lg := cfg.Log
 	lg.Errors = c.errorsLogged

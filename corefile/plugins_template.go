@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/template"
 )
 
@@ -14,7 +15,7 @@ func (c *converter) templatePlugin(s *server, d *Directive) {
 		c.unmapped(d.place(), "template needs a class and a type")
 		return
 	}
-	t := template.Config{Class: d.Args[0], Type: d.Args[1]}
+	t := config.Template{Class: d.Args[0], Type: d.Args[1]}
 	if err := template.Check(t); err != nil {
 		c.unmapped(d.place(), "template %s %s: %v", d.Args[0], d.Args[1], strings.TrimPrefix(err.Error(), "."))
 		return
@@ -40,9 +41,9 @@ func (c *converter) templatePlugin(s *server, d *Directive) {
 // templateOption reads one option of a template block into t; known is
 // false for an option shardns does not have, valid false for one whose
 // value is wrong (reported here).
-func (c *converter) templateOption(t *template.Config, o *Directive) (known, valid bool) {
+func (c *converter) templateOption(t *config.Template, o *Directive) (known, valid bool) {
 	// check reports what the template package says of the option alone.
-	check := func(part template.Config) bool {
+	check := func(part config.Template) bool {
 		part.Type = "ANY"
 		if err := template.Check(part); err != nil {
 			c.unmapped(o.place(), "template %s: %s", o.Name, strings.TrimPrefix(err.Error(), "."))
@@ -60,23 +61,23 @@ func (c *converter) templateOption(t *template.Config, o *Directive) (known, val
 	switch o.Name {
 	case "match":
 		t.Match = append(t.Match, o.Args...)
-		return true, needArgs() && check(template.Config{Match: o.Args})
+		return true, needArgs() && check(config.Template{Match: o.Args})
 	case "answer":
 		t.Answer = append(t.Answer, o.Args...)
-		return true, needArgs() && check(template.Config{Answer: o.Args})
+		return true, needArgs() && check(config.Template{Answer: o.Args})
 	case "additional":
 		t.Additional = append(t.Additional, o.Args...)
-		return true, needArgs() && check(template.Config{Additional: o.Args})
+		return true, needArgs() && check(config.Template{Additional: o.Args})
 	case "authority":
 		t.Authority = append(t.Authority, o.Args...)
-		return true, needArgs() && check(template.Config{Authority: o.Args})
+		return true, needArgs() && check(config.Template{Authority: o.Args})
 	case "rcode":
 		if len(o.Args) != 1 {
 			c.unmapped(o.place(), "template rcode needs one response code")
 			return true, false
 		}
 		t.Rcode = o.Args[0]
-		return true, check(template.Config{Rcode: t.Rcode})
+		return true, check(config.Template{Rcode: t.Rcode})
 	case "ederror":
 		return true, c.templateEDE(t, o)
 	case "fallthrough":
@@ -94,8 +95,8 @@ func (c *converter) templateOption(t *template.Config, o *Directive) (known, val
 			c.unmapped(o.place(), "template var needs a name and an expression")
 			return true, false
 		}
-		t.Vars = append(t.Vars, template.Var{Name: o.Args[0], Expr: strings.Join(o.Args[1:], " ")})
-		if !check(template.Config{Vars: t.Vars}) {
+		t.Vars = append(t.Vars, config.TemplateVar{Name: o.Args[0], Expr: strings.Join(o.Args[1:], " ")})
+		if !check(config.Template{Vars: t.Vars}) {
 			t.Vars = t.Vars[:len(t.Vars)-1] // reported once, here
 			return true, false
 		}
@@ -105,13 +106,13 @@ func (c *converter) templateOption(t *template.Config, o *Directive) (known, val
 			return true, false
 		}
 		t.Expr = append(t.Expr, strings.Join(o.Args, " "))
-		return true, check(template.Config{Vars: t.Vars, Expr: t.Expr})
+		return true, check(config.Template{Vars: t.Vars, Expr: t.Expr})
 	}
 	return false, false
 }
 
 // templateEDE reads ederror CODE [REASON].
-func (c *converter) templateEDE(t *template.Config, o *Directive) bool {
+func (c *converter) templateEDE(t *config.Template, o *Directive) bool {
 	if len(o.Args) != 1 && len(o.Args) != 2 {
 		c.unmapped(o.place(), "template ederror needs a code and at most a reason")
 		return false
@@ -121,7 +122,7 @@ func (c *converter) templateEDE(t *template.Config, o *Directive) bool {
 		c.unmapped(o.place(), "template ederror %s: not a code from 0 to 65535", o.Args[0])
 		return false
 	}
-	t.ExtendedError = &template.ExtendedError{Code: int(code)}
+	t.ExtendedError = &config.TemplateExtendedError{Code: int(code)}
 	if len(o.Args) == 2 {
 		t.ExtendedError.Text = o.Args[1]
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/shardns/shardns/config"
-	"github.com/shardns/shardns/template"
 )
 
 // The template examples of CoreDNS's README convert option by option,
@@ -15,23 +14,23 @@ func TestConvertTemplate(t *testing.T) {
 	cases := []struct {
 		name string
 		src  string
-		want []template.Config
+		want []config.Template
 		// findings that must be reported
 		findings []string
 	}{
 		{
 			name: "NODATA for AAAA",
 			src:  ".:53 {\n  template ANY AAAA {\n    rcode NOERROR\n  }\n}\n",
-			want: []template.Config{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"}},
+			want: []config.Template{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"}},
 		},
 		{
 			name: "zone of the server block, extended error",
 			src: "invalid:53 {\n  template ANY ANY {\n    rcode NXDOMAIN\n" +
 				"    authority \"invalid. 60 {{ .Class }} SOA ns.invalid. hostmaster.invalid. (1 60 60 60 60)\"\n" +
 				"    ederror 21 \"Blocked according to RFC2606\"\n  }\n}\n",
-			want: []template.Config{{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
+			want: []config.Template{{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
 				Authority:     []string{"invalid. 60 {{ .Class }} SOA ns.invalid. hostmaster.invalid. (1 60 60 60 60)"},
-				ExtendedError: &template.ExtendedError{Code: 21, Text: "Blocked according to RFC2606"}}},
+				ExtendedError: &config.TemplateExtendedError{Code: 21, Text: "Blocked according to RFC2606"}}},
 		},
 		{
 			name: "two patterns, records, fallthrough and upstream",
@@ -43,7 +42,7 @@ func TestConvertTemplate(t *testing.T) {
 				"    authority \"example. 60 IN NS ns0.example.\"\n" +
 				"    fallthrough in-addr.arpa\n    upstream\n  }\n" +
 				"  template IN MX example {\n    answer \"{{ .Name }} 60 IN MX 10 {{ .Name }}\"\n    fallthrough\n  }\n}\n",
-			want: []template.Config{
+			want: []config.Template{
 				{Class: "IN", Type: "A", Zones: []string{"example", "in-addr.arpa"},
 					Match:      []string{`^ip-(?P<a>10)-(?P<b>[0-9]*)[.]dc[.]example[.]$`, `^(?P<a>[0-9]*)[.](?P<b>[0-9]*)[.]ext[.]example[.]$`},
 					Answer:     []string{"{{ .Name }} 60 IN A {{ .Group.a }}.0.0.{{ .Group.b }}"},
@@ -82,8 +81,8 @@ func TestConvertTemplate(t *testing.T) {
 		{
 			name: "a var and a condition",
 			src:  ".:53 {\n  template IN A example.com {\n    var ip replace(group('ip'), '-', '.')\n    expr \"ip != ''\"\n  }\n}\n",
-			want: []template.Config{{Class: "IN", Type: "A", Zones: []string{"example.com"},
-				Vars: []template.Var{{Name: "ip", Expr: "replace(group('ip'), '-', '.')"}}, Expr: []string{"ip != ''"}}},
+			want: []config.Template{{Class: "IN", Type: "A", Zones: []string{"example.com"},
+				Vars: []config.TemplateVar{{Name: "ip", Expr: "replace(group('ip'), '-', '.')"}}, Expr: []string{"ip != ''"}}},
 		},
 		{
 			name: "a var that shadows a function, a condition that does not compile",

@@ -12,50 +12,19 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/netip"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/shardns/shardns/config"
 )
 
 // httpsScheme marks a DNS over HTTPS upstream (RFC 8484), as in
 // CoreDNS's forward.
-const httpsScheme = "https://"
-
-// dohPath is the path CoreDNS asks every DNS over HTTPS upstream at; an
-// upstream written without a path is asked there too.
-const dohPath = "/dns-query"
+const httpsScheme = config.UpstreamHTTPS
 
 // dohMime is the media type of a DNS message in a DoH request and reply.
 const dohMime = "application/dns-message"
-
-// parseDoH reads https://IP[:port][/path] as https://IP:port/path, port
-// 443 and path /dns-query by default. A host name is refused, as for
-// tls://: looking it up could ask this server itself, and would make
-// the upstream change with the answers of a resolver.
-func parseDoH(e string) (string, error) {
-	u, err := url.Parse(e)
-	if err != nil || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Host == "" {
-		return "", fmt.Errorf("want https://IP[:port][/path]")
-	}
-	ip, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
-		return "", fmt.Errorf("%q is no IP address: upstream names are not looked up (write the IP, and the name in tls.serverName)", u.Hostname())
-	}
-	port := uint64(443)
-	if p := u.Port(); p != "" {
-		if port, err = strconv.ParseUint(p, 10, 16); err != nil || port == 0 {
-			return "", fmt.Errorf("port %q: want 1 to 65535", p)
-		}
-	}
-	path := u.EscapedPath()
-	if path == "" {
-		path = dohPath
-	}
-	return httpsScheme + netip.AddrPortFrom(ip.Unmap(), uint16(port)).String() + path, nil
-}
 
 // dohClient asks one DNS over HTTPS upstream with POST over HTTP/2 (or
 // HTTP/1.1 when the upstream offers nothing else). One HTTP/2

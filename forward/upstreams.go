@@ -17,10 +17,12 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+
+	"github.com/shardns/shardns/config"
 )
 
 // tlsScheme marks a DNS over TLS upstream, as in CoreDNS's forward.
-const tlsScheme = "tls://"
+const tlsScheme = config.UpstreamTLS
 
 // ParseUpstreams resolves the configured entries to host:port addresses.
 // An entry is either host:port, a bare IP (port 53), tls://IP[:port] (DNS
@@ -49,7 +51,7 @@ func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]
 			}
 			out = append(out, ns...)
 		default:
-			a, err := ParseUpstream(e)
+			a, err := config.ParseUpstream(e)
 			if err != nil {
 				return nil, fmt.Errorf("forward.upstreams: %q: %w", e, err)
 			}
@@ -57,23 +59,6 @@ func ParseUpstreams(entries []string, readFile func(string) ([]byte, error)) ([]
 		}
 	}
 	return out, nil
-}
-
-// ParseUpstream reads one upstream that is not a resolv.conf path, as
-// ParseUpstreams writes it; the error does not repeat e.
-func ParseUpstream(e string) (string, error) {
-	switch {
-	case strings.HasPrefix(e, tlsScheme):
-		a, err := hostPortDefault(strings.TrimPrefix(e, tlsScheme), 853)
-		if err != nil {
-			return "", err
-		}
-		return tlsScheme + a, nil
-	case strings.HasPrefix(e, httpsScheme):
-		return parseDoH(e)
-	default:
-		return hostPort(e)
-	}
 }
 
 // dohAddr is the IP:port of an upstream https://IP:port/path.
@@ -99,23 +84,11 @@ func transport(a string) (scheme, addr string) {
 }
 
 func hostPort(e string) (string, error) {
-	a, err := hostPortDefault(e, 53)
+	a, err := config.ParseAddrPort(e, 53)
 	if err != nil {
 		return "", fmt.Errorf("want an IP address, IP:port, tls://IP[:port], https://IP[:port][/path] or a resolv.conf path")
 	}
 	return a, nil
-}
-
-// hostPortDefault reads IP or IP:port, port defaulting to port.
-func hostPortDefault(e string, port uint16) (string, error) {
-	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e, "["), "]")); err == nil {
-		return netip.AddrPortFrom(ip, port).String(), nil
-	}
-	ap, err := netip.ParseAddrPort(e)
-	if err != nil {
-		return "", fmt.Errorf("want an IP address or IP:port")
-	}
-	return ap.String(), nil
 }
 
 // resolvConfNameservers reads the nameserver lines of a resolv.conf.

@@ -18,7 +18,7 @@ import (
 	"github.com/shardns/shardns/template"
 )
 
-func withTemplates(t testing.TB, h *Handler, cfgs ...template.Config) *Handler {
+func withTemplates(t testing.TB, h *Handler, cfgs ...config.Template) *Handler {
 	ts, err := template.Compile(cfgs)
 	if err != nil {
 		t.Fatal(err)
@@ -32,15 +32,15 @@ func withTemplates(t testing.TB, h *Handler, cfgs ...template.Config) *Handler {
 // into the cluster zone, and one for .invalid with an extended error.
 func templatedHandler(t testing.TB) *Handler {
 	return withTemplates(t, testHandler(t),
-		template.Config{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
-		template.Config{Type: "A", Zones: []string{"example"},
+		config.Template{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
+		config.Template{Type: "A", Zones: []string{"example"},
 			Match:  []string{`^ip-(?P<a>[0-9]+)-(?P<b>[0-9]+)[.]example[.]$`},
 			Answer: []string{"{{ .Name }} 60 IN A 10.0.{{ .Group.a }}.{{ .Group.b }}"}},
-		template.Config{Type: "ANY", Zones: []string{"alias.test"},
+		config.Template{Type: "ANY", Zones: []string{"alias.test"},
 			Answer: []string{"{{ .Name }} 30 IN CNAME web.ns.svc.cluster.local."}},
-		template.Config{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
+		config.Template{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
 			Authority:     []string{"invalid. 60 {{ .Class }} SOA ns.invalid. hostmaster.invalid. 1 60 60 60 60"},
-			ExtendedError: &template.ExtendedError{Code: 21, Text: "Blocked according to RFC2606"}},
+			ExtendedError: &config.TemplateExtendedError{Code: 21, Text: "Blocked according to RFC2606"}},
 	)
 }
 
@@ -141,7 +141,7 @@ func TestTemplateAfterRewrite(t *testing.T) {
 // A CNAME to a name the same template answers with a CNAME again stops
 // being followed instead of going round forever.
 func TestTemplateChaseEnds(t *testing.T) {
-	h := withTemplates(t, testHandler(t), template.Config{Type: "A", Zones: []string{"loop.test"},
+	h := withTemplates(t, testHandler(t), config.Template{Type: "A", Zones: []string{"loop.test"},
 		Answer: []string{"{{ .Name }} 5 IN CNAME x.{{ .Name }}"}})
 	r := serve(t, h, pack(t, query("loop.test.", dns.TypeA)), Transport{})
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != maxChaseDepth+1 {
@@ -157,7 +157,7 @@ func TestFastPathLeavesTemplatedNames(t *testing.T) {
 	if r := serve(t, h, req, Transport{}); len(r.Ns) != 1 {
 		t.Fatalf("the zone's NODATA carries its SOA: %v", r)
 	}
-	withTemplates(t, h, template.Config{Type: "AAAA"})
+	withTemplates(t, h, config.Template{Type: "AAAA"})
 	for range 2 {
 		if r := serve(t, h, req, Transport{}); len(r.Ns) != 0 || r.Rcode != dns.RcodeSuccess {
 			t.Fatalf("templated NODATA has no SOA: %v", r)
@@ -173,7 +173,7 @@ func TestFastPathLeavesTemplatedNames(t *testing.T) {
 // BenchmarkServeWithTemplate is BenchmarkServe with `template ANY AAAA
 // { rcode NOERROR }` configured: an A question stays on the fast path.
 func BenchmarkServeWithTemplate(b *testing.B) {
-	h := withTemplates(b, testHandler(b), template.Config{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"})
+	h := withTemplates(b, testHandler(b), config.Template{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"})
 	req, _ := query("web.ns.svc.cluster.local.", dns.TypeA).Pack()
 	out := make([]byte, 0, 512)
 	b.ReportAllocs()
@@ -184,7 +184,7 @@ func BenchmarkServeWithTemplate(b *testing.B) {
 
 // BenchmarkServeTemplated answers the AAAA question that template.
 func BenchmarkServeTemplated(b *testing.B) {
-	h := withTemplates(b, testHandler(b), template.Config{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"})
+	h := withTemplates(b, testHandler(b), config.Template{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"})
 	req, _ := query("web.ns.svc.cluster.local.", dns.TypeAAAA).Pack()
 	out := make([]byte, 0, 512)
 	b.ReportAllocs()
@@ -196,7 +196,7 @@ func BenchmarkServeTemplated(b *testing.B) {
 // A template that makes no record is answered on the fast path, with the
 // bytes the full path packs.
 func TestFastPathBareTemplate(t *testing.T) {
-	cfgs := []template.Config{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
+	cfgs := []config.Template{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
 		{Type: "A", Zones: []string{"invalid"}, Rcode: "NXDOMAIN"}}
 	fast := withTemplates(t, testHandler(t), cfgs...)
 	full := withTemplates(t, testHandler(t), cfgs...)
@@ -239,12 +239,12 @@ func TestFastPathBareTemplate(t *testing.T) {
 // matches fails without a match.
 func TestTemplateMetrics(t *testing.T) {
 	h := withTemplates(t, testHandler(t),
-		template.Config{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
-		template.Config{Type: "A", Zones: []string{"example"},
+		config.Template{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"},
+		config.Template{Type: "A", Zones: []string{"example"},
 			Match:  []string{`^ip-(?P<a>[0-9]+)-(?P<b>[0-9]+)[.]example[.]$`},
 			Answer: []string{"{{ .Name }} 60 IN A 10.0.{{ .Group.a }}.{{ .Group.b }}"}},
-		template.Config{Type: "A", Zones: []string{"broken"}, Answer: []string{"{{ .Name }} 60 IN A not-an-address"}},
-		template.Config{Type: "A", Zones: []string{"exec"}, Answer: []string{"{{ .Nope }} 60 IN A 10.0.0.1"}})
+		config.Template{Type: "A", Zones: []string{"broken"}, Answer: []string{"{{ .Name }} 60 IN A not-an-address"}},
+		config.Template{Type: "A", Zones: []string{"exec"}, Answer: []string{"{{ .Nope }} 60 IN A 10.0.0.1"}})
 	reg, m := metrics.New("test")
 	h.Metrics, h.Server = m, "dns://:53"
 	for _, q := range []struct {

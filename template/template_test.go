@@ -7,22 +7,23 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
 // The examples of CoreDNS 1.15's plugin/template/README.md, as
 // configurations, and what each question gets.
 var (
-	allNXDOMAIN = []Config{{Class: "ANY", Type: "ANY", Rcode: "NXDOMAIN"}}
-	invalidTLD  = []Config{{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
+	allNXDOMAIN = []config.Template{{Class: "ANY", Type: "ANY", Rcode: "NXDOMAIN"}}
+	invalidTLD  = []config.Template{{Class: "ANY", Type: "ANY", Zones: []string{"invalid"}, Rcode: "NXDOMAIN",
 		Authority:     []string{"invalid. 60 {{ .Class }} SOA ns.invalid. hostmaster.invalid. (1 60 60 60 60)"},
-		ExtendedError: &ExtendedError{Code: 21, Text: "Blocked according to RFC2606"}}}
-	searchDomain = []Config{{Class: "IN", Type: "ANY", Zones: []string{"example.com"},
+		ExtendedError: &config.TemplateExtendedError{Code: 21, Text: "Blocked according to RFC2606"}}}
+	searchDomain = []config.Template{{Class: "IN", Type: "ANY", Zones: []string{"example.com"},
 		Match:       []string{`example\.com\.(dc1\.example\.com\.)$`},
 		Rcode:       "NXDOMAIN",
 		Authority:   []string{"{{ index .Match 1 }} 60 IN SOA ns.{{ index .Match 1 }} hostmaster.{{ index .Match 1 }} (1 60 60 60 60)"},
 		Fallthrough: []string{"."}}}
-	aAndPTR = []Config{
+	aAndPTR = []config.Template{
 		{Class: "IN", Type: "A", Zones: []string{"example"},
 			Match:       []string{`(^|[.])ip-(?P<a>[0-9]*)-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]example[.]$`},
 			Answer:      []string{"{{ .Name }} 60 IN A {{ .Group.a }}.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
@@ -33,27 +34,27 @@ var (
 	}
 	// The README's example of vars and conditions: a name that spells a
 	// private address answers it, others fall through.
-	privateIP = []Config{{Class: "IN", Type: "A", Zones: []string{"example.com"},
+	privateIP = []config.Template{{Class: "IN", Type: "A", Zones: []string{"example.com"},
 		Match: []string{`^(?P<ip>[0-9]{1,3}(-[0-9]{1,3}){3})[.](?P<id>[a-z2-7]{26})[.]example[.]com[.]$`},
-		Vars:  []Var{{Name: "ip", Expr: "replace(group('ip'), '-', '.')"}},
+		Vars:  []config.TemplateVar{{Name: "ip", Expr: "replace(group('ip'), '-', '.')"}},
 		Expr: []string{"any(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'], incidr(ip, #))",
 			"type() == 'A' && group(0) == name()"},
 		Answer:      []string{"{{ .Name }} 60 IN A {{ .Var.ip }}"},
 		Fallthrough: []string{"."}}}
 	// A condition that fails while it runs fails the question, as in
 	// CoreDNS (a condition that is false passes it on).
-	brokenCondition = []Config{{Class: "IN", Type: "A", Zones: []string{"example.org"},
+	brokenCondition = []config.Template{{Class: "IN", Type: "A", Zones: []string{"example.org"},
 		Expr: []string{"incidr(name(), '10.0.0.0/8')"}, Answer: []string{"{{ .Name }} 60 IN A 10.0.0.1"}, Fallthrough: []string{"."}}}
-	hexIP = []Config{{Class: "IN", Type: "A", Zones: []string{"example"},
+	hexIP = []config.Template{{Class: "IN", Type: "A", Zones: []string{"example"},
 		Match:       []string{`^ip0a(?P<b>[a-f0-9]{2})(?P<c>[a-f0-9]{2})(?P<d>[a-f0-9]{2})[.]example[.]$`},
 		Answer:      []string{"{{ .Name }} 60 IN A 10.{{ parseInt .Group.b 16 8 }}.{{ parseInt .Group.c 16 8 }}.{{ parseInt .Group.d 16 8 }}"},
 		Fallthrough: []string{"."}}}
-	twoPatterns = []Config{{Class: "IN", Type: "A", Zones: []string{"example"},
+	twoPatterns = []config.Template{{Class: "IN", Type: "A", Zones: []string{"example"},
 		Match: []string{`^ip-(?P<a>10)-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]dc[.]example[.]$`,
 			`^(?P<a>[0-9]*)[.](?P<b>[0-9]*)[.](?P<c>[0-9]*)[.](?P<d>[0-9]*)[.]ext[.]example[.]$`},
 		Answer:      []string{"{{ .Name }} 60 IN A {{ .Group.a}}.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
 		Fallthrough: []string{"."}}}
-	withNS = []Config{
+	withNS = []config.Template{
 		{Class: "IN", Type: "A", Zones: []string{"example"},
 			Match:       []string{`^ip-10-(?P<b>[0-9]*)-(?P<c>[0-9]*)-(?P<d>[0-9]*)[.]example[.]$`},
 			Answer:      []string{"{{ .Name }} 60 IN A 10.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
@@ -66,15 +67,15 @@ var (
 			Additional:  []string{"{{ .Name }} 60 IN A 10.{{ .Group.b }}.{{ .Group.c }}.{{ .Group.d }}"},
 			Fallthrough: []string{"."}},
 	}
-	cname = []Config{{Class: "IN", Type: "ANY", Zones: []string{"foogle.com"},
+	cname = []config.Template{{Class: "IN", Type: "ANY", Zones: []string{"foogle.com"},
 		Match: []string{`^foogle\.com\.$`}, Answer: []string{"foogle.com 60 IN CNAME google.com"}}}
-	aaaaNODATA = []Config{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"}}
+	aaaaNODATA = []config.Template{{Class: "ANY", Type: "AAAA", Rcode: "NOERROR"}}
 )
 
 func TestAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		cfg     []Config
+		cfg     []config.Template
 		qname   string
 		qtype   uint16
 		qclass  uint16 // 0: IN
@@ -178,7 +179,7 @@ func records(rrs []dns.RR) []string {
 }
 
 func TestFields(t *testing.T) {
-	ts, err := Compile([]Config{{Type: "TXT", Zones: []string{"example."},
+	ts, err := Compile([]config.Template{{Type: "TXT", Zones: []string{"example."},
 		Match: []string{`^(?P<host>[a-z]+)\.example\.$`},
 		Answer: []string{`{{ .Name }} 5 IN TXT "{{ .Zone }}" "{{ .Class }}" "{{ .Type }}" "{{ index .Match 1 }}" ` +
 			`"{{ .Group.host }}" "{{ .Group.a }}" "{{ .Remote }}" "{{ .Question.Name }}" "{{ .Message.Id }}" "{{ .Meta "x" }}"`}}})
@@ -214,7 +215,7 @@ func TestTemplateFailures(t *testing.T) {
 		{"rcode SERVFAIL", "{{ .Name }} 60 IN A 10.0.0.1", "SERVFAIL", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts, err := Compile([]Config{{Type: "A", Answer: []string{tc.answer}, Rcode: tc.rcode}})
+			ts, err := Compile([]config.Template{{Type: "A", Answer: []string{tc.answer}, Rcode: tc.rcode}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,20 +263,20 @@ func TestAnswerMatch(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  Config
+		cfg  config.Template
 		want string
 	}{
-		{Config{Type: "AAAA", Class: "NOPE"}, `template[0].class: "NOPE" is not a DNS class`},
-		{Config{Type: "NOPE"}, `template[0].type: "NOPE" is not a query type`},
-		{Config{Type: "A", Match: []string{"ok", "("}}, "template[0].match[1]: error parsing regexp"},
-		{Config{Type: "A", Match: []string{strings.Repeat("a", maxRegexLen+1)}}, "template[0].match[0]: the pattern is 10001 characters long"},
-		{Config{Type: "A", Answer: []string{"{{ .Name "}}, "template[0].answer[0]: template: answer:1: unclosed action"},
-		{Config{Type: "A", Authority: []string{"{{ nope }}"}}, `template[0].authority[0]: template: authority:1: function "nope" not defined`},
-		{Config{Type: "A", Rcode: "MAYBE"}, `template[0].rcode: "MAYBE" is not a response code`},
-		{Config{Type: "A", Zones: []string{"a..b"}}, `template[0].zones[0]: "a..b" is not a domain name`},
-		{Config{Type: "A", ExtendedError: &ExtendedError{Code: 70000}}, "template[0].extendedError.code: must be between 0 and 65535"},
+		{config.Template{Type: "AAAA", Class: "NOPE"}, `template[0].class: "NOPE" is not a DNS class`},
+		{config.Template{Type: "NOPE"}, `template[0].type: "NOPE" is not a query type`},
+		{config.Template{Type: "A", Match: []string{"ok", "("}}, "template[0].match[1]: error parsing regexp"},
+		{config.Template{Type: "A", Match: []string{strings.Repeat("a", 10001)}}, "template[0].match[0]: the pattern is 10001 characters long"},
+		{config.Template{Type: "A", Answer: []string{"{{ .Name "}}, "template[0].answer[0]: template: answer:1: unclosed action"},
+		{config.Template{Type: "A", Authority: []string{"{{ nope }}"}}, `template[0].authority[0]: template: authority:1: function "nope" not defined`},
+		{config.Template{Type: "A", Rcode: "MAYBE"}, `template[0].rcode: "MAYBE" is not a response code`},
+		{config.Template{Type: "A", Zones: []string{"a..b"}}, `template[0].zones[0]: "a..b" is not a domain name`},
+		{config.Template{Type: "A", ExtendedError: &config.TemplateExtendedError{Code: 70000}}, "template[0].extendedError.code: must be between 0 and 65535"},
 	} {
-		_, err := Compile([]Config{tc.cfg})
+		_, err := Compile([]config.Template{tc.cfg})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/model"
 )
 
@@ -154,5 +155,16 @@ func TestParseTopologyMode(t *testing.T) {
 	}
 	if _, ok := ParseTopologyMode("Prefer"); ok {
 		t.Error("Prefer parsed; modes are lower case")
+	}
+}
+
+// kubernetes.topology is checked by config and read here: a value one
+// accepts and the other does not would pass validation and answer as off.
+func TestTopologyModesAgreeWithConfig(t *testing.T) {
+	for _, s := range []string{"", "off", "prefer", "only", "Prefer", "ONLY", "on", "none", " prefer"} {
+		_, parsed := ParseTopologyMode(s)
+		if valid := config.ValidTopology(s); valid != parsed {
+			t.Errorf("kubernetes.topology %q: config accepts %v, zone reads %v", s, valid, parsed)
+		}
 	}
 }

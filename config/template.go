@@ -1,4 +1,4 @@
-package template
+package config
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 	"github.com/shardns/shardns/expression"
 )
 
-// Config is one template, a CoreDNS `template CLASS TYPE [ZONES] {…}`.
-type Config struct {
+// Template is one template, a CoreDNS `template CLASS TYPE [ZONES] {…}`.
+type Template struct {
 	// Class of the questions answered: IN (default), CH, ANY, ...
 	Class string `json:"class"`
 	// Type of the questions answered: A, AAAA, PTR, ... or ANY for all.
@@ -28,7 +28,7 @@ type Config struct {
 	// Vars are set for each matching question, in order, from
 	// expressions (github.com/expr-lang/expr, as CoreDNS's var), and seen
 	// by the record templates as .Var.NAME and by later expressions.
-	Vars []Var `json:"vars,omitempty"`
+	Vars []TemplateVar `json:"vars,omitempty"`
 	// Expr are conditions that must all hold for a matching question to
 	// be answered (CoreDNS's expr); otherwise the question is treated as
 	// if no pattern had matched.
@@ -41,21 +41,22 @@ type Config struct {
 	// Rcode of the answer: NOERROR (default), NXDOMAIN, SERVFAIL, ...
 	Rcode string `json:"rcode"`
 	// ExtendedError adds an RFC 8914 extended error to the answer.
-	ExtendedError *ExtendedError `json:"extendedError"`
+	ExtendedError *TemplateExtendedError `json:"extendedError"`
 	// Fallthrough zones pass names that no regex matches on to the next
 	// template, then to hosts, the cluster zones and the forwarder;
 	// ["."]: every name. Otherwise such names get SERVFAIL.
 	Fallthrough []string `json:"fallthrough"`
 }
 
-// Var is one variable of a template.
-type Var struct {
+// TemplateVar is one variable of a template.
+type TemplateVar struct {
 	Name string `json:"name"`
 	Expr string `json:"expr"`
 }
 
-// ExtendedError is an RFC 8914 extended DNS error.
-type ExtendedError struct {
+// TemplateExtendedError is an RFC 8914 extended DNS error a template
+// adds to its answer.
+type TemplateExtendedError struct {
 	// Code is the INFO-CODE, 0–65535 (RFC 8914 defines 0–24).
 	Code int `json:"code"`
 	// Text is the EXTRA-TEXT; may be empty.
@@ -66,35 +67,44 @@ type ExtendedError struct {
 // costs memory out of proportion.
 const maxRegexLen = 10000
 
-// Compile checks and compiles the configured templates, in order; nil
-// when there are none, so the query path pays nothing without them. An
-// error names the key, e.g. template[0].match[1].
-func Compile(cfgs []Config) (*Templates, error) {
-	if len(cfgs) == 0 {
-		return nil, nil
-	}
-	ts := &Templates{}
+// ParseTemplates reads the templates, in order, into the values they
+// answer with; an error names the key of each fault, e.g.
+// template[0].match[1].
+func ParseTemplates(ts []Template) ([]*ParsedTemplate, error) {
+	out := make([]*ParsedTemplate, 0, len(ts))
 	var errs []error
-	for i, c := range cfgs {
-		t, err := compile(c)
+	for i, c := range ts {
+		p, err := ParseTemplate(c)
 		if err != nil {
 			errs = append(errs, prefixed(fmt.Sprintf("template[%d]", i), err))
 			continue
 		}
-		ts.list = append(ts.list, t)
-		ts.zones = append(ts.zones, t.zones...)
+		out = append(out, p)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return ts, nil
+	return out, nil
 }
 
-// Check compiles one template alone, for the Corefile converter, whose
-// errors name the template's line instead of its index.
-func Check(c Config) error {
-	_, err := compile(c)
-	return err
+// ParsedTemplate is a template's settings read into the values the
+// template package answers with.
+type ParsedTemplate struct {
+	Class, Type                   uint16 // ClassANY, TypeANY: every one
+	Zones                         []string
+	Match                         []*regexp.Regexp
+	Vars                          []ParsedVar
+	Expr                          []*expression.Value
+	Answer, Additional, Authority []*texttemplate.Template
+	Rcode                         int
+	ExtendedError                 *dns.EDNS0_EDE
+	Fallthrough                   []string // nil: no fallthrough
+}
+
+// ParsedVar is one variable of a parsed template.
+type ParsedVar struct {
+	Name  string
+	Value *expression.Value
 }
 
 // prefixed puts key before the key of each error err joins.
@@ -118,27 +128,28 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// compile makes one template; its errors start with the key inside the
-// template (".match[1]: ...").
-func compile(c Config) (*compiled, error) {
+// ParseTemplate reads one template; its errors start with the key inside
+// the template (".match[1]: ..."), so that the Corefile converter can name
+// the template's line instead of its index.
+func ParseTemplate(c Template) (*ParsedTemplate, error) {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("."+key+": "+format, args...))
 	}
-	t := &compiled{class: dns.ClassINET, rcode: dns.RcodeSuccess}
+	t := &ParsedTemplate{Class: dns.ClassINET, Rcode: dns.RcodeSuccess}
 	if c.Class != "" {
 		var ok bool
-		if t.class, ok = dns.StringToClass[strings.ToUpper(c.Class)]; !ok {
+		if t.Class, ok = dns.StringToClass[strings.ToUpper(c.Class)]; !ok {
 			bad("class", "%q is not a DNS class", c.Class)
 		}
 	}
 	var ok bool
-	if t.qtype, ok = dns.StringToType[strings.ToUpper(c.Type)]; !ok {
+	if t.Type, ok = dns.StringToType[strings.ToUpper(c.Type)]; !ok {
 		bad("type", "%q is not a query type (ANY answers every type)", c.Type)
 	}
-	t.zones = zoneList(c.Zones, bad, "zones")
-	if len(t.zones) == 0 {
-		t.zones = []string{"."}
+	t.Zones = templateZones(c.Zones, bad, "zones")
+	if len(t.Zones) == 0 {
+		t.Zones = []string{"."}
 	}
 	for i, m := range c.Match {
 		key := fmt.Sprintf("match[%d]", i)
@@ -151,10 +162,10 @@ func compile(c Config) (*compiled, error) {
 			bad(key, "%v", err)
 			continue
 		}
-		t.regex = append(t.regex, re)
+		t.Match = append(t.Match, re)
 	}
 	if len(c.Match) == 0 {
-		t.regex = []*regexp.Regexp{matchAll}
+		t.Match = []*regexp.Regexp{matchAll}
 	}
 	declared := expression.Declared{}
 	for i, v := range c.Vars {
@@ -168,7 +179,7 @@ func compile(c Config) (*compiled, error) {
 			bad(key+".expr", "%v", err)
 			continue
 		}
-		t.vars = append(t.vars, variable{name: v.Name, value: val})
+		t.Vars = append(t.Vars, ParsedVar{Name: v.Name, Value: val})
 		declared.Declare(v.Name, val)
 	}
 	for i, src := range c.Expr {
@@ -177,15 +188,15 @@ func compile(c Config) (*compiled, error) {
 			bad(fmt.Sprintf("expr[%d]", i), "%v", err)
 			continue
 		}
-		t.conds = append(t.conds, cond)
+		t.Expr = append(t.Expr, cond)
 	}
 	for _, s := range []struct {
 		key  string
 		src  []string
 		dest *[]*texttemplate.Template
-	}{{"answer", c.Answer, &t.answer}, {"additional", c.Additional, &t.additional}, {"authority", c.Authority, &t.authority}} {
+	}{{"answer", c.Answer, &t.Answer}, {"additional", c.Additional, &t.Additional}, {"authority", c.Authority, &t.Authority}} {
 		for i, src := range s.src {
-			tmpl, err := newTemplate(s.key, src)
+			tmpl, err := recordTemplate(s.key, src)
 			if err != nil {
 				bad(fmt.Sprintf("%s[%d]", s.key, i), "%v", err)
 				continue
@@ -194,7 +205,7 @@ func compile(c Config) (*compiled, error) {
 		}
 	}
 	if c.Rcode != "" {
-		if t.rcode, ok = dns.StringToRcode[strings.ToUpper(c.Rcode)]; !ok {
+		if t.Rcode, ok = dns.StringToRcode[strings.ToUpper(c.Rcode)]; !ok {
 			bad("rcode", "%q is not a response code (NOERROR, NXDOMAIN, SERVFAIL, REFUSED, ...)", c.Rcode)
 		}
 	}
@@ -202,16 +213,17 @@ func compile(c Config) (*compiled, error) {
 		if e.Code < 0 || e.Code > 65535 {
 			bad("extendedError.code", "must be between 0 and 65535, got %d", e.Code)
 		}
-		t.ede = &dns.EDNS0_EDE{InfoCode: uint16(e.Code), ExtraText: e.Text}
+		t.ExtendedError = &dns.EDNS0_EDE{InfoCode: uint16(e.Code), ExtraText: e.Text}
 	}
-	t.fall = zoneList(c.Fallthrough, bad, "fallthrough")
+	t.Fallthrough = templateZones(c.Fallthrough, bad, "fallthrough")
 	return t, errors.Join(errs...)
 }
 
 var matchAll = regexp.MustCompile(".*")
 
-// zoneList makes zones lower-case and fully qualified; "." stays the root.
-func zoneList(zones []string, bad func(key, format string, args ...any), key string) []string {
+// templateZones makes zones lower-case and fully qualified; "." stays
+// the root.
+func templateZones(zones []string, bad func(key, format string, args ...any), key string) []string {
 	var out []string
 	for i, z := range zones {
 		if _, ok := dns.IsDomainName(z); !ok || z == "" {
@@ -223,7 +235,7 @@ func zoneList(zones []string, bad func(key, format string, args ...any), key str
 	return out
 }
 
-// newTemplate parses one record template with CoreDNS's functions.
-func newTemplate(name, text string) (*texttemplate.Template, error) {
+// recordTemplate parses one record template with CoreDNS's functions.
+func recordTemplate(name, text string) (*texttemplate.Template, error) {
 	return texttemplate.New(name).Funcs(texttemplate.FuncMap{"parseInt": strconv.ParseUint}).Parse(text)
 }
