@@ -368,9 +368,7 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 
 // handedOver reports the result of asking the holders of a gained zone.
 func (m *Manager) handedOver(result string) {
-	if m.cfg.OnHandedOver != nil {
-		m.cfg.OnHandedOver(result)
-	}
+	m.cfg.Observer.HandedOver(result)
 }
 
 // onPeerBarrierDone shows a zone loaded from a peer once its actor has

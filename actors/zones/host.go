@@ -136,7 +136,7 @@ func (h *zoneHost) restart(ctx actor.Context) {
 func (z *zoneActor) identity() *zoneActor {
 	return &zoneActor{key: z.key, origin: z.origin, reverse: z.reverse, pods: z.pods, mesh: z.mesh, hosted: z.hosted,
 		cfg: z.cfg, slot: z.slot, table: z.table, now: z.now, log: z.log, fault: z.fault, repacked: z.repacked,
-		onPublished: z.onPublished}
+		observer: z.observer}
 }
 
 // hostedKey reports whether the zone of key runs in a host: reverse zones.

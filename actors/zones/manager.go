@@ -46,52 +46,15 @@ type Config struct {
 	// Ring is the ring at start; nil owns every zone. Later rings come as
 	// RingChanged.
 	Ring *cluster.Ring
-	// OnHandoff is told how many zones a ring change gained and lost.
-	OnHandoff func(gained, lost int)
-	// OnGainLoaded is told how long the zones ring changes gained took to
-	// load, from the first change to the zones serving; may be nil.
-	OnGainLoaded func(took time.Duration)
-	// OnGrace is told how many lost zones are in their grace period
-	// whenever that changes; may be nil.
-	OnGrace func(zones int)
-	// OnGraceZones is told which lost zones are in their grace period
-	// whenever that set changes, sorted; may be nil. /debug/ring lists
-	// them, so an operator sees the handoffs a ring change began.
-	OnGraceZones func(keys []string)
 	// Interest, when set, is kept telling the sources which namespaces
 	// this replica's zones are built from.
 	Interest *Interest
-	// OnSettled is told when work that leaves much garbage behind has
-	// ended: the first sync, the loading of gained zones, the release of
-	// lost ones. The node returns freed memory to the OS then.
-	OnSettled func()
-	// OnReleasing is told when the release of lost zones begins; it ends
-	// with OnSettled once the kept zones are built again.
-	OnReleasing func()
-	// OnLoading is told when a replay begins to load zones: those a ring
-	// change gained, those left to replicas still syncing that did not
-	// announce in time, a restarted zone's. It ends with OnSettled once
-	// the replay is over.
-	OnLoading func()
-	// OnChanges is told how many live changes (not replays) each batch
-	// brought, once every source has synced; may be nil.
-	OnChanges func(n int)
 	// FetchZone loads a zone from another replica that holds it: with
 	// sharded watches, a gained zone the sources do not list loads from
 	// the replicas that held it (handoff.go). Nil: only from the sources.
 	FetchZone FetchZone
-	// OnHandedOver is told the result of each gained zone asked of the
-	// replicas that held it: "loaded", "empty", "not_held" or "failed";
-	// may be nil.
-	OnHandedOver func(result string)
-	// OnMeshSkipped is told why each ServiceEntry host left unanswered
-	// on purpose (zone.Skip*) was, once per change of its entry; may be
-	// nil.
-	OnMeshSkipped func(why string)
-	// OnPublished is told, by each zone actor, what changed in each
-	// snapshot it published (Published); nil: nobody. It runs in the
-	// zone actor and must not block.
-	OnPublished func(Published)
+	// Observer is told what the Manager and its zones did; nil: nobody.
+	Observer Observer
 
 	// fault, set by this package's tests only, runs before a zone actor
 	// applies a batch, so a test can make it fail.
@@ -133,9 +96,7 @@ type Manager struct {
 	ring    *cluster.Ring         // nil: this replica owns every zone
 	sources map[string]*actor.PID // source actors, for replays
 	grace   map[string]bool       // lost zones still held for a while
-	// reportedGrace is the size of grace OnGrace was last told.
-	reportedGrace int
-	// graceChanged says grace gained or lost a key since OnGraceZones
+	// graceChanged says grace gained or lost a key since the Observer
 	// was last told.
 	graceChanged bool
 	replay       replayState
@@ -179,6 +140,9 @@ func BurstMailbox() actor.PropsOption {
 func newManager(cfg Config) *Manager {
 	if cfg.Grace == 0 {
 		cfg.Grace = defaultGrace
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
 	}
 	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
 		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
@@ -242,15 +206,11 @@ func (m *Manager) Receive(ctx actor.Context) {
 	m.reportGrace()
 }
 
-// reportGrace tells OnGrace how many lost zones are in their grace
+// reportGrace tells the Observer which lost zones are in their grace
 // period, when that changed.
 func (m *Manager) reportGrace() {
-	if n := len(m.grace); n != m.reportedGrace && m.cfg.OnGrace != nil {
-		m.reportedGrace = n
-		m.cfg.OnGrace(n)
-	}
-	if m.graceChanged && m.cfg.OnGraceZones != nil {
-		m.cfg.OnGraceZones(slices.Sorted(maps.Keys(m.grace)))
+	if m.graceChanged {
+		m.cfg.Observer.Grace(slices.Sorted(maps.Keys(m.grace)))
 	}
 	m.graceChanged = false
 }
@@ -367,14 +327,12 @@ func (m *Manager) markSynced() {
 
 func (m *Manager) settled() {
 	m.compactIndex()
-	if m.cfg.OnSettled != nil {
-		m.cfg.OnSettled()
-	}
+	m.cfg.Observer.Settled()
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
-	if msg.Replay == 0 && m.synced && m.cfg.OnChanges != nil && msg.Source != peerSource {
-		m.cfg.OnChanges(len(msg.Changes))
+	if msg.Replay == 0 && m.synced && msg.Source != peerSource {
+		m.cfg.Observer.Changes(len(msg.Changes))
 	}
 	m.confirm(msg)
 	batches := map[string]*zoneApply{}
@@ -663,7 +621,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	z := &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
 		mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
 		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
-		fault: m.cfg.fault, repacked: m.cfg.repacked, onPublished: m.cfg.OnPublished}
+		fault: m.cfg.fault, repacked: m.cfg.repacked, observer: m.cfg.Observer}
 	var pid *actor.PID
 	if isReverseRoute(r) { // hostedKey, from the route at hand
 		pid = m.spawnHosted(ctx, key, z)

@@ -77,8 +77,6 @@ func (m *Manager) setMeshNames(key model.Key, names []string) bool {
 func (m *Manager) reportSkipped(key model.Key, skipped []zone.SkippedHost) {
 	for _, s := range skipped {
 		m.cfg.Logger.Info("ServiceEntry host not answered", "object", key.String(), "host", s.Host, "why", s.Why, "reason", s.Reason)
-		if m.cfg.OnMeshSkipped != nil {
-			m.cfg.OnMeshSkipped(s.Why)
-		}
+		m.cfg.Observer.MeshSkipped(s.Why)
 	}
 }

@@ -91,8 +91,8 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
 		}, settled)
 	}
-	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
-		m.cfg.OnHandoff(len(gained), len(lost))
+	if len(gained) > 0 || len(lost) > 0 {
+		m.cfg.Observer.Handoff(len(gained), len(lost))
 	}
 	m.publishFanOut()
 	m.publishPlacement()
@@ -103,9 +103,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 // returns the replay's ID. Gained zones are hidden until they have
 // loaded; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
-	if m.cfg.OnLoading != nil {
-		m.cfg.OnLoading()
-	}
+	m.cfg.Observer.Loading()
 	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
 	if loading == nil {
 		loading, since, gaining = map[string]bool{}, time.Now(), false
@@ -201,9 +199,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 // more than half the grace is logged as a warning, so that the grace is
 // raised before a larger cluster outgrows it.
 func (m *Manager) reportGainLoaded(took time.Duration) {
-	if m.cfg.OnGainLoaded != nil {
-		m.cfg.OnGainLoaded(took)
-	}
+	m.cfg.Observer.GainLoaded(took)
 	if m.cfg.Grace > 0 && took > m.cfg.Grace/2 {
 		m.cfg.Logger.Warn("gained zones took more than half of cluster.handoffGrace to load: the replicas that lost them may stop answering them first; raise cluster.handoffGrace",
 			"took", took.Round(time.Millisecond), "handoffGrace", m.cfg.Grace)
@@ -235,9 +231,7 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 		m.settled() // all gained back: the release is over all the same
 		return
 	}
-	if m.cfg.OnReleasing != nil {
-		m.cfg.OnReleasing()
-	}
+	m.cfg.Observer.Loading()
 	m.forgetReleased(ctx)
 	m.publishPlacement()
 	// The zones kept were built among those stopped now. Built again

@@ -79,7 +79,7 @@ func TestGainLoadIsReported(t *testing.T) {
 	system, manager := c.serve(t, slog.New(slog.NewTextHandler(&logs, nil)), time.Hour, func(cfg zones.Config) zones.Config {
 		// Any load takes more than half of a nanosecond.
 		cfg.Self, cfg.Ring, cfg.Grace = "a", joining, time.Nanosecond
-		cfg.OnGainLoaded = func(took time.Duration) { loads <- took }
+		cfg.Observer = &observed{gainLoaded: func(took time.Duration) { loads <- took }}
 		return cfg
 	})
 	system.Root.Send(manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
@@ -234,7 +234,7 @@ func TestKeptZonesAreRepackedWhenLostOnesStop(t *testing.T) {
 	}
 }
 
-// A release ends (OnSettled, when the node returns freed memory) only
+// A release ends (Observer.Settled, when the node returns freed memory) only
 // once every kept zone was built again after all the lost zones had
 // stopped: that rebuild fills the holes the stopped zones left, so the
 // memory of the first rebuild is freed whole.
@@ -259,12 +259,11 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 			}
 			rebuiltAfterStop[key] = true
 		})
-		cfg.OnReleasing = func() {
+		cfg.Observer = &observed{loading: func() {
 			mu.Lock()
 			defer mu.Unlock()
 			releasing = true
-		}
-		cfg.OnSettled = func() {
+		}, settled: func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if releasing {
@@ -273,7 +272,7 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 				default:
 				}
 			}
-		}
+		}}
 		return cfg
 	})
 	var kept []string
@@ -310,7 +309,7 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 func TestZonesInGraceAreReported(t *testing.T) {
 	counts := make(chan int, 16)
 	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
-		cfg.OnGrace = func(n int) { counts <- n }
+		cfg.Observer = &observed{grace: func(keys []string) { counts <- len(keys) }}
 		return cfg
 	})
 	lost := 0
@@ -346,7 +345,7 @@ func TestZonesInGraceAreReported(t *testing.T) {
 func TestZonesInGraceAreNamed(t *testing.T) {
 	reports := make(chan []string, 16)
 	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
-		cfg.OnGraceZones = func(keys []string) { reports <- keys }
+		cfg.Observer = &observed{grace: func(keys []string) { reports <- keys }}
 		return cfg
 	})
 	var lost []string

@@ -68,9 +68,9 @@ type zoneActor struct {
 	owed       []uint64 // barriers to answer once the rebuilt zone is published
 
 	// What the next publish reports to onPublished (published.go).
-	onPublished func(Published) // Config.OnPublished; nil: nobody is told
-	trigger     time.Time       // earliest Change.Trigger applied since the last publish
-	changedAll  bool            // a change no service label names was applied
+	observer   Observer  // Config.Observer
+	trigger    time.Time // earliest Change.Trigger applied since the last publish
+	changedAll bool      // a change no service label names was applied
 
 	fault    func(key string, batch *zoneApply) // Config.fault
 	repacked func(key string)                   // Config.repacked
