@@ -349,22 +349,13 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		switch c.Key.Kind {
 		case model.KindNamespace:
 			dirChanged = m.applyNamespace(c) || dirChanged
-		case model.KindService, model.KindEndpointSlice:
+		case model.KindService, model.KindEndpointSlice, model.KindPod,
+			model.KindServiceImport, model.KindMultiClusterSlice:
 			if m.accepts(c) {
-				m.routeServiceChange(c, batch)
+				m.route(c, batch, false)
 			}
-		case model.KindPod:
-			if m.accepts(c) {
-				m.routePodChange(thawed(c, m.cfg.Logger), batch)
-			}
-		case model.KindServiceImport, model.KindMultiClusterSlice:
-			if m.accepts(c) {
-				m.routeImportedChange(c, batch)
-			}
-		case model.KindServiceEntry:
-			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
-		case model.KindZoneFile:
-			dirChanged = m.routeFileChange(c, batch) || dirChanged
+		case model.KindServiceEntry, model.KindZoneFile:
+			dirChanged = m.route(c, batch, msg.Replay == 0) || dirChanged
 		}
 	}
 	for key, b := range batches {
@@ -411,76 +402,88 @@ func (m *Manager) places(key string) bool {
 	return !m.sharded || !isReverseKey(m.cfg.Answer, key)
 }
 
-// routeServiceChange sends a Service or EndpointSlice change to its service
-// zone in every cluster domain, and its reverse records to their /24 or /64
-// zones, including zones it no longer contributes to.
-func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApply) {
-	var keys []string
-	for _, origin := range m.cfg.Answer.Domains.Cluster {
-		key := zone.ServiceZoneKey(c.Key.Namespace, origin)
-		keys = append(keys, key)
-		batch(key).services = append(batch(key).services, serviceChange{change: c})
-	}
-	var ptrs map[string][]zone.PTR
-	if c.Object != nil {
-		ptrs = zone.PTRs(m.cfg.Answer, thawed(c, m.cfg.Logger).Object)
-	}
-	for key, p := range ptrs {
-		if r := m.cfg.Answer.Domains.Route(key); r.Kind != zone.RouteZone || !r.Reverse {
-			continue // outside the configured reverse zones
+// route sends a change to the zones zone.ZonesOf names, and to those of
+// the reverse and mesh zones its object contributed to before that it no
+// longer does, to remove what it put there; it keeps the directory's mesh
+// names and file origins, and reports whether they changed. Skipped mesh
+// hosts are logged and counted when report is set (live changes, not
+// replays, which send what was reported already).
+func (m *Manager) route(c model.Change, batch func(string) *zoneApply, report bool) bool {
+	switch c.Key.Kind {
+	case model.KindService, model.KindEndpointSlice:
+		// The zones keep the frozen form; the reverse records are read
+		// from the thawed object.
+		routed := c
+		if c.Object != nil {
+			routed = thawed(c, m.cfg.Logger)
 		}
-		keys = append(keys, key)
-		batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key, ptrs: p})
-	}
-	for _, id := range m.zonesOf.zones(c.Key) {
-		key := m.zonesOf.key(id)
-		if _, still := ptrs[key]; !still && isReverseKey(m.cfg.Answer, key) {
-			batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key})
+		return m.routeAs(c, routed.Object, batch, report)
+	case model.KindPod:
+		c = thawed(c, m.cfg.Logger)
+		if m.cfg.PodIndex != nil {
+			m.indexPod(c)
 		}
 	}
-	if c.Object == nil {
-		keys = nil
-	}
-	m.setZonesOf(c.Key, keys)
+	return m.routeAs(c, c.Object, batch, report)
 }
 
-// routeImportedChange sends a ServiceImport or imported EndpointSlice
-// change to the service zone of its namespace in the first cluster
-// domain, where multicluster names are answered (zone/multicluster.go).
-// Without multicluster zones nothing answers from them: they are dropped.
-func (m *Manager) routeImportedChange(c model.Change, batch func(string) *zoneApply) {
-	domains := m.cfg.Answer.Domains
-	if len(domains.Multicluster) == 0 || len(domains.Cluster) == 0 {
-		return
+// routeAs routes c by what obj, its object thawed, contributes.
+func (m *Manager) routeAs(c model.Change, obj any, batch func(string) *zoneApply, report bool) bool {
+	contributions, skipped := zone.ZonesOf(m.cfg.Answer, c.Key, obj)
+	if report {
+		m.reportSkipped(c.Key, skipped)
 	}
-	key := zone.ServiceZoneKey(c.Key.Namespace, domains.Cluster[0])
-	batch(key).imported = append(batch(key).imported, c)
-	keys := []string{key}
+	var keys, meshNames []string
+	dirChanged := false
+	for _, z := range contributions {
+		keys = append(keys, z.Key)
+		b := batch(z.Key)
+		switch z.Part {
+		case zone.PartServices:
+			b.services = append(b.services, serviceChange{change: c})
+		case zone.PartImported:
+			b.imported = append(b.imported, c)
+		case zone.PartPTRs:
+			b.ptrs = append(b.ptrs, ptrChange{source: c.Key, ptrs: z.PTRs})
+		case zone.PartPods:
+			b.pods = append(b.pods, c)
+		case zone.PartMesh:
+			b.mesh = append(b.mesh, meshChange{source: c.Key, hosts: z.Mesh})
+			meshNames = zone.MeshNames(meshNames, z.Mesh)
+		case zone.PartFile:
+			dirChanged = m.setFileZone(z.Key, c.Object)
+			b.file = &fileChange{}
+			b.file.zone, _ = c.Object.(*zone.FileZone)
+		}
+	}
+	m.leaveZones(c.Key, keys, batch)
 	if c.Object == nil {
 		keys = nil
 	}
 	m.setZonesOf(c.Key, keys)
+	if c.Key.Kind == model.KindServiceEntry {
+		dirChanged = m.setMeshNames(c.Key, meshNames)
+	}
+	return dirChanged
 }
 
-// routePodChange sends a Pod change to its pod zones when pods are
-// verified; otherwise pods hold no state.
-func (m *Manager) routePodChange(c model.Change, batch func(string) *zoneApply) {
-	if m.cfg.PodIndex != nil {
-		m.indexPod(c)
+// leaveZones removes what the object of key put into the reverse and mesh
+// zones it contributed to and no longer does, keys being the zones it
+// goes to now. Its other zones are named by its key alone: it never
+// leaves those while it exists.
+func (m *Manager) leaveZones(key model.Key, keys []string, batch func(string) *zoneApply) {
+	for _, id := range m.zonesOf.zones(key) {
+		old := m.zonesOf.key(id)
+		if slices.Contains(keys, old) {
+			continue
+		}
+		switch {
+		case key.Kind == model.KindServiceEntry:
+			batch(old).mesh = append(batch(old).mesh, meshChange{source: key})
+		case isReverseKey(m.cfg.Answer, old):
+			batch(old).ptrs = append(batch(old).ptrs, ptrChange{source: key})
+		}
 	}
-	if !m.cfg.Answer.Domains.PodZones {
-		return
-	}
-	var keys []string
-	for _, origin := range m.cfg.Answer.Domains.Cluster {
-		key := zone.PodZoneKey(c.Key.Namespace, origin)
-		keys = append(keys, key)
-		batch(key).pods = append(batch(key).pods, c)
-	}
-	if c.Object == nil {
-		keys = nil
-	}
-	m.setZonesOf(c.Key, keys)
 }
 
 // indexPod keeps the address → namespace index of autopath. An address
