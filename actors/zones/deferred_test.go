@@ -44,7 +44,7 @@ func startTogether(t *testing.T, pendingWait time.Duration) *startedTogether {
 	}
 	s.c.write(t, docs...)
 	joining := ring.NewRing("a", []ring.Member{{Name: "a"}, {Name: "b", Pending: true}}, 1)
-	system, manager := s.c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := s.c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Self, cfg.Ring, cfg.Loaded, cfg.Grace, cfg.PendingWait = "a", joining, &s.loaded, time.Second, pendingWait
 		return cfg
 	})

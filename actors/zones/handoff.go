@@ -439,7 +439,7 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
 		return
 	}
-	if pid == nil || !m.synced || m.replay.keys[msg.Key] || m.hostedKey(msg.Key) || m.fileZones[msg.Key] ||
+	if pid == nil || !m.synced || m.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
 		!m.grace[msg.Key] && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return

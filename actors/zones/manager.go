@@ -55,22 +55,13 @@ type Config struct {
 	FetchZone FetchZone
 	// Observer is told what the Manager and its zones did; nil: nobody.
 	Observer Observer
-
-	// fault, set by this package's tests only, runs before a zone actor
-	// applies a batch, so a test can make it fail.
-	fault func(key string, batch *zoneApply)
-	// repacked, set by this package's tests only, runs after a zone
-	// actor built its snapshot again for a repack.
-	repacked func(key string)
-	// reverseHosts, set by this package's tests only, is how many hosts
-	// the reverse zones share, at most the default (host.go).
-	reverseHosts int
 }
 
 // Manager routes source changes to zone actors and owns the directory.
 // Mesh zones (Istio ServiceEntry hosts) are routed in mesh.go.
 type Manager struct {
 	cfg        Config
+	hooks      testHooks
 	timedOut   bool // the startup timeout passed before every source synced
 	synced     bool // every source synced and every zone published it
 	barriers   int  // zone actors yet to answer the sync barrier
@@ -78,8 +69,8 @@ type Manager struct {
 	unsynced   map[string]bool
 	zonesOf    zoneIndex             // the zones each object contributes to
 	zoneSize   map[string]int        // objects contributing to each zone
-	children   map[string]*actor.PID // a zone's actor, or the host of a reverse zone (host.go)
-	hosts      [reverseHosts]*actor.PID
+	children   map[string]*actor.PID // a zone's actor, or the pool of a reverse zone (reversepool.go)
+	pools      [reversePools]*actor.PID
 	// newSlots are the table slots of zones spawned (a slot) or stopped
 	// (nil) since the table was last told: it is told once a message is
 	// handled, or before anything reads it, with one copy of its slot map
@@ -123,7 +114,25 @@ type Manager struct {
 // zone actor would take its zone's names with it (NXDOMAIN), while a
 // restarted one keeps serving its last snapshot (see rebuild.go).
 func NewManagerProps(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) },
+	return newManagerProps(cfg, testHooks{})
+}
+
+// testHooks let this package's tests reach into zone actors (export_test.go
+// sets them); a running node has none.
+type testHooks struct {
+	// fault runs before a zone actor applies a batch, so a test can make
+	// it fail.
+	fault func(key string, batch *zoneApply)
+	// repacked runs after a zone actor built its snapshot again for a
+	// repack.
+	repacked func(key string)
+	// reversePools is how many pools the reverse zones share, at most
+	// the default (reversepool.go); 0: the default.
+	reversePools int
+}
+
+func newManagerProps(cfg Config, hooks testHooks) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { m := newManager(cfg); m.hooks = hooks; return m },
 		actor.WithSupervisor(actor.NewRestartingStrategy()), BurstMailbox())
 }
 
@@ -624,10 +633,10 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	z := &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
 		mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
 		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
-		fault: m.cfg.fault, repacked: m.cfg.repacked, observer: m.cfg.Observer}
+		fault: m.hooks.fault, repacked: m.hooks.repacked, observer: m.cfg.Observer}
 	var pid *actor.PID
-	if isReverseRoute(r) { // hostedKey, from the route at hand
-		pid = m.spawnHosted(ctx, key, z)
+	if isReverseRoute(r) { // pooledKey, from the route at hand
+		pid = m.spawnPooled(ctx, key, z)
 	} else {
 		var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
 		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {

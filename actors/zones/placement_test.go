@@ -35,7 +35,7 @@ func TestLoadedOnlyOnceGainedZonesAnswer(t *testing.T) {
 	c.write(t, services...)
 	var loaded atomic.Bool
 	joining := ring.NewRing("a", []ring.Member{{Name: "a"}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Self, cfg.Ring, cfg.Loaded, cfg.Grace = "a", joining, &loaded, time.Second
 		return cfg
 	})
@@ -76,7 +76,7 @@ func TestGainLoadIsReported(t *testing.T) {
 	var logs testutil.SyncBuffer
 	loads := make(chan time.Duration, 4)
 	joining := ring.NewRing("a", []ring.Member{{Name: "a"}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(&logs, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(&logs, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		// Any load takes more than half of a nanosecond.
 		cfg.Self, cfg.Ring, cfg.Grace = "a", joining, time.Nanosecond
 		cfg.Observer = &observed{gainLoaded: func(took time.Duration) { loads <- took }}
@@ -106,7 +106,7 @@ func TestGainLoadIsReported(t *testing.T) {
 // n<i mod namespaces>, at 10.96.<i>.1) from replica "a" alone, with a
 // handoff grace of 50 ms and the config changes of tune, and returns the
 // ring that shares them with "b".
-func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Config) zones.Config) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
+func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Hooked) zones.Hooked) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
 	t.Helper()
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
 	var docs []string
@@ -119,7 +119,7 @@ func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Conf
 	}
 	c.write(t, docs...)
 	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
 		for _, tune := range tune {
 			cfg = tune(cfg)
@@ -175,7 +175,7 @@ func TestRetiredTableKeepsAnswersAfterZonesStop(t *testing.T) {
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
 	c.write(t, service("web", "10.96.0.1"), service("db", "10.96.0.2"))
 	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour,
-		func(cfg zones.Config) zones.Config { return cfg })
+		func(cfg zones.Hooked) zones.Hooked { return cfg })
 	for name, ip := range map[string]string{"web": "10.96.0.1", "db": "10.96.0.2"} {
 		if err := c.check(name, ip); err != nil {
 			t.Fatal(err)
@@ -245,7 +245,7 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 	releasing := false
 	rebuiltAfterStop := map[string]bool{}
 	settled := make(chan map[string]bool, 1)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
 		cfg = zones.WithRepacked(cfg, func(key string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -308,7 +308,7 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 // handoff is over.
 func TestZonesInGraceAreReported(t *testing.T) {
 	counts := make(chan int, 16)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Observer = &observed{grace: func(keys []string) { counts <- len(keys) }}
 		return cfg
 	})
@@ -344,7 +344,7 @@ func TestZonesInGraceAreReported(t *testing.T) {
 // away, and the last lists none once they are released.
 func TestZonesInGraceAreNamed(t *testing.T) {
 	reports := make(chan []string, 16)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Observer = &observed{grace: func(keys []string) { reports <- keys }}
 		return cfg
 	})

@@ -140,7 +140,7 @@ func TestPublishReportsChangedLabels(t *testing.T) {
 func TestRepackReportsNothing(t *testing.T) {
 	var seen publications
 	var repacked sync.Map
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Observer = &observed{published: seen.add}
 		return zones.WithRepacked(cfg, func(key string) { repacked.Store(key, true) })
 	})
