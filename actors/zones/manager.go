@@ -611,17 +611,22 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
-	if !m.owns(key) || m.isDeferred(key) {
+	switch spawnFor(m, key, m.sharded, m.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
+	case spawnNone:
 		return nil // a deferred zone loads from the sources' caches when its wait ends
-	}
-	if m.sharded && m.replay.keys != nil && !isReverseKey(m.cfg.Answer, key) {
-		// A zone whose objects a re-sharded watch is listing now: hidden
-		// until the replay that waits for that list ends.
-		m.replay.keys[key] = true
+	case spawnHidden:
+		m.replay.keys[key] = true // shown when the replay that waits for its list ends
 		return m.spawnZone(ctx, key, true)
 	}
 	return m.spawnZone(ctx, key, false)
 }
+
+// running reports whether the actor of zone key runs here (zoneFacts).
+func (m *Manager) running(key string) bool { return m.children[key] != nil }
+
+// inGrace reports whether zone key, lost to a ring change, is still held
+// through its grace period (zoneFacts).
+func (m *Manager) inGrace(key string) bool { return m.grace[key] }
 
 // spawnZone starts the actor of key; a loading zone is hidden from
 // queries until its replay completes.
@@ -652,10 +657,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 // stopEmptyZones stops the actors of zones whose last object this batch
 // removed. Poison is queued behind the batch, so the zone applies it first.
 func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneApply) {
-	for key := range batches {
-		if m.zoneSize[key] > 0 {
-			continue
-		}
+	for _, key := range emptied(maps.Keys(batches), func(key string) int { return m.zoneSize[key] }) {
 		if m.places(key) {
 			m.placementStale = true
 		}

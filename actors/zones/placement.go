@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"time"
@@ -54,24 +55,20 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
-	var gained []string
-	lost := map[string]*actor.PID{}
-	for key := range m.zoneSize {
-		owned := m.owns(key)
-		pid := m.children[key]
-		switch {
-		case owned && pid == nil && m.isDeferred(key):
-		case owned && pid == nil:
-			m.spawnZone(ctx, key, true)
-			gained = append(gained, key)
-		case owned && m.grace[key]:
-			delete(m.grace, key) // owned again before its grace ended
-			m.graceChanged = true
-		case !owned && pid != nil && !m.grace[key]:
-			m.grace[key] = true
-			m.graceChanged = true
-			lost[key] = pid
-		}
+	plan := planRing(m, maps.Keys(m.zoneSize))
+	gained := plan.gained
+	for _, key := range gained {
+		m.spawnZone(ctx, key, true)
+	}
+	for _, key := range plan.regained {
+		delete(m.grace, key)
+		m.graceChanged = true
+	}
+	lost := make(map[string]*actor.PID, len(plan.lost))
+	for _, key := range plan.lost {
+		m.grace[key] = true
+		m.graceChanged = true
+		lost[key] = m.children[key]
 	}
 	if len(lost) > 0 {
 		// One timer for every zone this change lost: they are released
@@ -218,7 +215,7 @@ func (m *Manager) setLoaded(b bool) {
 func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 	stop := map[string]*actor.PID{}
 	for key, pid := range msg.zones {
-		if !m.grace[key] || m.children[key] != pid || m.owns(key) {
+		if !releasable(m, key, m.children[key] == pid) {
 			continue
 		}
 		delete(m.grace, key)
