@@ -62,11 +62,8 @@ type Config struct {
 type Manager struct {
 	cfg        Config
 	hooks      testHooks
-	timedOut   bool // the startup timeout passed before every source synced
-	synced     bool // every source synced and every zone published it
-	barriers   int  // zone actors yet to answer the sync barrier
+	sync       firstSync // the way to readiness
 	namespaces map[string]struct{}
-	unsynced   map[string]bool
 	zonesOf    zoneIndex             // the zones each object contributes to
 	zoneSize   map[string]int        // objects contributing to each zone
 	children   map[string]*actor.PID // a zone's actor, or the pool of a reverse zone (reversepool.go)
@@ -153,7 +150,7 @@ func newManager(cfg Config) *Manager {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
-	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
+	m := &Manager{cfg: cfg, sync: newFirstSync(cfg.Sources), namespaces: map[string]struct{}{},
 		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
@@ -163,9 +160,6 @@ func newManager(cfg Config) *Manager {
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
-	}
-	for _, s := range cfg.Sources {
-		m.unsynced[s] = true
 	}
 	m.setInterest(nil)
 	return m
@@ -261,7 +255,7 @@ func (m *Manager) setSlot(key string, slot *zone.Slot) {
 }
 
 func (m *Manager) onStarted(ctx actor.Context) {
-	if len(m.unsynced) == 0 {
+	if len(m.sync.unsynced) == 0 {
 		// No source at all (a forwarder, hosts or stub-domain server):
 		// nothing to wait for.
 		m.markSynced()
@@ -276,12 +270,11 @@ func (m *Manager) onStarted(ctx actor.Context) {
 // onStartupTimeout starts serving what is known, as CoreDNS does after its
 // startup timeout, while readiness keeps waiting for the real sync.
 func (m *Manager) onStartupTimeout() {
-	if m.synced {
+	if !m.sync.timeout() {
 		return
 	}
-	m.timedOut = true
 	m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
-		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.unsynced)))
+		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.sync.unsynced)))
 	m.publishDirectory()
 }
 
@@ -295,20 +288,19 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 		// It may have sorted some objects by an older ring.
 		ctx.Send(msg.From, &InterestChanged{})
 	}
-	if !m.unsynced[msg.Source] {
-		return
+	known := m.sync.unsynced[msg.Source]
+	last := m.sync.sourceSynced(msg.Source)
+	if known {
+		m.cfg.Logger.Info("source synced", "source", msg.Source)
 	}
-	delete(m.unsynced, msg.Source)
-	m.cfg.Logger.Info("source synced", "source", msg.Source)
-	if len(m.unsynced) > 0 {
+	if !last {
 		return
 	}
 	m.rebuildRestarted(ctx) // before the barrier, which waits for them
-	m.barriers = len(m.children)
 	for key, pid := range m.children {
 		m.tell(ctx, key, pid, &barrier{tag: 0})
 	}
-	if m.barriers == 0 {
+	if m.sync.barriersSent(len(m.children)) {
 		m.markSynced()
 	}
 }
@@ -322,15 +314,14 @@ func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
 		m.onReplayBarrierDone(ctx, msg)
 		return
 	}
-	m.barriers--
-	if m.barriers == 0 && len(m.unsynced) == 0 && !m.synced {
+	if m.sync.barrierDone() {
 		m.markSynced()
 	}
 }
 
 func (m *Manager) markSynced() {
 	m.settled() // first, so whoever sees the node synced sees the release asked for
-	m.synced = true
+	m.sync.synced = true
 	m.publishDirectory()
 }
 
@@ -340,7 +331,7 @@ func (m *Manager) settled() {
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
-	if msg.Replay == 0 && m.synced && msg.Source != peerSource {
+	if msg.Replay == 0 && m.sync.synced && msg.Source != peerSource {
 		m.cfg.Observer.Changes(len(msg.Changes))
 	}
 	m.confirm(msg)
@@ -686,9 +677,9 @@ func (m *Manager) publishDirectory() {
 	for n := range m.meshNames {
 		mesh[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial).
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.sync.serving(), m.serial).
 		WithMesh(mesh).WithFiles(m.fileOrigins()))
 	if m.cfg.Synced != nil {
-		m.cfg.Synced.Store(m.synced)
+		m.cfg.Synced.Store(m.sync.synced)
 	}
 }

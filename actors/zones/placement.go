@@ -51,7 +51,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	old, oldEventual := m.ring, m.deferred.eventual
 	// Whether every source has sent what the old ring gave this replica:
 	// then a namespace it owned and holds no zone of had no objects.
-	settled := m.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
+	settled := m.sync.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
