@@ -302,46 +302,11 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 	}
 }
 
-// The zones a ring change takes away are counted in their grace period
-// (shardns_cluster_zones_in_grace), and the count falls to zero once
-// they are released: what tells an operator, or a benchmark, that a
-// handoff is over.
-func TestZonesInGraceAreReported(t *testing.T) {
-	counts := make(chan int, 16)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
-		cfg.Observer = &observed{grace: func(keys []string) { counts <- len(keys) }}
-		return cfg
-	})
-	lost := 0
-	for _, key := range c.table.Keys() {
-		if !shared.Owns("a", key) {
-			lost++
-		}
-	}
-	if lost == 0 {
-		t.Fatal("the ring takes no zone away: the test checks nothing")
-	}
-	system.Root.Send(manager, &zones.RingChanged{Ring: shared})
-	var seen []int
-	for {
-		select {
-		case n := <-counts:
-			seen = append(seen, n)
-			if n == 0 {
-				if seen[0] != lost {
-					t.Fatalf("zones in grace reported %v, want %d lost zones first", seen, lost)
-				}
-				return
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("zones in grace reported %v, never back to 0", seen)
-		}
-	}
-}
-
-// The zones in their grace period are named, not only counted: the
-// first report after a ring change lists exactly the zones it took
-// away, and the last lists none once they are released.
+// The zones in their grace period are reported (counted as
+// shardns_cluster_zones_in_grace, named on /debug/ring): the first report
+// after a ring change lists exactly the zones it took away, and the last
+// lists none once they are released, which tells an operator, or a
+// benchmark, that a handoff is over.
 func TestZonesInGraceAreNamed(t *testing.T) {
 	reports := make(chan []string, 16)
 	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
