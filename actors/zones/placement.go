@@ -37,6 +37,44 @@ type replayState struct {
 	gaining bool
 }
 
+// sourceDone counts source's ReplayDone for replay id and reports
+// whether every source has now answered: the loading zones get the
+// barrier then. An older replay's answer, superseded, or a second one,
+// changes nothing.
+func (r *replayState) sourceDone(id uint64, source string) bool {
+	if id != r.id || !r.waiting[source] {
+		return false
+	}
+	delete(r.waiting, source)
+	return len(r.waiting) == 0
+}
+
+// barriersSent notes that n loading zones were sent the replay's barrier,
+// and reports whether the replay is over at once (none to wait for).
+func (r *replayState) barriersSent(n int) bool {
+	r.pending = n
+	return n == 0
+}
+
+// barrierDone counts a loading zone's answer to the barrier of replay
+// tag and reports whether the replay is over: every source answered and
+// every loading zone published.
+func (r *replayState) barrierDone(tag uint64, key string) bool {
+	if tag != r.id || !r.keys[key] {
+		return false
+	}
+	r.pending--
+	return r.pending == 0 && len(r.waiting) == 0
+}
+
+// gained reports whether the replay loaded zones a ring change gained,
+// whose load time is reported. A replay that gained none (a replica
+// losing namespaces to one that joins lists what it keeps) left nothing
+// unanswered.
+func (r *replayState) gained() bool {
+	return r.gaining && len(r.keys) > 0
+}
+
 // owns reports whether this replica owns key. Every replica owns the
 // file zones that may be transferred.
 func (m *Manager) owns(key string) bool {
@@ -129,35 +167,27 @@ func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uin
 }
 
 func (m *Manager) onReplayDone(ctx actor.Context, msg *ReplayDone) {
-	if msg.ID != m.replay.id || !m.replay.waiting[msg.Source] {
-		return // an older replay, superseded
-	}
-	delete(m.replay.waiting, msg.Source)
-	if len(m.replay.waiting) == 0 {
+	if m.replay.sourceDone(msg.ID, msg.Source) {
 		m.replayBarrier(ctx)
 	}
 }
 
 // replayBarrier makes every loading zone publish the replayed objects.
 func (m *Manager) replayBarrier(ctx actor.Context) {
-	m.replay.pending = 0
+	sent := 0
 	for key := range m.replay.keys {
 		if pid := m.children[key]; pid != nil {
-			m.replay.pending++
+			sent++
 			m.tell(ctx, key, pid, &barrier{tag: m.replay.id})
 		}
 	}
-	if m.replay.pending == 0 {
+	if m.replay.barriersSent(sent) {
 		m.finishReplay(ctx)
 	}
 }
 
 func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
-	if msg.tag != m.replay.id || !m.replay.keys[msg.key] {
-		return
-	}
-	m.replay.pending--
-	if m.replay.pending == 0 && len(m.replay.waiting) == 0 {
+	if m.replay.barrierDone(msg.tag, msg.key) {
 		m.finishReplay(ctx)
 	}
 }
@@ -176,9 +206,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 	}
 	took := time.Since(m.replay.since)
 	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys), "took", took.Round(time.Millisecond))
-	if m.replay.gaining && len(m.replay.keys) > 0 {
-		// A replay that gained no zone (a replica losing namespaces to
-		// one that joins lists what it keeps) left nothing unanswered.
+	if m.replay.gained() {
 		m.reportGainLoaded(took)
 	}
 	m.replay.keys = nil
