@@ -99,3 +99,22 @@ func TestEmptied(t *testing.T) {
 		t.Errorf("emptied %q, want the zones with no object left", got)
 	}
 }
+
+func TestAskOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ring, holders []string
+		want          []string
+	}{
+		{"the ring's order, self left out", []string{"b", "a", "c"}, nil, []string{"b", "c"}},
+		{"then the replicas that held it", []string{"a", "c"}, []string{"b", "c"}, []string{"c", "b"}},
+		{"alone on the ring: only its holders", []string{"a"}, []string{"b"}, []string{"b"}},
+		{"alone and no holder: nowhere", []string{"a"}, nil, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := askOrder(tc.ring, "a", tc.holders); !slices.Equal(got, tc.want) {
+				t.Errorf("askOrder = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -328,6 +328,25 @@ func (m *Manager) onPublishPlacement() {
 	}
 }
 
+// askOrder is the placement of a zone not served here: the replicas to
+// ask, in the ring's order for it, self left out, then those that held it
+// when it was gained and is loading here (holders): one that left the
+// ring still answers it in its lameduck, the others through their grace.
+func askOrder(ringOrder []string, self string, holders []string) []string {
+	order := []string{}
+	for _, name := range ringOrder {
+		if name != self {
+			order = append(order, name)
+		}
+	}
+	for _, name := range holders {
+		if !slices.Contains(order, name) {
+			order = append(order, name)
+		}
+	}
+	return order
+}
+
 // publishPlacement tells the query path, for every known zone this
 // replica does not serve complete, which replicas to ask. An empty list
 // (no owner reachable yet) makes such names SERVFAIL, never NXDOMAIN.
@@ -344,21 +363,7 @@ func (m *Manager) publishPlacement() {
 		if m.children[key] != nil && !m.replay.keys[key] && m.owns(key) {
 			return // served here
 		}
-		order := []string{}
-		for _, name := range m.ring.Order(key) {
-			if name != m.cfg.Self {
-				order = append(order, name)
-			}
-		}
-		// A zone gained and loading here is also asked of the replicas
-		// that held it: one that left the ring still answers it in its
-		// lameduck, the others through their grace.
-		for _, name := range m.handoff.from[key].holders {
-			if !slices.Contains(order, name) {
-				order = append(order, name)
-			}
-		}
-		p[key] = order
+		p[key] = askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)
 	}
 	for key := range m.zoneSize {
 		place(key)
