@@ -96,11 +96,11 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 	var synced atomic.Bool
 	manager := owner.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
 		Sources: []string{"kubernetes"}, Now: time.Now, Logger: discardLog, Synced: &synced,
-		OnPublished: func(p zones.Published) {
+		Observer: publishedTo{f: func(p zones.Published) {
 			if asking.Load() {
 				owner.co.Published(p)
 			}
-		}}))
+		}}}))
 	service := func(name, ip string) model.Change {
 		s := &model.Service{Namespace: "shop", Name: name, ClusterIPs: []netip.Addr{netip.MustParseAddr(ip)},
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
@@ -144,3 +144,11 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 		t.Error("the answer of db, which did not change, is outdated")
 	}
 }
+
+// publishedTo is an Observer that hands what zone actors publish to f.
+type publishedTo struct {
+	zones.NopObserver
+	f func(zones.Published)
+}
+
+func (o publishedTo) Published(p zones.Published) { o.f(p) }

@@ -57,7 +57,7 @@ func (n *Node) applyChanges(changes []*wire.ZoneChange, tier string) {
 }
 
 // published tells the askers of a zone this replica published what
-// changed in it (zones.Config.OnPublished), and observes how long after
+// changed in it (zones.Observer.Published), and observes how long after
 // the change in the API it was published.
 func (n *Node) published(p zones.Published) {
 	if !p.Trigger.IsZero() {

@@ -174,20 +174,8 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		Answer: c.answer, Table: c.table, Sources: sources, Now: time.Now, Logger: log,
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
 		Self: sharding.self, Ring: sharding.ring, Grace: cfg.Cluster.HandoffGrace.D(), Loaded: &c.loaded,
-		OnHandoff: func(gained, lost int) {
-			memory.loading() // gained zones load now, lost ones are dropped after the grace
-			m.Cluster.Handoffs.WithLabelValues("gained").Add(float64(gained))
-			m.Cluster.Handoffs.WithLabelValues("lost").Add(float64(lost))
-		},
-		OnGainLoaded: func(took time.Duration) { m.Cluster.GainLoadDuration.Observe(took.Seconds()) },
-		OnGrace:      func(zones int) { m.Cluster.ZonesInGrace.Set(float64(zones)) },
-		OnGraceZones: func(keys []string) { c.grace.Store(&keys) },
-		OnReleasing:  memory.loading, OnLoading: memory.loading, OnSettled: memory.release, OnChanges: memory.changed,
-		Interest:      interest,
-		FetchZone:     sharding.fetch,
-		OnHandedOver:  func(result string) { m.Cluster.ZonesHandedOver.WithLabelValues(result).Inc() },
-		OnMeshSkipped: func(why string) { m.Kubernetes.MeshSkipped.WithLabelValues(why).Inc() },
-		OnPublished:   sharding.published,
+		Interest: interest, FetchZone: sharding.fetch,
+		Observer: &zoneObserver{metrics: m, memory: memory, grace: &c.grace, published: sharding.published},
 	}))
 	c.manager = manager
 	if initial != nil {
@@ -228,7 +216,7 @@ type coreSharding struct {
 	live    func() *cluster.Ring       // the ring as it changes
 	fetch   zones.FetchZone            // loads a gained zone from a replica that held it
 	mesh    func() *dispatch.MeshNames // the mesh names the replicas told a node-local process
-	// published is told what each zone publish changed (zones.Config.OnPublished).
+	// published is told what each zone publish changed (zones.Observer.Published).
 	published func(zones.Published)
 }
 

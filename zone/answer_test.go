@@ -462,10 +462,9 @@ func TestAnswerPodsVerified(t *testing.T) {
 	cfg := testConfig()
 	cfg.Pods = PodsVerified
 	cfg.Domains.PodZones = true
-	objs := testCluster()
+	cfg.Prepare()
+	objs := append(testCluster(), &model.Pod{Namespace: "ns1", Name: "web-0", IPs: ips("10.1.2.3", "fd00::9")})
 	v := NewStaticView(cfg, objs, true)
-	pods := map[string]*model.Pod{"web-0": {Namespace: "ns1", Name: "web-0", IPs: ips("10.1.2.3", "fd00::9")}}
-	v.zones[PodZoneKey("ns1", cl)] = BuildPodZone(cfg, PodZoneKey("ns1", cl), cl, 1, pods)
 	runCases(t, v, cfg, []tc{
 		{qname: "10-1-2-3.ns1.pod.cluster.local.", qtype: A, answer: []string{"10-1-2-3.ns1.pod.cluster.local. 5 IN A 10.1.2.3"}},
 		{qname: "fd00--9.ns1.pod.cluster.local.", qtype: AAAA, answer: []string{"fd00--9.ns1.pod.cluster.local. 5 IN AAAA fd00::9"}},

@@ -25,64 +25,68 @@ func (v *StaticView) Loading(string) bool { return false }
 // FanOut implements View: a static view holds its reverse zones whole.
 func (v *StaticView) FanOut(string) []string { return nil }
 
-// NewStaticView builds the snapshots of every zone the objects fall in.
+// NewStaticView builds the snapshots of every zone the objects fall in,
+// routed by ZonesOf as the zone manager routes them.
 func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	namespaces := map[string]struct{}{}
 	services := map[string]map[string]*model.Service{}
 	slices := map[string]map[string]*model.EndpointSlice{}
+	pods := map[string]map[string]*model.Pod{}
 	ptrs := map[string]map[model.Key]PTRList{}
 	meshZones := map[string]map[model.Key][]MeshHost{}
-	meshNames := map[string]struct{}{}
+	var meshNames []string
 	files := map[string]*FileZone{}
 	origins := map[string]struct{}{}
 	imported := map[string]*Imported{}
-	importedOf := func(ns string) *Imported {
-		if len(cfg.Domains.Cluster) == 0 {
-			return &Imported{}
-		}
-		key := ServiceZoneKey(ns, cfg.Domains.Cluster[0])
-		if imported[key] == nil {
-			imported[key] = &Imported{Services: map[string]model.Frozen{}, Slices: map[string]model.Frozen{}}
-		}
-		return imported[key]
-	}
 	for _, o := range objs {
+		var key model.Key
 		switch o := o.(type) {
-		case *FileZone:
-			files[o.Origin], origins[o.Origin] = o, struct{}{}
 		case *model.Namespace:
 			namespaces[o.Name] = struct{}{}
-		case *model.Service:
-			for _, origin := range cfg.Domains.Cluster {
-				key := ServiceZoneKey(o.Namespace, origin)
-				addTo(services, key, o.Name, o)
-			}
-			addPTRs(cfg, ptrs, o.Key(), PTRs(cfg, o))
-		case *model.EndpointSlice:
-			for _, origin := range cfg.Domains.Cluster {
-				addTo(slices, ServiceZoneKey(o.Namespace, origin), o.Name, o)
-			}
-			addPTRs(cfg, ptrs, o.Key(), PTRs(cfg, o))
-		case *model.ServiceImport:
-			importedOf(o.Namespace).Services[o.Name], _ = model.Freeze(o)
-		case *model.MultiClusterSlice:
-			importedOf(o.Namespace).Slices[o.Name], _ = model.Freeze(o)
-		case *model.ServiceEntry:
-			byZone, _ := MeshHosts(cfg, o)
-			for key, hosts := range byZone {
-				addTo(meshZones, key, o.Key(), hosts)
-				for _, h := range hosts {
-					if h.Namespaces == nil {
-						meshNames[h.Name] = struct{}{}
-					}
-					for _, ns := range h.Namespaces {
-						meshNames[PrivateMeshName(ns, h.Name)] = struct{}{}
-					}
+			continue
+		case *FileZone:
+			key = model.Key{Kind: model.KindZoneFile, Name: o.Origin}
+		case interface{ Key() model.Key }:
+			key = o.Key()
+		default:
+			continue
+		}
+		contributions, _ := ZonesOf(cfg, key, o)
+		for _, c := range contributions {
+			switch c.Part {
+			case PartServices:
+				if svc, ok := o.(*model.Service); ok {
+					addTo(services, c.Key, key.Name, svc)
+				} else if slice, ok := o.(*model.EndpointSlice); ok {
+					addTo(slices, c.Key, key.Name, slice)
 				}
+			case PartImported:
+				if imported[c.Key] == nil {
+					imported[c.Key] = &Imported{Services: map[string]model.Frozen{}, Slices: map[string]model.Frozen{}}
+				}
+				f, _ := model.Freeze(o)
+				if key.Kind == model.KindServiceImport {
+					imported[c.Key].Services[key.Name] = f
+				} else {
+					imported[c.Key].Slices[key.Name] = f
+				}
+			case PartPTRs:
+				addTo(ptrs, c.Key, key, PackPTRs(c.PTRs))
+			case PartPods:
+				addTo(pods, c.Key, key.Name, o.(*model.Pod))
+			case PartMesh:
+				addTo(meshZones, c.Key, key, c.Mesh)
+				meshNames = MeshNames(meshNames, c.Mesh)
+			case PartFile:
+				files[c.Key], origins[c.Key] = o.(*FileZone), struct{}{}
 			}
 		}
 	}
-	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(meshNames).WithFiles(origins),
+	mesh := make(map[string]struct{}, len(meshNames))
+	for _, n := range meshNames {
+		mesh[n] = struct{}{}
+	}
+	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(mesh).WithFiles(origins),
 		zones: map[string]*Snapshot{}}
 	for key := range services {
 		r := cfg.Domains.Route(key)
@@ -102,6 +106,9 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 			v.zones[key] = BuildServiceZone(cfg, key, cfg.Domains.Route(key).Origin, 1, nil, nil)
 		}
 		v.zones[key].Imported = m
+	}
+	for key, p := range pods {
+		v.zones[key] = BuildPodZone(cfg, key, cfg.Domains.Route(key).Origin, 1, p)
 	}
 	for key, p := range ptrs {
 		r := cfg.Domains.Route(key)
@@ -131,16 +138,4 @@ func addTo[K comparable, V any](m map[string]map[K]V, key string, name K, v V) {
 		m[key] = map[K]V{}
 	}
 	m[key][name] = v
-}
-
-func addPTRs(cfg *Config, dst map[string]map[model.Key]PTRList, src model.Key, byZone map[string][]PTR) {
-	for key, p := range byZone {
-		if r := cfg.Domains.Route(key); r.Kind != RouteZone || !r.Reverse {
-			continue
-		}
-		if dst[key] == nil {
-			dst[key] = map[model.Key]PTRList{}
-		}
-		dst[key][src] = PackPTRs(p)
-	}
 }

@@ -150,7 +150,7 @@ func (co *Coherence) Stop() {
 	}
 }
 
-// Published takes what a zone actor published (zones.Config.OnPublished)
+// Published takes what a zone actor published (zones.Observer.Published)
 // for the next batch. It never blocks.
 func (co *Coherence) Published(p zones.Published) {
 	co.mu.Lock()

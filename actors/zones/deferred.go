@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -67,54 +68,73 @@ func (m *Manager) deferredIn(r, eventual *cluster.Ring, key string) bool {
 
 // waitForPending starts, follows or ends the wait for the replicas still
 // syncing on a ring change from old to the current ring, before the
-// change is applied: the wait starts when this replica announces itself
-// while some are, and ends once none is.
+// change is applied (pendingWaitStep decides).
 func (m *Manager) waitForPending(ctx actor.Context, old *cluster.Ring) {
-	self := m.cfg.Self
-	announced := !ownerIn(old, self) && ownerIn(m.ring, self)
-	if m.ring == nil || !announced && m.deferred.eventual == nil {
-		return
-	}
-	eventual := m.ring.Eventual()
-	if eventual == m.ring {
-		m.deferred.eventual = nil // no replica is still syncing
-		return
-	}
-	waiting := m.deferred.eventual != nil
+	eventual, start := pendingWaitStep(old, m.ring, m.cfg.Self, m.deferred.eventual, m.defersAny)
 	m.deferred.eventual = eventual
-	if waiting || !m.defersAny() {
-		if !waiting {
-			m.deferred.eventual = nil
-		}
+	if !start {
 		return
 	}
 	m.deferred.gen++
-	wait := m.cfg.PendingWait
-	switch {
-	case wait > 0:
-	case m.cfg.Grace > 0:
-		wait = m.cfg.Grace / 2
-	default:
-		wait = DefaultPendingWait
-	}
+	wait := pendingWait(m.cfg.PendingWait, m.cfg.Grace)
 	m.cfg.Logger.Info("waiting for the replicas still syncing before loading the zones they will own",
 		"pending", len(eventual.Owners())-len(m.ring.Owners()), "wait", wait)
 	scheduler.NewTimerScheduler(ctx).SendOnce(wait, ctx.Self(), &loadDeferred{gen: m.deferred.gen})
 }
 
-// defersAny reports whether some zone known here is deferred: the zones
-// of the sources' objects, and with sharded watches those of every
-// namespace.
-func (m *Manager) defersAny() bool {
+// pendingWaitStep decides the wait for the replicas still syncing on a
+// ring change from old to now, waiting being the eventual ring of the
+// wait under way (nil: none). It returns the eventual ring to wait for
+// (nil: no wait) and whether a new wait starts (its timer). The wait
+// starts when self announces itself (becomes an owner) while some
+// replicas are still syncing and some zone known here would be deferred
+// (defers, asked of the eventual ring); it follows the ring while they
+// announce, and ends once none is syncing.
+func pendingWaitStep(old, now *cluster.Ring, self string, waiting *cluster.Ring,
+	defers func(eventual *cluster.Ring) bool) (*cluster.Ring, bool) {
+	announced := !ownerIn(old, self) && ownerIn(now, self)
+	if now == nil || !announced && waiting == nil {
+		return waiting, false
+	}
+	eventual := now.Eventual()
+	switch {
+	case eventual == now:
+		return nil, false // no replica is still syncing
+	case waiting != nil:
+		return eventual, false
+	case !defers(eventual):
+		return nil, false
+	}
+	return eventual, true
+}
+
+// pendingWait is how long the wait for the replicas still syncing lasts:
+// Config.PendingWait, else half the handoff grace, else
+// DefaultPendingWait.
+func pendingWait(configured, grace time.Duration) time.Duration {
+	switch {
+	case configured > 0:
+		return configured
+	case grace > 0:
+		return grace / 2
+	}
+	return DefaultPendingWait
+}
+
+// defersAny reports whether some zone known here would be deferred while
+// waiting for eventual: the zones of the sources' objects, and with
+// sharded watches those of every namespace.
+func (m *Manager) defersAny(eventual *cluster.Ring) bool {
+	deferred := func(key string) bool { return m.deferredIn(m.ring, eventual, key) }
 	for key := range m.zoneSize {
-		if m.isDeferred(key) {
+		if deferred(key) {
 			return true
 		}
 	}
 	if m.sharded {
 		for ns := range m.namespaces {
 			for _, key := range m.namespaceKeys(ns) {
-				if m.isDeferred(key) {
+				if deferred(key) {
 					return true
 				}
 			}
@@ -136,12 +156,7 @@ func (m *Manager) onLoadDeferred(ctx actor.Context, msg *loadDeferred) {
 	if msg.gen != m.deferred.gen || m.deferred.eventual == nil {
 		return
 	}
-	var gained []string
-	for key := range m.zoneSize {
-		if m.isDeferred(key) && m.children[key] == nil {
-			gained = append(gained, key)
-		}
-	}
+	gained := deferredToLoad(m, maps.Keys(m.zoneSize))
 	eventual := m.deferred.eventual
 	m.deferred.eventual = nil
 	// With sharded watches most deferred zones are unknown here: they
@@ -162,6 +177,19 @@ func (m *Manager) onLoadDeferred(ctx actor.Context, msg *loadDeferred) {
 		m.setLoaded(true)
 	}
 	m.publishPlacement()
+}
+
+// deferredToLoad lists the zones of keys a wait for the replicas still
+// syncing deferred and that no actor runs yet: they load when the wait
+// ends without those replicas.
+func deferredToLoad(f zoneFacts, keys func(yield func(string) bool)) []string {
+	var out []string
+	for key := range keys {
+		if f.isDeferred(key) && !f.running(key) {
+			out = append(out, key)
+		}
+	}
+	return out
 }
 
 // ownerIn reports whether name owns zones in r.

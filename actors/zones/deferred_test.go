@@ -44,7 +44,7 @@ func startTogether(t *testing.T, pendingWait time.Duration) *startedTogether {
 	}
 	s.c.write(t, docs...)
 	joining := ring.NewRing("a", []ring.Member{{Name: "a"}, {Name: "b", Pending: true}}, 1)
-	system, manager := s.c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := s.c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Self, cfg.Ring, cfg.Loaded, cfg.Grace, cfg.PendingWait = "a", joining, &s.loaded, time.Second, pendingWait
 		return cfg
 	})
@@ -244,7 +244,7 @@ func TestShardedAnnouncedReplicaWidensWhenPendingOnesNeverTake(t *testing.T) {
 
 // The zones a replica loads once replicas still syncing did not announce
 // in time are a load like a ring change's: the node runs the collector
-// tight from its start (OnLoading) until it is over (OnSettled). Left
+// tight from its start (Observer.Loading) until it is over (Observer.Settled). Left
 // out, six replicas starting on 100k services built those zones with
 // the collector at its usual target and peaked 40% higher.
 func TestDeferredLoadIsALoad(t *testing.T) {
@@ -261,7 +261,7 @@ func TestDeferredLoadIsALoad(t *testing.T) {
 	r := startShardedReplica(t, func(cfg *zones.Config) {
 		cfg.Ring = ring.NewRing("a", []ring.Member{{Name: "a"}, {Name: "b", Pending: true}}, 1)
 		cfg.Interest, cfg.PendingWait, cfg.Grace = interest, 200*time.Millisecond, time.Second
-		cfg.OnLoading, cfg.OnSettled = note("loading"), note("settled")
+		cfg.Observer = &observed{loading: note("loading"), settled: note("settled")}
 	})
 	served := func(ns string) bool { return interest.Serves(model.KindService, ns) }
 	r.owned.Store(&served)

@@ -1,7 +1,6 @@
 package zones
 
 import (
-	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -16,19 +15,15 @@ type fileChange struct {
 	zone *zone.FileZone
 }
 
-// routeFileChange sends a zone file's content to its zone and keeps the
-// file origins of the directory. It reports whether those changed.
-func (m *Manager) routeFileChange(c model.Change, batch func(string) *zoneApply) bool {
-	key := zone.Fqdn(c.Key.Name)
-	f, _ := c.Object.(*zone.FileZone)
-	batch(key).file = &fileChange{zone: f}
+// setFileZone records whether the file zone of key exists (obj non-nil)
+// and may be transferred, and reports whether the file origins changed.
+func (m *Manager) setFileZone(key string, obj any) bool {
 	_, had := m.fileZones[key]
+	f, _ := obj.(*zone.FileZone)
 	if f == nil {
-		m.setZonesOf(c.Key, nil)
 		delete(m.fileZones, key)
 		return had
 	}
-	m.setZonesOf(c.Key, []string{key})
 	m.fileZones[key] = len(f.TransferTo) > 0
 	return !had
 }

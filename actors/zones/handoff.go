@@ -141,7 +141,7 @@ type peerState struct {
 //     old gave it (settled): a namespace without objects, which it hands
 //     over empty until its grace ends.
 func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, settled bool) {
-	if !m.sharded || m.ring == nil || !m.synced {
+	if !m.sharded || m.ring == nil || !m.sync.synced {
 		return
 	}
 	now := m.cfg.Now()
@@ -155,15 +155,40 @@ func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, 
 			if m.children[key] != nil {
 				continue
 			}
-			switch was, is := wasServed(key), m.owns(key) && !m.isDeferred(key); {
-			case is && !was:
+			switch namespaceZoneMove(wasServed(key), m.owns(key) && !m.isDeferred(key), settled) {
+			case zoneGained:
 				names, remotes := holders(m.cfg.Self, key, old, m.ring)
 				m.handoff.from[key] = gainedZone{namespace: ns, holders: names, remotes: remotes}
-			case was && !is && settled:
+			case zoneLostEmpty:
 				m.handoff.lostEmpty[key] = now.Add(m.cfg.Grace)
 			}
 		}
 	}
+}
+
+// zoneMove is what a ring change did to a namespace zone that has no
+// actor here.
+type zoneMove uint8
+
+const (
+	zoneUnmoved   zoneMove = iota
+	zoneGained             // served here now: loaded from its holders if the sources do not list it
+	zoneLostEmpty          // served here before, with every object sent: handed over empty for the grace
+)
+
+// namespaceZoneMove decides what a ring change did to a namespace zone
+// with no actor here, from whether it was served here before and is now,
+// and whether the sources had sent every object of what the old ring
+// gave this replica (settled): only then is a zone without an actor one
+// without objects.
+func namespaceZoneMove(was, is, settled bool) zoneMove {
+	switch {
+	case is && !was:
+		return zoneGained
+	case was && !is && settled:
+		return zoneLostEmpty
+	}
+	return zoneUnmoved
 }
 
 // heldEmpty reports whether this replica can hand namespace zone key over
@@ -171,7 +196,7 @@ func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, 
 // every object of its namespaces sent by the sources, or lost it so in a
 // ring change whose grace has not ended.
 func (m *Manager) heldEmpty(key string) bool {
-	if !m.sharded || !m.synced || m.ring == nil || m.children[key] != nil {
+	if !m.sharded || !m.sync.synced || m.ring == nil || m.children[key] != nil {
 		return false
 	}
 	route := m.cfg.Answer.Domains.Route(key)
@@ -313,27 +338,24 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 	} else {
 		delete(m.handoff.from, msg.key)
 	}
-	switch {
-	case errors.Is(msg.err, ErrNotHeld):
+	result := peerResult(msg.err, len(msg.changes))
+	m.handedOver(result)
+	switch result {
+	case "not_held":
 		// Those asked do not hold it complete: they were loading it
 		// themselves, or do not know the namespace yet.
 		m.cfg.Logger.Info("no replica holds a gained zone: it waits for its sources", "zone", msg.key)
-		m.handedOver("not_held")
 		return
-	case msg.err != nil:
+	case "failed":
 		m.cfg.Logger.Warn("no replica that held a gained zone handed it over: it waits for its sources", "zone", msg.key, "err", msg.err)
-		m.handedOver("failed")
 		return
-	}
-	if len(msg.changes) == 0 {
+	case "empty":
 		// A namespace without objects: denied here as by the replica
 		// that held it, not sent there any more.
 		m.cfg.Logger.Info("a gained zone has no objects on the replica that held it: its names do not exist", "zone", msg.key, "from", msg.from)
-		m.handedOver("empty")
 		m.schedulePlacement(ctx)
 		return
 	}
-	m.handedOver("loaded")
 	for _, c := range msg.changes {
 		m.handoff.provisional[c.Key] = true
 	}
@@ -366,11 +388,25 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 	m.cfg.Logger.Info("gained zone loaded from a replica that held it", "zone", msg.key, "from", msg.from, "objects", len(msg.changes))
 }
 
+// peerResult is the result of asking the replicas that held a gained
+// zone, as Observer.HandedOver counts it: "not_held" (none holds it
+// complete), "failed" (none answered), "empty" (a namespace without
+// objects) or "loaded".
+func peerResult(err error, changes int) string {
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		return "not_held"
+	case err != nil:
+		return "failed"
+	case changes == 0:
+		return "empty"
+	}
+	return "loaded"
+}
+
 // handedOver reports the result of asking the holders of a gained zone.
 func (m *Manager) handedOver(result string) {
-	if m.cfg.OnHandedOver != nil {
-		m.cfg.OnHandedOver(result)
-	}
+	m.cfg.Observer.HandedOver(result)
 }
 
 // onPeerBarrierDone shows a zone loaded from a peer once its actor has
@@ -441,7 +477,7 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
 		return
 	}
-	if pid == nil || !m.synced || m.replay.keys[msg.Key] || m.hostedKey(msg.Key) || m.fileZones[msg.Key] ||
+	if pid == nil || !m.sync.synced || m.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
 		!m.grace[msg.Key] && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return

@@ -149,7 +149,7 @@ func TestGainedZonesLoadFromTheReplicaThatHeldThem(t *testing.T) {
 			t.Fatalf("%s, as b handed it over: rcode %s, %d records", gone(i), dns.RcodeToString[resp.Rcode], len(resp.Answer))
 		}
 	}
-	// The reverse zones are other actors (host.go), fed from the same
+	// The reverse zones are other actors (reversepool.go), fed from the same
 	// handed-over objects by the message that fed the service zones; they
 	// may apply it a moment after the service zones do.
 	testutil.Eventually(t, 10*time.Second, func() error {

@@ -46,77 +46,28 @@ type Config struct {
 	// Ring is the ring at start; nil owns every zone. Later rings come as
 	// RingChanged.
 	Ring *cluster.Ring
-	// OnHandoff is told how many zones a ring change gained and lost.
-	OnHandoff func(gained, lost int)
-	// OnGainLoaded is told how long the zones ring changes gained took to
-	// load, from the first change to the zones serving; may be nil.
-	OnGainLoaded func(took time.Duration)
-	// OnGrace is told how many lost zones are in their grace period
-	// whenever that changes; may be nil.
-	OnGrace func(zones int)
-	// OnGraceZones is told which lost zones are in their grace period
-	// whenever that set changes, sorted; may be nil. /debug/ring lists
-	// them, so an operator sees the handoffs a ring change began.
-	OnGraceZones func(keys []string)
 	// Interest, when set, is kept telling the sources which namespaces
 	// this replica's zones are built from.
 	Interest *Interest
-	// OnSettled is told when work that leaves much garbage behind has
-	// ended: the first sync, the loading of gained zones, the release of
-	// lost ones. The node returns freed memory to the OS then.
-	OnSettled func()
-	// OnReleasing is told when the release of lost zones begins; it ends
-	// with OnSettled once the kept zones are built again.
-	OnReleasing func()
-	// OnLoading is told when a replay begins to load zones: those a ring
-	// change gained, those left to replicas still syncing that did not
-	// announce in time, a restarted zone's. It ends with OnSettled once
-	// the replay is over.
-	OnLoading func()
-	// OnChanges is told how many live changes (not replays) each batch
-	// brought, once every source has synced; may be nil.
-	OnChanges func(n int)
 	// FetchZone loads a zone from another replica that holds it: with
 	// sharded watches, a gained zone the sources do not list loads from
 	// the replicas that held it (handoff.go). Nil: only from the sources.
 	FetchZone FetchZone
-	// OnHandedOver is told the result of each gained zone asked of the
-	// replicas that held it: "loaded", "empty", "not_held" or "failed";
-	// may be nil.
-	OnHandedOver func(result string)
-	// OnMeshSkipped is told why each ServiceEntry host left unanswered
-	// on purpose (zone.Skip*) was, once per change of its entry; may be
-	// nil.
-	OnMeshSkipped func(why string)
-	// OnPublished is told, by each zone actor, what changed in each
-	// snapshot it published (Published); nil: nobody. It runs in the
-	// zone actor and must not block.
-	OnPublished func(Published)
-
-	// fault, set by this package's tests only, runs before a zone actor
-	// applies a batch, so a test can make it fail.
-	fault func(key string, batch *zoneApply)
-	// repacked, set by this package's tests only, runs after a zone
-	// actor built its snapshot again for a repack.
-	repacked func(key string)
-	// reverseHosts, set by this package's tests only, is how many hosts
-	// the reverse zones share, at most the default (host.go).
-	reverseHosts int
+	// Observer is told what the Manager and its zones did; nil: nobody.
+	Observer Observer
 }
 
 // Manager routes source changes to zone actors and owns the directory.
 // Mesh zones (Istio ServiceEntry hosts) are routed in mesh.go.
 type Manager struct {
 	cfg        Config
-	timedOut   bool // the startup timeout passed before every source synced
-	synced     bool // every source synced and every zone published it
-	barriers   int  // zone actors yet to answer the sync barrier
+	hooks      testHooks
+	sync       firstSync // the way to readiness
 	namespaces map[string]struct{}
-	unsynced   map[string]bool
 	zonesOf    zoneIndex             // the zones each object contributes to
 	zoneSize   map[string]int        // objects contributing to each zone
-	children   map[string]*actor.PID // a zone's actor, or the host of a reverse zone (host.go)
-	hosts      [reverseHosts]*actor.PID
+	children   map[string]*actor.PID // a zone's actor, or the pool of a reverse zone (reversepool.go)
+	pools      [reversePools]*actor.PID
 	// newSlots are the table slots of zones spawned (a slot) or stopped
 	// (nil) since the table was last told: it is told once a message is
 	// handled, or before anything reads it, with one copy of its slot map
@@ -133,9 +84,7 @@ type Manager struct {
 	ring    *cluster.Ring         // nil: this replica owns every zone
 	sources map[string]*actor.PID // source actors, for replays
 	grace   map[string]bool       // lost zones still held for a while
-	// reportedGrace is the size of grace OnGrace was last told.
-	reportedGrace int
-	// graceChanged says grace gained or lost a key since OnGraceZones
+	// graceChanged says grace gained or lost a key since the Observer
 	// was last told.
 	graceChanged bool
 	replay       replayState
@@ -162,7 +111,25 @@ type Manager struct {
 // zone actor would take its zone's names with it (NXDOMAIN), while a
 // restarted one keeps serving its last snapshot (see rebuild.go).
 func NewManagerProps(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) },
+	return newManagerProps(cfg, testHooks{})
+}
+
+// testHooks let this package's tests reach into zone actors (export_test.go
+// sets them); a running node has none.
+type testHooks struct {
+	// fault runs before a zone actor applies a batch, so a test can make
+	// it fail.
+	fault func(key string, batch *zoneApply)
+	// repacked runs after a zone actor built its snapshot again for a
+	// repack.
+	repacked func(key string)
+	// reversePools is how many pools the reverse zones share, at most
+	// the default (reversepool.go); 0: the default.
+	reversePools int
+}
+
+func newManagerProps(cfg Config, hooks testHooks) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { m := newManager(cfg); m.hooks = hooks; return m },
 		actor.WithSupervisor(actor.NewRestartingStrategy()), BurstMailbox())
 }
 
@@ -180,7 +147,10 @@ func newManager(cfg Config) *Manager {
 	if cfg.Grace == 0 {
 		cfg.Grace = defaultGrace
 	}
-	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{}, unsynced: map[string]bool{},
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	m := &Manager{cfg: cfg, sync: newFirstSync(cfg.Sources), namespaces: map[string]struct{}{},
 		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
@@ -190,9 +160,6 @@ func newManager(cfg Config) *Manager {
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
-	}
-	for _, s := range cfg.Sources {
-		m.unsynced[s] = true
 	}
 	m.setInterest(nil)
 	return m
@@ -242,15 +209,11 @@ func (m *Manager) Receive(ctx actor.Context) {
 	m.reportGrace()
 }
 
-// reportGrace tells OnGrace how many lost zones are in their grace
+// reportGrace tells the Observer which lost zones are in their grace
 // period, when that changed.
 func (m *Manager) reportGrace() {
-	if n := len(m.grace); n != m.reportedGrace && m.cfg.OnGrace != nil {
-		m.reportedGrace = n
-		m.cfg.OnGrace(n)
-	}
-	if m.graceChanged && m.cfg.OnGraceZones != nil {
-		m.cfg.OnGraceZones(slices.Sorted(maps.Keys(m.grace)))
+	if m.graceChanged {
+		m.cfg.Observer.Grace(slices.Sorted(maps.Keys(m.grace)))
 	}
 	m.graceChanged = false
 }
@@ -292,7 +255,7 @@ func (m *Manager) setSlot(key string, slot *zone.Slot) {
 }
 
 func (m *Manager) onStarted(ctx actor.Context) {
-	if len(m.unsynced) == 0 {
+	if len(m.sync.unsynced) == 0 {
 		// No source at all (a forwarder, hosts or stub-domain server):
 		// nothing to wait for.
 		m.markSynced()
@@ -307,12 +270,11 @@ func (m *Manager) onStarted(ctx actor.Context) {
 // onStartupTimeout starts serving what is known, as CoreDNS does after its
 // startup timeout, while readiness keeps waiting for the real sync.
 func (m *Manager) onStartupTimeout() {
-	if m.synced {
+	if !m.sync.timeout() {
 		return
 	}
-	m.timedOut = true
 	m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
-		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.unsynced)))
+		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.sync.unsynced)))
 	m.publishDirectory()
 }
 
@@ -326,20 +288,19 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 		// It may have sorted some objects by an older ring.
 		ctx.Send(msg.From, &InterestChanged{})
 	}
-	if !m.unsynced[msg.Source] {
-		return
+	known := m.sync.unsynced[msg.Source]
+	last := m.sync.sourceSynced(msg.Source)
+	if known {
+		m.cfg.Logger.Info("source synced", "source", msg.Source)
 	}
-	delete(m.unsynced, msg.Source)
-	m.cfg.Logger.Info("source synced", "source", msg.Source)
-	if len(m.unsynced) > 0 {
+	if !last {
 		return
 	}
 	m.rebuildRestarted(ctx) // before the barrier, which waits for them
-	m.barriers = len(m.children)
 	for key, pid := range m.children {
 		m.tell(ctx, key, pid, &barrier{tag: 0})
 	}
-	if m.barriers == 0 {
+	if m.sync.barriersSent(len(m.children)) {
 		m.markSynced()
 	}
 }
@@ -353,28 +314,25 @@ func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
 		m.onReplayBarrierDone(ctx, msg)
 		return
 	}
-	m.barriers--
-	if m.barriers == 0 && len(m.unsynced) == 0 && !m.synced {
+	if m.sync.barrierDone() {
 		m.markSynced()
 	}
 }
 
 func (m *Manager) markSynced() {
 	m.settled() // first, so whoever sees the node synced sees the release asked for
-	m.synced = true
+	m.sync.synced = true
 	m.publishDirectory()
 }
 
 func (m *Manager) settled() {
 	m.compactIndex()
-	if m.cfg.OnSettled != nil {
-		m.cfg.OnSettled()
-	}
+	m.cfg.Observer.Settled()
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
-	if msg.Replay == 0 && m.synced && m.cfg.OnChanges != nil && msg.Source != peerSource {
-		m.cfg.OnChanges(len(msg.Changes))
+	if msg.Replay == 0 && m.sync.synced && msg.Source != peerSource {
+		m.cfg.Observer.Changes(len(msg.Changes))
 	}
 	m.confirm(msg)
 	batches := map[string]*zoneApply{}
@@ -391,22 +349,13 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		switch c.Key.Kind {
 		case model.KindNamespace:
 			dirChanged = m.applyNamespace(c) || dirChanged
-		case model.KindService, model.KindEndpointSlice:
+		case model.KindService, model.KindEndpointSlice, model.KindPod,
+			model.KindServiceImport, model.KindMultiClusterSlice:
 			if m.accepts(c) {
-				m.routeServiceChange(c, batch)
+				m.route(c, batch, false)
 			}
-		case model.KindPod:
-			if m.accepts(c) {
-				m.routePodChange(thawed(c, m.cfg.Logger), batch)
-			}
-		case model.KindServiceImport, model.KindMultiClusterSlice:
-			if m.accepts(c) {
-				m.routeImportedChange(c, batch)
-			}
-		case model.KindServiceEntry:
-			dirChanged = m.routeMeshChange(c, batch, msg.Replay == 0) || dirChanged
-		case model.KindZoneFile:
-			dirChanged = m.routeFileChange(c, batch) || dirChanged
+		case model.KindServiceEntry, model.KindZoneFile:
+			dirChanged = m.route(c, batch, msg.Replay == 0) || dirChanged
 		}
 	}
 	for key, b := range batches {
@@ -453,76 +402,88 @@ func (m *Manager) places(key string) bool {
 	return !m.sharded || !isReverseKey(m.cfg.Answer, key)
 }
 
-// routeServiceChange sends a Service or EndpointSlice change to its service
-// zone in every cluster domain, and its reverse records to their /24 or /64
-// zones, including zones it no longer contributes to.
-func (m *Manager) routeServiceChange(c model.Change, batch func(string) *zoneApply) {
-	var keys []string
-	for _, origin := range m.cfg.Answer.Domains.Cluster {
-		key := zone.ServiceZoneKey(c.Key.Namespace, origin)
-		keys = append(keys, key)
-		batch(key).services = append(batch(key).services, serviceChange{change: c})
-	}
-	var ptrs map[string][]zone.PTR
-	if c.Object != nil {
-		ptrs = zone.PTRs(m.cfg.Answer, thawed(c, m.cfg.Logger).Object)
-	}
-	for key, p := range ptrs {
-		if r := m.cfg.Answer.Domains.Route(key); r.Kind != zone.RouteZone || !r.Reverse {
-			continue // outside the configured reverse zones
+// route sends a change to the zones zone.ZonesOf names, and to those of
+// the reverse and mesh zones its object contributed to before that it no
+// longer does, to remove what it put there; it keeps the directory's mesh
+// names and file origins, and reports whether they changed. Skipped mesh
+// hosts are logged and counted when report is set (live changes, not
+// replays, which send what was reported already).
+func (m *Manager) route(c model.Change, batch func(string) *zoneApply, report bool) bool {
+	switch c.Key.Kind {
+	case model.KindService, model.KindEndpointSlice:
+		// The zones keep the frozen form; the reverse records are read
+		// from the thawed object.
+		routed := c
+		if c.Object != nil {
+			routed = thawed(c, m.cfg.Logger)
 		}
-		keys = append(keys, key)
-		batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key, ptrs: p})
-	}
-	for _, id := range m.zonesOf.zones(c.Key) {
-		key := m.zonesOf.key(id)
-		if _, still := ptrs[key]; !still && isReverseKey(m.cfg.Answer, key) {
-			batch(key).ptrs = append(batch(key).ptrs, ptrChange{source: c.Key})
+		return m.routeAs(c, routed.Object, batch, report)
+	case model.KindPod:
+		c = thawed(c, m.cfg.Logger)
+		if m.cfg.PodIndex != nil {
+			m.indexPod(c)
 		}
 	}
-	if c.Object == nil {
-		keys = nil
-	}
-	m.setZonesOf(c.Key, keys)
+	return m.routeAs(c, c.Object, batch, report)
 }
 
-// routeImportedChange sends a ServiceImport or imported EndpointSlice
-// change to the service zone of its namespace in the first cluster
-// domain, where multicluster names are answered (zone/multicluster.go).
-// Without multicluster zones nothing answers from them: they are dropped.
-func (m *Manager) routeImportedChange(c model.Change, batch func(string) *zoneApply) {
-	domains := m.cfg.Answer.Domains
-	if len(domains.Multicluster) == 0 || len(domains.Cluster) == 0 {
-		return
+// routeAs routes c by what obj, its object thawed, contributes.
+func (m *Manager) routeAs(c model.Change, obj any, batch func(string) *zoneApply, report bool) bool {
+	contributions, skipped := zone.ZonesOf(m.cfg.Answer, c.Key, obj)
+	if report {
+		m.reportSkipped(c.Key, skipped)
 	}
-	key := zone.ServiceZoneKey(c.Key.Namespace, domains.Cluster[0])
-	batch(key).imported = append(batch(key).imported, c)
-	keys := []string{key}
+	var keys, meshNames []string
+	dirChanged := false
+	for _, z := range contributions {
+		keys = append(keys, z.Key)
+		b := batch(z.Key)
+		switch z.Part {
+		case zone.PartServices:
+			b.services = append(b.services, serviceChange{change: c})
+		case zone.PartImported:
+			b.imported = append(b.imported, c)
+		case zone.PartPTRs:
+			b.ptrs = append(b.ptrs, ptrChange{source: c.Key, ptrs: z.PTRs})
+		case zone.PartPods:
+			b.pods = append(b.pods, c)
+		case zone.PartMesh:
+			b.mesh = append(b.mesh, meshChange{source: c.Key, hosts: z.Mesh})
+			meshNames = zone.MeshNames(meshNames, z.Mesh)
+		case zone.PartFile:
+			dirChanged = m.setFileZone(z.Key, c.Object)
+			b.file = &fileChange{}
+			b.file.zone, _ = c.Object.(*zone.FileZone)
+		}
+	}
+	m.leaveZones(c.Key, keys, batch)
 	if c.Object == nil {
 		keys = nil
 	}
 	m.setZonesOf(c.Key, keys)
+	if c.Key.Kind == model.KindServiceEntry {
+		dirChanged = m.setMeshNames(c.Key, meshNames)
+	}
+	return dirChanged
 }
 
-// routePodChange sends a Pod change to its pod zones when pods are
-// verified; otherwise pods hold no state.
-func (m *Manager) routePodChange(c model.Change, batch func(string) *zoneApply) {
-	if m.cfg.PodIndex != nil {
-		m.indexPod(c)
+// leaveZones removes what the object of key put into the reverse and mesh
+// zones it contributed to and no longer does, keys being the zones it
+// goes to now. Its other zones are named by its key alone: it never
+// leaves those while it exists.
+func (m *Manager) leaveZones(key model.Key, keys []string, batch func(string) *zoneApply) {
+	for _, id := range m.zonesOf.zones(key) {
+		old := m.zonesOf.key(id)
+		if slices.Contains(keys, old) {
+			continue
+		}
+		switch {
+		case key.Kind == model.KindServiceEntry:
+			batch(old).mesh = append(batch(old).mesh, meshChange{source: key})
+		case isReverseKey(m.cfg.Answer, old):
+			batch(old).ptrs = append(batch(old).ptrs, ptrChange{source: key})
+		}
 	}
-	if !m.cfg.Answer.Domains.PodZones {
-		return
-	}
-	var keys []string
-	for _, origin := range m.cfg.Answer.Domains.Cluster {
-		key := zone.PodZoneKey(c.Key.Namespace, origin)
-		keys = append(keys, key)
-		batch(key).pods = append(batch(key).pods, c)
-	}
-	if c.Object == nil {
-		keys = nil
-	}
-	m.setZonesOf(c.Key, keys)
 }
 
 // indexPod keeps the address → namespace index of autopath. An address
@@ -641,17 +602,22 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
-	if !m.owns(key) || m.isDeferred(key) {
+	switch spawnFor(m, key, m.sharded, m.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
+	case spawnNone:
 		return nil // a deferred zone loads from the sources' caches when its wait ends
-	}
-	if m.sharded && m.replay.keys != nil && !isReverseKey(m.cfg.Answer, key) {
-		// A zone whose objects a re-sharded watch is listing now: hidden
-		// until the replay that waits for that list ends.
-		m.replay.keys[key] = true
+	case spawnHidden:
+		m.replay.keys[key] = true // shown when the replay that waits for its list ends
 		return m.spawnZone(ctx, key, true)
 	}
 	return m.spawnZone(ctx, key, false)
 }
+
+// running reports whether the actor of zone key runs here (zoneFacts).
+func (m *Manager) running(key string) bool { return m.children[key] != nil }
+
+// inGrace reports whether zone key, lost to a ring change, is still held
+// through its grace period (zoneFacts).
+func (m *Manager) inGrace(key string) bool { return m.grace[key] }
 
 // spawnZone starts the actor of key; a loading zone is hidden from
 // queries until its replay completes.
@@ -663,10 +629,10 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	z := &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
 		mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
 		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
-		fault: m.cfg.fault, repacked: m.cfg.repacked, onPublished: m.cfg.OnPublished}
+		fault: m.hooks.fault, repacked: m.hooks.repacked, observer: m.cfg.Observer}
 	var pid *actor.PID
-	if isReverseRoute(r) { // hostedKey, from the route at hand
-		pid = m.spawnHosted(ctx, key, z)
+	if isReverseRoute(r) { // pooledKey, from the route at hand
+		pid = m.spawnPooled(ctx, key, z)
 	} else {
 		var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
 		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
@@ -682,10 +648,7 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 // stopEmptyZones stops the actors of zones whose last object this batch
 // removed. Poison is queued behind the batch, so the zone applies it first.
 func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneApply) {
-	for key := range batches {
-		if m.zoneSize[key] > 0 {
-			continue
-		}
+	for _, key := range emptied(maps.Keys(batches), func(key string) int { return m.zoneSize[key] }) {
 		if m.places(key) {
 			m.placementStale = true
 		}
@@ -714,9 +677,9 @@ func (m *Manager) publishDirectory() {
 	for n := range m.meshNames {
 		mesh[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.synced || m.timedOut, m.serial).
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.sync.serving(), m.serial).
 		WithMesh(mesh).WithFiles(m.fileOrigins()))
 	if m.cfg.Synced != nil {
-		m.cfg.Synced.Store(m.synced)
+		m.cfg.Synced.Store(m.sync.synced)
 	}
 }

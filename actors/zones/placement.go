@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"time"
@@ -36,6 +37,44 @@ type replayState struct {
 	gaining bool
 }
 
+// sourceDone counts source's ReplayDone for replay id and reports
+// whether every source has now answered: the loading zones get the
+// barrier then. An older replay's answer, superseded, or a second one,
+// changes nothing.
+func (r *replayState) sourceDone(id uint64, source string) bool {
+	if id != r.id || !r.waiting[source] {
+		return false
+	}
+	delete(r.waiting, source)
+	return len(r.waiting) == 0
+}
+
+// barriersSent notes that n loading zones were sent the replay's barrier,
+// and reports whether the replay is over at once (none to wait for).
+func (r *replayState) barriersSent(n int) bool {
+	r.pending = n
+	return n == 0
+}
+
+// barrierDone counts a loading zone's answer to the barrier of replay
+// tag and reports whether the replay is over: every source answered and
+// every loading zone published.
+func (r *replayState) barrierDone(tag uint64, key string) bool {
+	if tag != r.id || !r.keys[key] {
+		return false
+	}
+	r.pending--
+	return r.pending == 0 && len(r.waiting) == 0
+}
+
+// gained reports whether the replay loaded zones a ring change gained,
+// whose load time is reported. A replay that gained none (a replica
+// losing namespaces to one that joins lists what it keeps) left nothing
+// unanswered.
+func (r *replayState) gained() bool {
+	return r.gaining && len(r.keys) > 0
+}
+
 // owns reports whether this replica owns key. Every replica owns the
 // file zones that may be transferred.
 func (m *Manager) owns(key string) bool {
@@ -50,28 +89,24 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	old, oldEventual := m.ring, m.deferred.eventual
 	// Whether every source has sent what the old ring gave this replica:
 	// then a namespace it owned and holds no zone of had no objects.
-	settled := m.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
+	settled := m.sync.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
-	var gained []string
-	lost := map[string]*actor.PID{}
-	for key := range m.zoneSize {
-		owned := m.owns(key)
-		pid := m.children[key]
-		switch {
-		case owned && pid == nil && m.isDeferred(key):
-		case owned && pid == nil:
-			m.spawnZone(ctx, key, true)
-			gained = append(gained, key)
-		case owned && m.grace[key]:
-			delete(m.grace, key) // owned again before its grace ended
-			m.graceChanged = true
-		case !owned && pid != nil && !m.grace[key]:
-			m.grace[key] = true
-			m.graceChanged = true
-			lost[key] = pid
-		}
+	plan := planRing(m, maps.Keys(m.zoneSize))
+	gained := plan.gained
+	for _, key := range gained {
+		m.spawnZone(ctx, key, true)
+	}
+	for _, key := range plan.regained {
+		delete(m.grace, key)
+		m.graceChanged = true
+	}
+	lost := make(map[string]*actor.PID, len(plan.lost))
+	for _, key := range plan.lost {
+		m.grace[key] = true
+		m.graceChanged = true
+		lost[key] = m.children[key]
 	}
 	if len(lost) > 0 {
 		// One timer for every zone this change lost: they are released
@@ -91,8 +126,8 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
 		}, settled)
 	}
-	if m.cfg.OnHandoff != nil && (len(gained) > 0 || len(lost) > 0) {
-		m.cfg.OnHandoff(len(gained), len(lost))
+	if len(gained) > 0 || len(lost) > 0 {
+		m.cfg.Observer.Handoff(len(gained), len(lost))
 	}
 	m.publishFanOut()
 	m.publishPlacement()
@@ -103,9 +138,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 // returns the replay's ID. Gained zones are hidden until they have
 // loaded; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
-	if m.cfg.OnLoading != nil {
-		m.cfg.OnLoading()
-	}
+	m.cfg.Observer.Loading()
 	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
 	if loading == nil {
 		loading, since, gaining = map[string]bool{}, time.Now(), false
@@ -134,35 +167,27 @@ func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uin
 }
 
 func (m *Manager) onReplayDone(ctx actor.Context, msg *ReplayDone) {
-	if msg.ID != m.replay.id || !m.replay.waiting[msg.Source] {
-		return // an older replay, superseded
-	}
-	delete(m.replay.waiting, msg.Source)
-	if len(m.replay.waiting) == 0 {
+	if m.replay.sourceDone(msg.ID, msg.Source) {
 		m.replayBarrier(ctx)
 	}
 }
 
 // replayBarrier makes every loading zone publish the replayed objects.
 func (m *Manager) replayBarrier(ctx actor.Context) {
-	m.replay.pending = 0
+	sent := 0
 	for key := range m.replay.keys {
 		if pid := m.children[key]; pid != nil {
-			m.replay.pending++
+			sent++
 			m.tell(ctx, key, pid, &barrier{tag: m.replay.id})
 		}
 	}
-	if m.replay.pending == 0 {
+	if m.replay.barriersSent(sent) {
 		m.finishReplay(ctx)
 	}
 }
 
 func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
-	if msg.tag != m.replay.id || !m.replay.keys[msg.key] {
-		return
-	}
-	m.replay.pending--
-	if m.replay.pending == 0 && len(m.replay.waiting) == 0 {
+	if m.replay.barrierDone(msg.tag, msg.key) {
 		m.finishReplay(ctx)
 	}
 }
@@ -181,9 +206,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 	}
 	took := time.Since(m.replay.since)
 	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys), "took", took.Round(time.Millisecond))
-	if m.replay.gaining && len(m.replay.keys) > 0 {
-		// A replay that gained no zone (a replica losing namespaces to
-		// one that joins lists what it keeps) left nothing unanswered.
+	if m.replay.gained() {
 		m.reportGainLoaded(took)
 	}
 	m.replay.keys = nil
@@ -201,9 +224,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 // more than half the grace is logged as a warning, so that the grace is
 // raised before a larger cluster outgrows it.
 func (m *Manager) reportGainLoaded(took time.Duration) {
-	if m.cfg.OnGainLoaded != nil {
-		m.cfg.OnGainLoaded(took)
-	}
+	m.cfg.Observer.GainLoaded(took)
 	if m.cfg.Grace > 0 && took > m.cfg.Grace/2 {
 		m.cfg.Logger.Warn("gained zones took more than half of cluster.handoffGrace to load: the replicas that lost them may stop answering them first; raise cluster.handoffGrace",
 			"took", took.Round(time.Millisecond), "handoffGrace", m.cfg.Grace)
@@ -222,7 +243,7 @@ func (m *Manager) setLoaded(b bool) {
 func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 	stop := map[string]*actor.PID{}
 	for key, pid := range msg.zones {
-		if !m.grace[key] || m.children[key] != pid || m.owns(key) {
+		if !releasable(m, key, m.children[key] == pid) {
 			continue
 		}
 		delete(m.grace, key)
@@ -235,9 +256,7 @@ func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
 		m.settled() // all gained back: the release is over all the same
 		return
 	}
-	if m.cfg.OnReleasing != nil {
-		m.cfg.OnReleasing()
-	}
+	m.cfg.Observer.Loading()
 	m.forgetReleased(ctx)
 	m.publishPlacement()
 	// The zones kept were built among those stopped now. Built again
@@ -309,6 +328,25 @@ func (m *Manager) onPublishPlacement() {
 	}
 }
 
+// askOrder is the placement of a zone not served here: the replicas to
+// ask, in the ring's order for it, self left out, then those that held it
+// when it was gained and is loading here (holders): one that left the
+// ring still answers it in its lameduck, the others through their grace.
+func askOrder(ringOrder []string, self string, holders []string) []string {
+	order := []string{}
+	for _, name := range ringOrder {
+		if name != self {
+			order = append(order, name)
+		}
+	}
+	for _, name := range holders {
+		if !slices.Contains(order, name) {
+			order = append(order, name)
+		}
+	}
+	return order
+}
+
 // publishPlacement tells the query path, for every known zone this
 // replica does not serve complete, which replicas to ask. An empty list
 // (no owner reachable yet) makes such names SERVFAIL, never NXDOMAIN.
@@ -325,21 +363,7 @@ func (m *Manager) publishPlacement() {
 		if m.children[key] != nil && !m.replay.keys[key] && m.owns(key) {
 			return // served here
 		}
-		order := []string{}
-		for _, name := range m.ring.Order(key) {
-			if name != m.cfg.Self {
-				order = append(order, name)
-			}
-		}
-		// A zone gained and loading here is also asked of the replicas
-		// that held it: one that left the ring still answers it in its
-		// lameduck, the others through their grace.
-		for _, name := range m.handoff.from[key].holders {
-			if !slices.Contains(order, name) {
-				order = append(order, name)
-			}
-		}
-		p[key] = order
+		p[key] = askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)
 	}
 	for key := range m.zoneSize {
 		place(key)

@@ -35,7 +35,7 @@ func TestLoadedOnlyOnceGainedZonesAnswer(t *testing.T) {
 	c.write(t, services...)
 	var loaded atomic.Bool
 	joining := ring.NewRing("a", []ring.Member{{Name: "a"}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Self, cfg.Ring, cfg.Loaded, cfg.Grace = "a", joining, &loaded, time.Second
 		return cfg
 	})
@@ -76,10 +76,10 @@ func TestGainLoadIsReported(t *testing.T) {
 	var logs testutil.SyncBuffer
 	loads := make(chan time.Duration, 4)
 	joining := ring.NewRing("a", []ring.Member{{Name: "a"}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(&logs, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(&logs, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		// Any load takes more than half of a nanosecond.
 		cfg.Self, cfg.Ring, cfg.Grace = "a", joining, time.Nanosecond
-		cfg.OnGainLoaded = func(took time.Duration) { loads <- took }
+		cfg.Observer = &observed{gainLoaded: func(took time.Duration) { loads <- took }}
 		return cfg
 	})
 	system.Root.Send(manager, &zones.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
@@ -106,7 +106,7 @@ func TestGainLoadIsReported(t *testing.T) {
 // n<i mod namespaces>, at 10.96.<i>.1) from replica "a" alone, with a
 // handoff grace of 50 ms and the config changes of tune, and returns the
 // ring that shares them with "b".
-func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Config) zones.Config) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
+func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Hooked) zones.Hooked) (*cluster, *actor.ActorSystem, *actor.PID, *ring.Ring) {
 	t.Helper()
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
 	var docs []string
@@ -119,7 +119,7 @@ func servedAlone(t *testing.T, namespaces, services int, tune ...func(zones.Conf
 	}
 	c.write(t, docs...)
 	alone := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)
-	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Config) zones.Config {
+	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zones.Hooked) zones.Hooked {
 		cfg.Self, cfg.Ring, cfg.Grace = "a", alone, 50*time.Millisecond
 		for _, tune := range tune {
 			cfg = tune(cfg)
@@ -175,7 +175,7 @@ func TestRetiredTableKeepsAnswersAfterZonesStop(t *testing.T) {
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}
 	c.write(t, service("web", "10.96.0.1"), service("db", "10.96.0.2"))
 	system, manager := c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour,
-		func(cfg zones.Config) zones.Config { return cfg })
+		func(cfg zones.Hooked) zones.Hooked { return cfg })
 	for name, ip := range map[string]string{"web": "10.96.0.1", "db": "10.96.0.2"} {
 		if err := c.check(name, ip); err != nil {
 			t.Fatal(err)
@@ -234,7 +234,7 @@ func TestKeptZonesAreRepackedWhenLostOnesStop(t *testing.T) {
 	}
 }
 
-// A release ends (OnSettled, when the node returns freed memory) only
+// A release ends (Observer.Settled, when the node returns freed memory) only
 // once every kept zone was built again after all the lost zones had
 // stopped: that rebuild fills the holes the stopped zones left, so the
 // memory of the first rebuild is freed whole.
@@ -245,7 +245,7 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 	releasing := false
 	rebuiltAfterStop := map[string]bool{}
 	settled := make(chan map[string]bool, 1)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
 		cfg = zones.WithRepacked(cfg, func(key string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -259,12 +259,11 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 			}
 			rebuiltAfterStop[key] = true
 		})
-		cfg.OnReleasing = func() {
+		cfg.Observer = &observed{loading: func() {
 			mu.Lock()
 			defer mu.Unlock()
 			releasing = true
-		}
-		cfg.OnSettled = func() {
+		}, settled: func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if releasing {
@@ -273,7 +272,7 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 				default:
 				}
 			}
-		}
+		}}
 		return cfg
 	})
 	var kept []string
@@ -303,50 +302,15 @@ func TestReleaseBuildsKeptZonesAgainAfterLostOnesStop(t *testing.T) {
 	}
 }
 
-// The zones a ring change takes away are counted in their grace period
-// (shardns_cluster_zones_in_grace), and the count falls to zero once
-// they are released: what tells an operator, or a benchmark, that a
-// handoff is over.
-func TestZonesInGraceAreReported(t *testing.T) {
-	counts := make(chan int, 16)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
-		cfg.OnGrace = func(n int) { counts <- n }
-		return cfg
-	})
-	lost := 0
-	for _, key := range c.table.Keys() {
-		if !shared.Owns("a", key) {
-			lost++
-		}
-	}
-	if lost == 0 {
-		t.Fatal("the ring takes no zone away: the test checks nothing")
-	}
-	system.Root.Send(manager, &zones.RingChanged{Ring: shared})
-	var seen []int
-	for {
-		select {
-		case n := <-counts:
-			seen = append(seen, n)
-			if n == 0 {
-				if seen[0] != lost {
-					t.Fatalf("zones in grace reported %v, want %d lost zones first", seen, lost)
-				}
-				return
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("zones in grace reported %v, never back to 0", seen)
-		}
-	}
-}
-
-// The zones in their grace period are named, not only counted: the
-// first report after a ring change lists exactly the zones it took
-// away, and the last lists none once they are released.
+// The zones in their grace period are reported (counted as
+// shardns_cluster_zones_in_grace, named on /debug/ring): the first report
+// after a ring change lists exactly the zones it took away, and the last
+// lists none once they are released, which tells an operator, or a
+// benchmark, that a handoff is over.
 func TestZonesInGraceAreNamed(t *testing.T) {
 	reports := make(chan []string, 16)
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
-		cfg.OnGraceZones = func(keys []string) { reports <- keys }
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
+		cfg.Observer = &observed{grace: func(keys []string) { reports <- keys }}
 		return cfg
 	})
 	var lost []string

@@ -49,12 +49,12 @@ func (z *zoneActor) whatChanged() (p Published, changed bool) {
 	return p, len(p.Labels) > 0
 }
 
-// report tells onPublished what the publish just done changed, and starts
+// report tells the Observer what the publish just done changed, and starts
 // the next one's record.
 func (z *zoneActor) report(p Published, changed bool) {
 	z.trigger, z.changedAll = time.Time{}, false
-	if changed && z.onPublished != nil {
-		z.onPublished(p)
+	if changed {
+		z.observer.Published(p)
 	}
 }
 

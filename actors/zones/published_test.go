@@ -19,7 +19,7 @@ import (
 	"github.com/shardns/shardns/zone"
 )
 
-// publications records what zone actors report to OnPublished.
+// publications records what zone actors report to the Observer.
 type publications struct {
 	mu  sync.Mutex
 	all []zones.Published
@@ -69,7 +69,8 @@ func startObservedZones(t *testing.T, seen *publications) (*actor.ActorSystem, *
 	t.Cleanup(system.Shutdown)
 	var synced atomic.Bool
 	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
-		Sources: []string{"kubernetes"}, Now: time.Now, Logger: logger, Synced: &synced, OnPublished: seen.add}))
+		Sources: []string{"kubernetes"}, Now: time.Now, Logger: logger, Synced: &synced,
+		Observer: &observed{published: seen.add}}))
 	return system, manager
 }
 
@@ -139,8 +140,8 @@ func TestPublishReportsChangedLabels(t *testing.T) {
 func TestRepackReportsNothing(t *testing.T) {
 	var seen publications
 	var repacked sync.Map
-	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Config) zones.Config {
-		cfg.OnPublished = seen.add
+	c, system, manager, shared := servedAlone(t, 10, 10, func(cfg zones.Hooked) zones.Hooked {
+		cfg.Observer = &observed{published: seen.add}
 		return zones.WithRepacked(cfg, func(key string) { repacked.Store(key, true) })
 	})
 	var kept, lost []string

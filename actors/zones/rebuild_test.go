@@ -56,7 +56,7 @@ func startCluster(t *testing.T, fail func(key string, names []string), services 
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &testutil.SyncBuffer{}}
 	c.write(t, services...)
 	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond,
-		func(cfg zones.Config) zones.Config { return zones.WithFault(cfg, fail) })
+		func(cfg zones.Hooked) zones.Hooked { return zones.WithFault(cfg, fail) })
 	return c
 }
 
@@ -64,7 +64,7 @@ func startCluster(t *testing.T, fail func(key string, names []string), services 
 // manifest source re-reading c.file every interval, and returns once the
 // manager has synced.
 func (c *cluster) serve(t *testing.T, logger *slog.Logger, interval time.Duration,
-	tune func(zones.Config) zones.Config) (*actor.ActorSystem, *actor.PID) {
+	tune func(zones.Hooked) zones.Hooked) (*actor.ActorSystem, *actor.PID) {
 	t.Helper()
 	c.cfg = &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	if c.reverse {
@@ -74,8 +74,8 @@ func (c *cluster) serve(t *testing.T, logger *slog.Logger, interval time.Duratio
 	c.table = zone.NewTable(zone.NewDirectory(c.cfg, map[string]struct{}{}, false, 0))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(tune(zones.Config{Answer: c.cfg, Table: c.table,
-		Sources: []string{manifest.SourceName}, Now: time.Now, Logger: logger, Synced: &synced})))
+	manager := system.Root.Spawn(zones.NewHookedManagerProps(tune(zones.Hooked{Config: zones.Config{Answer: c.cfg, Table: c.table,
+		Sources: []string{manifest.SourceName}, Now: time.Now, Logger: logger, Synced: &synced}})))
 	initial, err := manifest.Load(nil, []string{c.file})
 	if err != nil {
 		t.Fatal(err)
@@ -252,19 +252,19 @@ func (c *cluster) checkPTR(ip, name string) error {
 	return nil
 }
 
-// Reverse zones share host actors: one that panics on a change takes its
-// host down, and with it every zone the host runs. The host is restarted
+// Reverse zones share pool actors: one that panics on a change takes its
+// pool down, and with it every zone the pool runs. The pool is restarted
 // with them all, each serving its last snapshot while the Manager rebuilds
 // them in one replay, so the lost change is served, so is a later change
-// of another zone of the host, and no reverse name gets a wrong answer
+// of another zone of the pool, and no reverse name gets a wrong answer
 // meanwhile.
-func TestRestartedReverseHostRebuildsItsZones(t *testing.T) {
+func TestRestartedReversePoolRebuildsItsZones(t *testing.T) {
 	var armed, failed atomic.Bool
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &testutil.SyncBuffer{}, reverse: true}
 	initial := []string{service("web", "10.96.0.10"), service("api", "10.96.1.11"), service("db", "10.96.2.12")}
 	c.write(t, initial...)
-	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond, func(cfg zones.Config) zones.Config {
-		return zones.WithReverseHosts(zones.WithFault(cfg, func(key string, _ []string) {
+	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond, func(cfg zones.Hooked) zones.Hooked {
+		return zones.WithReversePools(zones.WithFault(cfg, func(key string, _ []string) {
 			if key == "0.96.10.in-addr.arpa." && armed.Load() && failed.CompareAndSwap(false, true) {
 				panic("injected fault")
 			}
@@ -301,7 +301,7 @@ func TestRestartedReverseHostRebuildsItsZones(t *testing.T) {
 	if !failed.Load() {
 		t.Fatal("the reverse zone did not fail on the change")
 	}
-	for _, want := range []string{"reverse zone host restarted", "zone rebuilt from the sources"} {
+	for _, want := range []string{"reverse zone pool restarted", "zone rebuilt from the sources"} {
 		if !strings.Contains(c.log.String(), want) {
 			t.Fatalf("%q not logged:\n%s", want, c.log)
 		}
@@ -314,14 +314,14 @@ func TestRestartedReverseHostRebuildsItsZones(t *testing.T) {
 	}
 }
 
-// A reverse zone whose last address goes stops, in its host, and its slot
+// A reverse zone whose last address goes stops, in its pool, and its slot
 // leaves the table: the name is NXDOMAIN, the zone's neighbours in the
-// host stay.
-func TestHostedReverseZoneStopsWithItsLastAddress(t *testing.T) {
+// pool stay.
+func TestPooledReverseZoneStopsWithItsLastAddress(t *testing.T) {
 	c := &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml"), log: &testutil.SyncBuffer{}, reverse: true}
 	c.write(t, service("web", "10.96.0.10"), service("api", "10.96.1.11"))
 	c.serve(t, slog.New(slog.NewTextHandler(c.log, nil)), 20*time.Millisecond,
-		func(cfg zones.Config) zones.Config { return zones.WithReverseHosts(cfg, 1) })
+		func(cfg zones.Hooked) zones.Hooked { return zones.WithReversePools(cfg, 1) })
 	testutil.Eventually(t, 10*time.Second, func() error { return c.checkPTR("10.96.1.11", "api") })
 
 	c.write(t, service("web", "10.96.0.10"))

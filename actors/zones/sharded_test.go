@@ -258,7 +258,7 @@ func TestShardedReplicaLosingOnlyReportsNoGain(t *testing.T) {
 	r := startShardedReplica(t, func(cfg *zones.Config) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		cfg.Grace = time.Nanosecond // any load reported would outlast half of it
-		cfg.OnGainLoaded = func(took time.Duration) { gains <- took }
+		cfg.Observer = &observed{gainLoaded: func(took time.Duration) { gains <- took }}
 	})
 	three := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}}, 1)
 	owned := func(ns string) bool { return three.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) }

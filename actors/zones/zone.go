@@ -21,7 +21,7 @@ type zoneActor struct {
 	reverse     bool
 	pods        bool // a pod zone (pods: verified)
 	mesh        bool // a mesh zone (Istio ServiceEntry hosts)
-	hosted      bool // one of the zones of a zoneHost, not an actor of its own
+	pooled      bool // one of the zones of a reversePool, not an actor of its own
 	cfg         *zone.Config
 	slot        *zone.Slot
 	table       *zone.Table
@@ -68,9 +68,9 @@ type zoneActor struct {
 	owed       []uint64 // barriers to answer once the rebuilt zone is published
 
 	// What the next publish reports to onPublished (published.go).
-	onPublished func(Published) // Config.OnPublished; nil: nobody is told
-	trigger     time.Time       // earliest Change.Trigger applied since the last publish
-	changedAll  bool            // a change no service label names was applied
+	observer   Observer  // Config.Observer
+	trigger    time.Time // earliest Change.Trigger applied since the last publish
+	changedAll bool      // a change no service label names was applied
 
 	fault    func(key string, batch *zoneApply) // Config.fault
 	repacked func(key string)                   // Config.repacked
@@ -93,8 +93,8 @@ func (z *zoneActor) Receive(ctx actor.Context) {
 	}
 }
 
-// handle applies one of the zone's own messages. A hosted zone (see
-// host.go) gets them from its host, addressed to it by key.
+// handle applies one of the zone's own messages. A pooled zone (see
+// reversepool.go) gets them from its pool, addressed to it by key.
 func (z *zoneActor) handle(ctx actor.Context, msg any) {
 	switch msg := msg.(type) {
 	case *zoneApply:
@@ -120,10 +120,10 @@ func (z *zoneActor) handle(ctx actor.Context, msg any) {
 	}
 }
 
-// toSelf sends msg to this zone, through its host when it has one.
+// toSelf sends msg to this zone, through its pool when it has one.
 func (z *zoneActor) toSelf(ctx actor.Context, msg any) {
-	if z.hosted {
-		ctx.Send(ctx.Self(), &hosted{key: z.key, msg: msg})
+	if z.pooled {
+		ctx.Send(ctx.Self(), &pooled{key: z.key, msg: msg})
 		return
 	}
 	ctx.Send(ctx.Self(), msg)

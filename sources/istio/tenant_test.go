@@ -80,7 +80,7 @@ func startMeshSource(t *testing.T, cfg *zone.Config, client *dynamicfake.FakeDyn
 	var synced atomic.Bool
 	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
 		Sources: []string{SourceName}, Now: time.Now, Logger: quiet, Synced: &synced,
-		OnMeshSkipped: func(why string) { mu.Lock(); skipped[why]++; mu.Unlock() }}))
+		Observer: meshSkipped{f: func(why string) { mu.Lock(); skipped[why]++; mu.Unlock() }}}))
 	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf("v1"), Manager: manager, Logger: quiet}))
 	t.Cleanup(func() {
 		system.Root.StopFuture(src).Wait()
@@ -101,3 +101,11 @@ func answersA(cfg *zone.Config, v zone.View, name, want string) error {
 	}
 	return nil
 }
+
+// meshSkipped is an Observer that hands why each host was skipped to f.
+type meshSkipped struct {
+	zones.NopObserver
+	f func(why string)
+}
+
+func (o meshSkipped) MeshSkipped(why string) { o.f(why) }

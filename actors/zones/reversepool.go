@@ -15,60 +15,60 @@ import (
 // own costs a zone about 1.5 KB in protoactor alone (props, mailbox,
 // process registry entry, context, child set), more than its records: at
 // 20k services on 6 replicas, some 4,000 reverse zones a replica, a fifth
-// of its live heap. So reverse zones live in a few host actors instead,
+// of its live heap. So reverse zones live in a few pool actors instead,
 // each zone still a zoneActor of its own state, addressed by its key: the
-// Manager wraps what it sends them in hosted. A host that fails is
+// Manager wraps what it sends them in pooled. A pool that fails is
 // restarted with all its zones, each resuming from its last snapshot, and
 // the Manager rebuilds them in one replay.
 
-// reverseHosts is how many host actors the reverse zones are spread over
+// reversePools is how many pool actors the reverse zones are spread over
 // (by a hash of their key): enough for the builds of a churn to run on
 // every core, few enough to cost nothing.
-const reverseHosts = 32
+const reversePools = 32
 
-// hostSeed hashes reverse keys to their host; any seed serves, since hosts
+// poolSeed hashes reverse keys to their pool; any seed serves, since pools
 // are local to a process.
-var hostSeed = maphash.MakeSeed()
+var poolSeed = maphash.MakeSeed()
 
-// hosted is a message for the zone key of a host.
-type hosted struct {
+// pooled is a message for the zone key of a pool.
+type pooled struct {
 	key string
 	msg any
 }
 
-// startHosted makes a host run zone, made by the Manager's spawnZone.
-type startHosted struct{ zone *zoneActor }
+// startPooled makes a pool run zone, made by the Manager's spawnZone.
+type startPooled struct{ zone *zoneActor }
 
-// stopHosted makes a host stop the zone, as a poison pill stops a zone
+// stopPooled makes a pool stop the zone, as a poison pill stops a zone
 // actor: queued behind what was sent before it.
-type stopHosted struct{}
+type stopPooled struct{}
 
-// drainHost asks a host to answer hostDrained, which it does once it has
+// drainPool asks a pool to answer poolDrained, which it does once it has
 // handled everything sent to it before.
-type drainHost struct{}
+type drainPool struct{}
 
-// hostDrained answers drainHost.
-type hostDrained struct{}
+// poolDrained answers drainPool.
+type poolDrained struct{}
 
-// zoneHost runs the zones the Manager gives it. The same value serves
+// reversePool runs the zones the Manager gives it. The same value serves
 // every incarnation (its props' producer returns it), so that a restart
 // keeps the zones, which resume from their snapshots.
-type zoneHost struct {
+type reversePool struct {
 	zones   map[string]*zoneActor
 	started bool // a Started was seen: the next one is a restart
 }
 
-func newZoneHostProps() *actor.Props {
-	h := &zoneHost{zones: map[string]*zoneActor{}}
+func newReversePoolProps() *actor.Props {
+	h := &reversePool{zones: map[string]*zoneActor{}}
 	return actor.PropsFromProducer(func() actor.Actor { return h }, BurstMailbox())
 }
 
-func (h *zoneHost) Receive(ctx actor.Context) {
+func (h *reversePool) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *hosted:
+	case *pooled:
 		h.receive(ctx, msg)
-	case *drainHost:
-		ctx.Respond(&hostDrained{})
+	case *drainPool:
+		ctx.Respond(&poolDrained{})
 	case *actor.Started:
 		if h.started {
 			h.restart(ctx)
@@ -91,12 +91,12 @@ func (h *zoneHost) Receive(ctx actor.Context) {
 	}
 }
 
-func (h *zoneHost) receive(ctx actor.Context, m *hosted) {
+func (h *reversePool) receive(ctx actor.Context, m *pooled) {
 	switch msg := m.msg.(type) {
-	case *startHosted:
+	case *startPooled:
 		h.zones[m.key] = msg.zone
 		msg.zone.onStarted()
-	case *stopHosted:
+	case *stopPooled:
 		// The Manager drops the zone's slot from the table with the
 		// others it stops; a removal here, one copy of the table's map
 		// for each zone, would come first as often as not.
@@ -113,7 +113,7 @@ func (h *zoneHost) receive(ctx actor.Context, m *hosted) {
 
 // restart starts every zone over from its last snapshot, as a restarted
 // zone actor does, and asks the Manager to rebuild them all at once.
-func (h *zoneHost) restart(ctx actor.Context) {
+func (h *reversePool) restart(ctx actor.Context) {
 	keys := make([]string, 0, len(h.zones))
 	var log *slog.Logger
 	for key, z := range h.zones {
@@ -127,95 +127,95 @@ func (h *zoneHost) restart(ctx actor.Context) {
 	if len(keys) == 0 {
 		return
 	}
-	log.Warn("reverse zone host restarted; its zones' last snapshots serve while they rebuild from the sources", "zones", len(keys))
+	log.Warn("reverse zone pool restarted; its zones' last snapshots serve while they rebuild from the sources", "zones", len(keys))
 	ctx.Send(ctx.Parent(), &zoneRestarted{keys: keys, pid: ctx.Self()})
 }
 
 // identity returns a zone actor for the same zone with none of its state,
 // as the producer of a zone actor makes it again on a restart.
 func (z *zoneActor) identity() *zoneActor {
-	return &zoneActor{key: z.key, origin: z.origin, reverse: z.reverse, pods: z.pods, mesh: z.mesh, hosted: z.hosted,
+	return &zoneActor{key: z.key, origin: z.origin, reverse: z.reverse, pods: z.pods, mesh: z.mesh, pooled: z.pooled,
 		cfg: z.cfg, slot: z.slot, table: z.table, now: z.now, log: z.log, fault: z.fault, repacked: z.repacked,
-		onPublished: z.onPublished}
+		observer: z.observer}
 }
 
-// hostedKey reports whether the zone of key runs in a host: reverse zones.
-func (m *Manager) hostedKey(key string) bool {
+// pooledKey reports whether the zone of key runs in a pool: reverse zones.
+func (m *Manager) pooledKey(key string) bool {
 	return isReverseKey(m.cfg.Answer, key)
 }
 
-// host returns the host actor of reverse zone key, spawning it first.
-func (m *Manager) host(ctx actor.Context, key string) *actor.PID {
-	n := uint64(reverseHosts)
-	if m.cfg.reverseHosts > 0 && m.cfg.reverseHosts < reverseHosts {
-		n = uint64(m.cfg.reverseHosts)
+// pool returns the pool actor of reverse zone key, spawning it first.
+func (m *Manager) pool(ctx actor.Context, key string) *actor.PID {
+	n := uint64(reversePools)
+	if m.hooks.reversePools > 0 && m.hooks.reversePools < reversePools {
+		n = uint64(m.hooks.reversePools)
 	}
-	i := maphash.String(hostSeed, key) % n
-	if m.hosts[i] == nil {
-		m.hosts[i] = ctx.Spawn(newZoneHostProps())
+	i := maphash.String(poolSeed, key) % n
+	if m.pools[i] == nil {
+		m.pools[i] = ctx.Spawn(newReversePoolProps())
 	}
-	return m.hosts[i]
+	return m.pools[i]
 }
 
-// spawnHosted starts zone z, of key, in its host and returns the host.
-func (m *Manager) spawnHosted(ctx actor.Context, key string, z *zoneActor) *actor.PID {
-	z.hosted = true
-	pid := m.host(ctx, key)
-	ctx.Send(pid, &hosted{key: key, msg: &startHosted{zone: z}})
+// spawnPooled starts zone z, of key, in its pool and returns the pool.
+func (m *Manager) spawnPooled(ctx actor.Context, key string, z *zoneActor) *actor.PID {
+	z.pooled = true
+	pid := m.pool(ctx, key)
+	ctx.Send(pid, &pooled{key: key, msg: &startPooled{zone: z}})
 	return pid
 }
 
 // addressed returns msg as the zone of key receives it: wrapped for its
-// host when it is hosted.
+// pool when it is pooled.
 func (m *Manager) addressed(key string, msg any) any {
-	if m.hostedKey(key) {
-		return &hosted{key: key, msg: msg}
+	if m.pooledKey(key) {
+		return &pooled{key: key, msg: msg}
 	}
 	return msg
 }
 
-// tell sends msg to the zone of key, whose actor (or host) is pid.
+// tell sends msg to the zone of key, whose actor (or pool) is pid.
 func (m *Manager) tell(ctx actor.Context, key string, pid *actor.PID, msg any) {
 	ctx.Send(pid, m.addressed(key, msg))
 }
 
-// reachAll sends hosted to each hosted zone of zones (key → its actor or
-// host) and calls direct for each zone actor, and returns futures that
+// reachAll sends pooled to each pooled zone of zones (key → its actor or
+// pool) and calls direct for each zone actor, and returns futures that
 // complete once every zone has handled what it was sent: direct's, and to
-// each host one drainHost behind the messages of all its zones. Why not a
-// request to each hosted zone: a release asks thousands of reverse zones
+// each pool one drainPool behind the messages of all its zones. Why not a
+// request to each pooled zone: a release asks thousands of reverse zones
 // at once, and protoactor's process registry, where each future is
 // registered, keeps the tables its maps grew to for them, 0.4 MB a
 // replica (TestShardedIngest's heap profiles).
-func (m *Manager) reachAll(ctx actor.Context, zones map[string]*actor.PID, hosted func() any,
+func (m *Manager) reachAll(ctx actor.Context, zones map[string]*actor.PID, pooled func() any,
 	direct func(*actor.PID) *actor.Future) []*actor.Future {
 	var done []*actor.Future
-	hosts := map[*actor.PID]bool{}
+	pools := map[*actor.PID]bool{}
 	for key, pid := range zones {
-		if m.hostedKey(key) {
-			m.tell(ctx, key, pid, hosted())
-			hosts[pid] = true
+		if m.pooledKey(key) {
+			m.tell(ctx, key, pid, pooled())
+			pools[pid] = true
 		} else {
 			done = append(done, direct(pid))
 		}
 	}
-	for pid := range hosts {
-		done = append(done, ctx.RequestFuture(pid, &drainHost{}, repackTimeout))
+	for pid := range pools {
+		done = append(done, ctx.RequestFuture(pid, &drainPool{}, repackTimeout))
 	}
 	return done
 }
 
 // stopZone stops the zone of key after what was sent to it before.
 func (m *Manager) stopZone(ctx actor.Context, key string, pid *actor.PID) {
-	if m.hostedKey(key) {
-		m.tell(ctx, key, pid, &stopHosted{})
+	if m.pooledKey(key) {
+		m.tell(ctx, key, pid, &stopPooled{})
 		return
 	}
 	ctx.Poison(pid)
 }
 
-// stopZones stops the zones of zones (key → its actor or host), and
+// stopZones stops the zones of zones (key → its actor or pool), and
 // returns futures that complete once all have stopped.
 func (m *Manager) stopZones(ctx actor.Context, zones map[string]*actor.PID) []*actor.Future {
-	return m.reachAll(ctx, zones, func() any { return &stopHosted{} }, ctx.PoisonFuture)
+	return m.reachAll(ctx, zones, func() any { return &stopPooled{} }, ctx.PoisonFuture)
 }
