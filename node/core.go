@@ -21,6 +21,7 @@ import (
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
 	"github.com/shardns/shardns/rewrite"
+	"github.com/shardns/shardns/sources/gateway"
 	"github.com/shardns/shardns/sources/istio"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
@@ -144,6 +145,16 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		mesh = &istio.Config{Client: client, Discovery: disc, Logger: log.With("source", istio.SourceName)}
 		sources = append(sources, istio.SourceName)
 	}
+	var gw *gateway.Config
+	if g := cfg.Gateway; g.Enabled {
+		client, disc, err := gateway.NewClients(g.Kubeconfig, g.Context, "shardns/"+Version)
+		if err != nil {
+			return nil, err
+		}
+		gw = &gateway.Config{Client: client, Discovery: disc, Zones: g.Zones, Logger: log.With("source", gateway.SourceName),
+			Settings: gateway.Settings{Resources: g.Resources, TTL: uint32(g.TTL), Apex: g.Apex, Secondary: g.Secondary}}
+		sources = append(sources, gateway.SourceName)
+	}
 	var imports *multicluster.Config
 	if k := cfg.Kubernetes; k.Enabled && len(k.Multicluster) > 0 {
 		client, disc, err := istio.NewClients(k.Kubeconfig, k.Context, "shardns/"+Version)
@@ -154,7 +165,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 			LabelSelector: k.LabelSelector, Logger: log.With("source", multicluster.SourceName)}
 		sources = append(sources, multicluster.SourceName)
 	}
-	if kube != nil || mesh != nil {
+	if kube != nil || mesh != nil || gw != nil {
 		klog.SetSlogLogger(log.With("component", "client-go"))
 	}
 	if len(sources) == 0 {
@@ -205,6 +216,10 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if mesh != nil {
 		mesh.Manager = manager
 		c.spawn(istio.NewProps(*mesh))
+	}
+	if gw != nil {
+		gw.Manager = manager
+		c.spawn(gateway.NewProps(*gw))
 	}
 	if imports != nil {
 		imports.Manager, imports.Kubernetes = manager, c.kube
