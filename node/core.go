@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/netip"
@@ -21,12 +20,9 @@ import (
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
 	"github.com/shardns/shardns/rewrite"
-	"github.com/shardns/shardns/sources/gateway"
-	"github.com/shardns/shardns/sources/istio"
+	"github.com/shardns/shardns/sources"
 	kubesource "github.com/shardns/shardns/sources/kubernetes"
-	"github.com/shardns/shardns/sources/manifest"
-	"github.com/shardns/shardns/sources/multicluster"
-	"github.com/shardns/shardns/sources/zonefile"
+	"github.com/shardns/shardns/sources/registry"
 	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
 )
@@ -51,7 +47,7 @@ type core struct {
 	synced      atomic.Bool
 	loaded      atomic.Bool // no zone gained from another replica is still loading
 	manager     *actor.PID
-	kube        *actor.PID   // the Kubernetes source; nil without one
+	kube        *actor.PID   // the source watching for others (sources.Spec.Watcher); nil without one
 	actors      []*actor.PID // in start order
 	cluster     *query.Cluster
 	forwarder   *forward.Forwarder // the default upstreams'
@@ -101,74 +97,25 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if cfg.Autopath.Enabled {
 		c.pods = &zone.PodIndex{}
 	}
-	var initial *manifest.Snapshot
-	var sources []string
-	if len(cfg.Manifests.Files) > 0 {
-		var err error
-		if initial, err = manifest.Load(files, cfg.Manifests.Files); err != nil {
-			return nil, fmt.Errorf("manifests.files: %w", err)
-		}
-		sources = append(sources, manifest.SourceName)
-	}
-	var zoneFiles *zonefile.Snapshot
-	if len(cfg.Files.Zones) > 0 {
-		var err error
-		zs, reserved := zonefile.FromConfig(cfg)
-		if zoneFiles, err = zonefile.Load(files, zs, reserved); err != nil {
-			return nil, err
-		}
-		sources = append(sources, zonefile.SourceName)
-	}
-	var kube *kubesource.Config
 	interest := &zones.Interest{} // the Kubernetes source freezes what other replicas' zones are built from
-	if k := cfg.Kubernetes; k.Enabled {
-		client, err := kubeClient(k)
-		if err != nil {
+	enabled := sources.Enabled(registry.Sources, cfg)
+	deps := sources.Deps{Config: cfg, Files: files, Logger: log, Metrics: m, Interest: interest,
+		Listing: memory.listing, UserAgent: "shardns/" + Version}
+	starts := make([]sources.Start, len(enabled))
+	names := make([]string, len(enabled))
+	readsAPI := false
+	for i, s := range enabled {
+		var err error
+		if starts[i], err = s.Build(deps); err != nil {
 			return nil, err
 		}
-		kube = &kubesource.Config{Client: client, Namespaces: k.Namespaces, NamespaceSelector: k.NamespaceSelector,
-			LabelSelector: k.LabelSelector, Pods: k.Pods == "verified", NoEndpoints: k.NoEndpoints,
-			NoSharding: !k.Sharded(), PodsEverywhere: cfg.Autopath.Enabled,
-			Events: m.Kubernetes.Events, ShardedWatch: m.Kubernetes.ShardedWatch, Skipped: m.Kubernetes.Skipped,
-			Interest: interest, Listing: memory.listing, Logger: log.With("source", kubesource.SourceName)}
-		if err := kube.Validate(); err != nil {
-			return nil, err
-		}
-		sources = append(sources, kubesource.SourceName)
+		names[i] = s.Name
+		readsAPI = readsAPI || len(s.Resources) > 0
 	}
-	var mesh *istio.Config
-	if cfg.Istio.Enabled {
-		client, disc, err := istio.NewClients(cfg.Kubernetes.Kubeconfig, cfg.Kubernetes.Context, "shardns/"+Version)
-		if err != nil {
-			return nil, err
-		}
-		mesh = &istio.Config{Client: client, Discovery: disc, Logger: log.With("source", istio.SourceName)}
-		sources = append(sources, istio.SourceName)
-	}
-	var gw *gateway.Config
-	if g := cfg.Gateway; g.Enabled {
-		client, disc, err := gateway.NewClients(g.Kubeconfig, g.Context, "shardns/"+Version)
-		if err != nil {
-			return nil, err
-		}
-		gw = &gateway.Config{Client: client, Discovery: disc, Zones: g.Zones, Logger: log.With("source", gateway.SourceName),
-			Settings: gateway.Settings{Resources: g.Resources, TTL: uint32(g.TTL), Apex: g.Apex, Secondary: g.Secondary}}
-		sources = append(sources, gateway.SourceName)
-	}
-	var imports *multicluster.Config
-	if k := cfg.Kubernetes; k.Enabled && len(k.Multicluster) > 0 {
-		client, disc, err := istio.NewClients(k.Kubeconfig, k.Context, "shardns/"+Version)
-		if err != nil {
-			return nil, err
-		}
-		imports = &multicluster.Config{Client: client, Discovery: disc, Namespaces: k.Namespaces,
-			LabelSelector: k.LabelSelector, Logger: log.With("source", multicluster.SourceName)}
-		sources = append(sources, multicluster.SourceName)
-	}
-	if kube != nil || mesh != nil || gw != nil {
+	if readsAPI {
 		klog.SetSlogLogger(log.With("component", "client-go"))
 	}
-	if len(sources) == 0 {
+	if len(enabled) == 0 {
 		log.Warn("no source configured: only the zone apexes are served")
 	}
 	var err error
@@ -182,7 +129,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		return nil, err
 	}
 	manager := c.spawn(zones.NewManagerProps(zones.Config{
-		Answer: c.answer, Table: c.table, Sources: sources, Now: time.Now, Logger: log,
+		Answer: c.answer, Table: c.table, Sources: names, Now: time.Now, Logger: log,
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
 		Self: sharding.self, Ring: sharding.ring, Grace: cfg.Cluster.HandoffGrace.D(), Loaded: &c.loaded,
 		OnHandoff: func(gained, lost int) {
@@ -201,29 +148,12 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 		OnPublished:   sharding.published,
 	}))
 	c.manager = manager
-	if initial != nil {
-		c.spawn(manifest.NewProps(manifest.Config{Files: cfg.Manifests.Files, FS: files,
-			Interval: cfg.Manifests.Interval.D(), Manager: manager, Logger: log}, initial))
-	}
-	if zoneFiles != nil {
-		c.spawn(zonefile.NewProps(zonefile.Config{FS: files, Interval: cfg.Files.Interval.D(), Manager: manager,
-			Logger: log.With("source", zonefile.SourceName)}, zoneFiles))
-	}
-	if kube != nil {
-		kube.Manager = manager
-		c.kube = c.spawn(kubesource.NewProps(*kube))
-	}
-	if mesh != nil {
-		mesh.Manager = manager
-		c.spawn(istio.NewProps(*mesh))
-	}
-	if gw != nil {
-		gw.Manager = manager
-		c.spawn(gateway.NewProps(*gw))
-	}
-	if imports != nil {
-		imports.Manager, imports.Kubernetes = manager, c.kube
-		c.spawn(multicluster.NewProps(*imports))
+	running := sources.Running{Manager: manager}
+	for i, s := range enabled {
+		pid := c.spawn(starts[i](running))
+		if s.Watcher {
+			c.kube, running.Watcher = pid, pid
+		}
 	}
 	return c.startPlane(c, nil)
 }
