@@ -30,7 +30,7 @@ integration: build
 ## that only hit Go 1.26's fuzz deadline race is run again (see scripts/fuzz.sh).
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzServe:./query FuzzParse:./config FuzzParse:./sources/manifest \
-	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/istio \
+	FuzzService:./sources/kubeobj FuzzEndpointSlice:./sources/kubeobj FuzzServiceEntry:./sources/kubeobj \
 	FuzzScope:./listeners FuzzMatchQuestion:./listeners FuzzParse:./corefile FuzzParse:./sources/zonefile FuzzThaw:./model \
 	FuzzMessageScanner:./cluster/trust FuzzPreamble:./cluster/membership
 fuzz:

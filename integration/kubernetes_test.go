@@ -23,7 +23,7 @@ import (
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // kubeNode is a shardns node watching a real kube-apiserver.
@@ -480,11 +480,11 @@ func TestKubernetesJoinServiceSeeds(t *testing.T) {
 		ep{ip: "10.1.0.1"}, ep{ip: "10.1.0.2", notReady: true})
 	mkSlice(t, cp.Client, "dns", "shardns-peers", "peers-b", discoveryv1.AddressTypeIPv6, ep{ip: "fd00::3"})
 	mkSlice(t, cp.Client, "dns", "other", "other-a", discoveryv1.AddressTypeIPv4, ep{ip: "10.9.0.9"})
-	client, err := kubesource.NewClientForConfig(cp.RESTConfig())
+	client, err := kubeclient.NewClientForConfig(cp.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeds, err := kubesource.PeerSeeds(client, "dns/shardns-peers", 7946)(ctx)
+	seeds, err := kubeclient.PeerSeeds(client, "dns/shardns-peers", 7946)(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestKubernetesJoinServiceSeeds(t *testing.T) {
 	if !slices.Equal(seeds, want) {
 		t.Fatalf("seeds %v, want %v", seeds, want)
 	}
-	if _, err := kubesource.PeerSeeds(client, "nope/shardns-peers", 7946)(ctx); err != nil {
+	if _, err := kubeclient.PeerSeeds(client, "nope/shardns-peers", 7946)(ctx); err != nil {
 		t.Fatalf("a namespace with no slices: %v, want no seeds and no error", err)
 	}
 }

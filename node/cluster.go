@@ -26,7 +26,7 @@ import (
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/query"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -50,14 +50,14 @@ type clusterState struct {
 	announced   chan struct{}        // closed once this replica owns zones
 
 	// What admits other processes (trust.go).
-	client     *kubesource.Client // joinService or a Secret; nil without
+	client     *kubeclient.Client // joinService or a Secret; nil without
 	keys       [][]byte           // replica keys, the first in use; none: plain text
 	credential *trust.Credential  // a node-local process's, in place of keys
 	peers      *trust.AddrSet     // every peers Service's endpoints; nil without joinService
 	// replicaPeers are joinService's endpoints, each with the names its
 	// pod may use: the only members that may own zones.
 	replicaPeers atomic.Pointer[map[netip.Addr][]string]
-	peerWatch    *kubesource.PeerWatch
+	peerWatch    *kubeclient.PeerWatch
 	// The replica's publication of the node-local credential.
 	stopPublish context.CancelFunc
 	publishing  sync.WaitGroup
@@ -236,7 +236,7 @@ func (n *Node) startMembership(c *clusterState, adv string, timing membership.Ti
 	mc.Timing = timing
 	if cc.JoinService != "" {
 		_, gossipPort, _ := remoteBind(cc.Bind)
-		mc.SeedsFunc = kubesource.PeerSeeds(c.client, cc.JoinService, gossipPort)
+		mc.SeedsFunc = kubeclient.PeerSeeds(c.client, cc.JoinService, gossipPort)
 	}
 	return membership.Start(mc)
 }
@@ -254,7 +254,7 @@ func (n *Node) startRingFeed(c *clusterState, interval time.Duration) *ringFeed 
 	seeds := func(context.Context) ([]string, error) { return cc.Replicas, nil }
 	if cc.JoinService != "" {
 		_, remotePort, _ := remoteBind(cc.Remote)
-		seeds = kubesource.PeerRemotes(c.client, cc.JoinService, remotePort)
+		seeds = kubeclient.PeerRemotes(c.client, cc.JoinService, remotePort)
 	}
 	f := newRingFeed(c.ring, seeds, interval, cc.DispatchTimeout.D(), n.log.With("component", "ring"))
 	f.start()

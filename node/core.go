@@ -21,7 +21,7 @@ import (
 	"github.com/shardns/shardns/query"
 	"github.com/shardns/shardns/rewrite"
 	"github.com/shardns/shardns/sources"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/sources/registry"
 	"github.com/shardns/shardns/template"
 	"github.com/shardns/shardns/zone"
@@ -43,7 +43,7 @@ type core struct {
 	// kept by clientWatch; nil when neither autopath nor nodeLocal.aaaa
 	// needs it.
 	clients     *zone.ClientIndex
-	clientWatch *kubesource.NodePodWatch
+	clientWatch *kubeclient.NodePodWatch
 	synced      atomic.Bool
 	loaded      atomic.Bool // no zone gained from another replica is still loading
 	manager     *actor.PID

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shardns/shardns/query"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -24,7 +24,7 @@ const (
 // else $NODE_NAME, which deploy/ sets from spec.nodeName) and a client to
 // read it with. feature and key name what needs it in the error; or says
 // what else the user may set.
-func (c *core) ownNode(configured, feature, key, or string) (string, *kubesource.Client, error) {
+func (c *core) ownNode(configured, feature, key, or string) (string, *kubeclient.Client, error) {
 	name := configured
 	if name == "" {
 		name = os.Getenv("NODE_NAME")

@@ -15,7 +15,7 @@ import (
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/metrics"
 	"github.com/shardns/shardns/query"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -189,7 +189,7 @@ func (c *core) watchClients() error {
 	c.clients = &zone.ClientIndex{}
 	log := c.log.With("component", "clients")
 	first := true
-	c.clientWatch = kubesource.WatchNodePods(client, nodeName, log, func(pods []zone.NodePod) {
+	c.clientWatch = kubeclient.WatchNodePods(client, nodeName, log, func(pods []zone.NodePod) {
 		c.clients.Set(zone.NewClients(pods))
 		if first {
 			first = false

@@ -13,7 +13,7 @@ import (
 
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/trust"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // How long start-up waits for what admission needs from the API: the
@@ -43,7 +43,7 @@ func (n *Node) startTrust(c *clusterState) error {
 		}
 	case cc.Secret != "":
 		ctx, cancel := context.WithTimeout(context.Background(), gossipKeyWait)
-		data, err := kubesource.GossipKey(ctx, c.client, cc.Secret, n.log)
+		data, err := kubeclient.GossipKey(ctx, c.client, cc.Secret, n.log)
 		cancel()
 		if err != nil {
 			return err
@@ -65,7 +65,7 @@ func (n *Node) startTrust(c *clusterState) error {
 	c.peers = &trust.AddrSet{}
 	c.peersChanged = make(chan struct{}, 1)
 	services := append([]string{cc.JoinService}, cc.AdmitServices...)
-	c.peerWatch = kubesource.WatchPeers(c.client, services, n.log, func(p kubesource.Peers) {
+	c.peerWatch = kubeclient.WatchPeers(c.client, services, n.log, func(p kubeclient.Peers) {
 		c.replicaPeers.Store(&p.Replicas)
 		c.peers.Set(p.All)
 		// A replica refused while its address was not listed yet is joined
@@ -102,7 +102,7 @@ func (n *Node) startCredential(c *clusterState) error {
 		c.credential = &cred
 	case n.nodeLocal && cc.NodeLocalSecret != "":
 		ctx, cancel := context.WithTimeout(context.Background(), gossipKeyWait)
-		b, err := kubesource.ReadCredential(ctx, c.client, cc.NodeLocalSecret, n.log)
+		b, err := kubeclient.ReadCredential(ctx, c.client, cc.NodeLocalSecret, n.log)
 		cancel()
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (n *Node) startCredential(c *clusterState) error {
 		c.publishing.Go(func() {
 			// Off the start path: node-local processes wait for it, the
 			// replica's own serving does not.
-			_ = kubesource.PublishCredential(ctx, c.client, cc.NodeLocalSecret, cred.Marshal(), func(b []byte) bool {
+			_ = kubeclient.PublishCredential(ctx, c.client, cc.NodeLocalSecret, cred.Marshal(), func(b []byte) bool {
 				held, err := trust.ParseCredential(b)
 				return err == nil && held.Same(cred)
 			}, n.log)

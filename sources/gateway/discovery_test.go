@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/shardns/shardns/sources/crdwait"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // servedVersions is an API server's discovery: resources by group version.
@@ -28,7 +28,7 @@ func (s servedVersions) ServerResourcesForGroupVersion(gv string) (*metav1.APIRe
 
 // The newest version served is read: TLSRoute at v1 where the standard
 // channel serves it, at v1alpha2 on clusters with older CRDs; a kind not
-// served at all is crdwait's ErrNotServed.
+// served at all is kubeclient's ErrNotServed.
 func TestPick(t *testing.T) {
 	tls := watchedKinds([]string{KindTLSRoute})[0]
 	for _, c := range []struct {
@@ -44,10 +44,10 @@ func TestPick(t *testing.T) {
 			t.Errorf("%s: %v %v, want tlsroutes %s", c.name, gvr, err, c.want)
 		}
 	}
-	if _, err := pick(servedVersions{"gateway.networking.k8s.io/v1": {"gateways"}}, tls); !errors.Is(err, crdwait.ErrNotServed) {
+	if _, err := pick(servedVersions{"gateway.networking.k8s.io/v1": {"gateways"}}, tls); !errors.Is(err, kubeclient.ErrNotServed) {
 		t.Errorf("not served: %v, want ErrNotServed", err)
 	}
-	if _, err := pick(failing{}, tls); err == nil || errors.Is(err, crdwait.ErrNotServed) {
+	if _, err := pick(failing{}, tls); err == nil || errors.Is(err, kubeclient.ErrNotServed) {
 		t.Errorf("unreachable API server: %v, want an error to retry", err)
 	}
 }

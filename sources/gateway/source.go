@@ -37,7 +37,7 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
-	"github.com/shardns/shardns/sources/crdwait"
+	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -47,7 +47,7 @@ const SourceName = "gateway"
 // Config configures the Gateway API source.
 type Config struct {
 	Client    dynamic.Interface
-	Discovery Discovery
+	Discovery kubeclient.Discovery
 	Zones     []string // origins of the zones answered
 	Settings  Settings
 	Manager   *actor.PID // receives the zones
@@ -201,7 +201,7 @@ func (s *Source) onStarted(ctx actor.Context) {
 // nothing to wait for) and discovery is repeated every Recheck.
 func (s *Source) discover(root *actor.RootContext, self *actor.PID, w watched) {
 	var gvr schema.GroupVersionResource
-	found := crdwait.Wait(s.stop, crdwait.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
+	found := kubeclient.WaitServed(s.stop, kubeclient.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
 		func() (err error) { gvr, err = pick(s.cfg.Discovery, w); return err },
 		func(err error) {
 			s.cfg.Logger.Warn("Gateway API kind not served; checking again later", "kind", w.kind, "err", err, "every", s.cfg.Recheck)
@@ -216,7 +216,7 @@ func (s *Source) discover(root *actor.RootContext, self *actor.PID, w watched) {
 }
 
 // pick returns the preferred version of w that the API server serves.
-func pick(d Discovery, w watched) (schema.GroupVersionResource, error) {
+func pick(d kubeclient.Discovery, w watched) (schema.GroupVersionResource, error) {
 	for _, v := range w.versions {
 		gv := schema.GroupVersion{Group: w.group, Version: v}
 		list, err := d.ServerResourcesForGroupVersion(gv.String())
@@ -232,7 +232,7 @@ func pick(d Discovery, w watched) (schema.GroupVersionResource, error) {
 			}
 		}
 	}
-	return schema.GroupVersionResource{}, fmt.Errorf("%s.%s (the Gateway API CRDs are not installed): %w", w.resource, w.group, crdwait.ErrNotServed)
+	return schema.GroupVersionResource{}, fmt.Errorf("%s.%s (the Gateway API CRDs are not installed): %w", w.resource, w.group, kubeclient.ErrNotServed)
 }
 
 // watch starts the informer of w and reports the kind listed once it

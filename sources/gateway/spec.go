@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"fmt"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // Spec runs the source when gateway.enabled. It connects with
@@ -27,9 +30,9 @@ var Spec = sources.Spec{
 	Enabled: func(cfg *config.Config) bool { return cfg.Gateway.Enabled },
 	Build: func(d sources.Deps) (sources.Start, error) {
 		g := d.Config.Gateway
-		client, disc, err := NewClients(g.Kubeconfig, g.Context, d.UserAgent)
+		client, disc, err := kubeclient.NewDynamic(g.Kubeconfig, g.Context, d.UserAgent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gateway (gateway.kubeconfig %q): %w", g.Kubeconfig, err)
 		}
 		cfg := Config{Client: client, Discovery: disc, Zones: g.Zones, Logger: d.Logger.With("source", SourceName),
 			Settings: Settings{Resources: g.Resources, TTL: uint32(g.TTL), Apex: g.Apex, Secondary: g.Secondary}}

@@ -31,7 +31,7 @@ func (h *handler) convert(obj any) (*model.ServiceEntry, error) {
 	if !ok {
 		return nil, nil
 	}
-	e, warnings, err := ServiceEntry(u)
+	e, warnings, err := kubeobj.ServiceEntry(u)
 	if err == nil && !h.quiet {
 		for _, w := range warnings {
 			h.log.Info("part of a ServiceEntry is not answered", "reason", w)
@@ -100,7 +100,7 @@ func (h *handler) OnUpdate(oldObj, newObj any) {
 		h.log.Warn("ignoring update the API served; still serving the previous version", "object", k.String(), "err", err)
 		return
 	}
-	old, _, _ := ServiceEntry(asUnstructured(oldObj))
+	old, _, _ := kubeobj.ServiceEntry(asUnstructured(oldObj))
 	if sameRecords(old, e) {
 		return
 	}

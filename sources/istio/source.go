@@ -13,7 +13,6 @@ package istio
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -27,13 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
-	"github.com/shardns/shardns/sources/crdwait"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources/kubeclient"
+	"github.com/shardns/shardns/sources/kubeobj"
 )
 
 // SourceName identifies this source in zone batches and logs.
@@ -51,7 +49,7 @@ var Versions = []string{"v1", "v1beta1", "v1alpha3"}
 // Config configures the Istio source.
 type Config struct {
 	Client    dynamic.Interface
-	Discovery Discovery
+	Discovery kubeclient.Discovery
 	Manager   *actor.PID // receives the changes
 	Logger    *slog.Logger
 	// Retry is the longest wait between discovery attempts while the API
@@ -60,58 +58,6 @@ type Config struct {
 	// Recheck is how often discovery is repeated while the API server does
 	// not serve ServiceEntries. Default one minute.
 	Recheck time.Duration
-}
-
-// Discovery lists the resources an API server serves for one group
-// version. client-go's discovery client has this method; the source does
-// not use that client, whose package registers every built-in API group
-// in the process (about 9 MB of resident memory) to read this one list.
-type Discovery interface {
-	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
-}
-
-// NewClients connects with kubeconfig (in-cluster when empty) and
-// kubeContext (the kubeconfig's current context when empty), as the
-// Kubernetes source does. Custom resources travel as JSON.
-func NewClients(kubeconfig, kubeContext, userAgent string) (dynamic.Interface, Discovery, error) {
-	cfg, err := kubesource.RESTConfig(kubeconfig, kubeContext, userAgent)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.ContentType = "application/json"
-	cfg.AcceptContentTypes = "application/json"
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	rc, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
-	if err != nil {
-		return nil, nil, err
-	}
-	return client, restDiscovery{rc}, nil
-}
-
-// discoveryTimeout bounds one discovery request, as client-go's discovery
-// client does, so an API server that accepts and never answers does not
-// stall the source.
-const discoveryTimeout = 32 * time.Second
-
-// restDiscovery reads /apis/<group>/<version>. A group version the server
-// does not serve is a NotFound error, as from client-go's discovery.
-type restDiscovery struct{ rc rest.Interface }
-
-func (d restDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
-	defer cancel()
-	body, err := d.rc.Get().AbsPath("/apis", gv).Do(ctx).Raw()
-	if err != nil {
-		return nil, err
-	}
-	list := &metav1.APIResourceList{}
-	if err := json.Unmarshal(body, list); err != nil {
-		return nil, fmt.Errorf("discovery of %s: %w", gv, err)
-	}
-	return list, nil
 }
 
 // Source is the actor owning the discovery loop and the informer. Their
@@ -156,10 +102,10 @@ func (s *Source) Receive(ctx actor.Context) {
 }
 
 // errNotServed: the API server has no ServiceEntry resource.
-var errNotServed = fmt.Errorf("networking.istio.io ServiceEntries (Istio's CRDs are not installed): %w", crdwait.ErrNotServed)
+var errNotServed = fmt.Errorf("networking.istio.io ServiceEntries (Istio's CRDs are not installed): %w", kubeclient.ErrNotServed)
 
 // Pick returns the preferred ServiceEntry version the API server serves.
-func Pick(d Discovery) (schema.GroupVersionResource, error) {
+func Pick(d kubeclient.Discovery) (schema.GroupVersionResource, error) {
 	for _, v := range Versions {
 		gv := schema.GroupVersion{Group: Group, Version: v}
 		list, err := d.ServerResourcesForGroupVersion(gv.String())
@@ -184,7 +130,7 @@ func Pick(d Discovery) (schema.GroupVersionResource, error) {
 // for) and discovery is repeated every Recheck.
 func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
 	var gvr schema.GroupVersionResource
-	found := crdwait.Wait(s.stop, crdwait.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
+	found := kubeclient.WaitServed(s.stop, kubeclient.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
 		func() (err error) { gvr, err = Pick(s.cfg.Discovery); return err },
 		func(err error) {
 			s.cfg.Logger.Warn("istio.enabled, but no ServiceEntry to watch; checking again later", "err", err, "every", s.cfg.Recheck)
@@ -215,7 +161,7 @@ func (s *Source) watch(ctx actor.Context, gvr schema.GroupVersionResource) {
 		},
 	}, s.cfg.Client)
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
-	if err := inf.SetTransform(strip); err != nil {
+	if err := inf.SetTransform(kubeobj.StripServiceEntry); err != nil {
 		panic(fmt.Sprintf("istio source: setting the transform of a new informer: %v", err))
 	}
 	inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {

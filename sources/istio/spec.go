@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // Spec runs the source when istio.enabled. It connects as the
@@ -18,7 +19,7 @@ var Spec = sources.Spec{
 	Enabled: func(cfg *config.Config) bool { return cfg.Istio.Enabled },
 	Build: func(d sources.Deps) (sources.Start, error) {
 		k := d.Config.Kubernetes
-		client, disc, err := NewClients(k.Kubeconfig, k.Context, d.UserAgent)
+		client, disc, err := kubeclient.NewDynamic(k.Kubeconfig, k.Context, d.UserAgent)
 		if err != nil {
 			return nil, err
 		}

@@ -4,17 +4,31 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/kubeobj"
 )
 
+func object(t testing.TB, text string) *unstructured.Unstructured {
+	t.Helper()
+	obj := map[string]any{}
+	if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
+		t.Fatalf("bad test object: %v", err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
 // A ServiceEntry added once the informer has synced carries its creation
-// as the trigger, kept through strip; one of the initial list or of a
-// replay, or created before the last minute, carries none, and neither
-// do updates: nothing in an entry says when it changed.
+// as the trigger, kept through kubeobj.StripServiceEntry; one of the
+// initial list or of a replay, or created before the last minute,
+// carries none, and neither do updates: nothing in an entry says when it
+// changed.
 func TestHandlerTriggers(t *testing.T) {
 	created := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	entry := func(rv, host string) any {
-		s, err := strip(object(t, `apiVersion: networking.istio.io/v1
+		s, err := kubeobj.StripServiceEntry(object(t, `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata:
   name: se

@@ -6,54 +6,32 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources"
 )
 
-// Kinds of other sources. A namespaced kind whose objects build the zones
-// of their namespace (the multicluster source's ServiceImports and
-// imported EndpointSlices) is watched by this source beside its own, so
-// that its watches follow the ring as the Services' do: one detection of
-// sharded watches, one reshard on a ring or namespace change, one replay,
-// one widening before leaving. The other source keeps what is its own:
-// discovering the kind, converting its objects, saying it synced.
-
-// Kind is a namespaced kind another source has this one watch.
-type Kind struct {
-	Kind model.Kind
-	// ListWatch lists and watches the kind in every namespace; tweak sets
-	// this source's options (the shard selector), and the kind adds its own.
-	ListWatch func(tweak func(*metav1.ListOptions)) cache.ListerWatcher
-	// Object returns an empty object of what ListWatch delivers.
-	Object func() runtime.Object
-	// Transform converts an object before the informer caches it.
-	Transform cache.TransformFunc
-	// Handler returns the handler of an informer's events (and of the
-	// cached objects a replay reads); it sends changes through send.
-	Handler func(send func(model.Change)) cache.ResourceEventHandler
-}
-
-// WatchKinds asks the source to watch Kinds too. Listed is called, on a
-// goroutine of the source, once their first lists have arrived, the zone
-// manager having been sent what they held.
-type WatchKinds struct {
-	Kinds  []Kind
-	Listed func()
-}
+// Kinds of other sources (sources.Kind). A namespaced kind whose objects
+// build the zones of their namespace (the multicluster source's
+// ServiceImports and imported EndpointSlices) is watched by this source
+// beside its own, so that its watches follow the ring as the Services'
+// do: one detection of sharded watches, one reshard on a ring or
+// namespace change, one replay, one widening before leaving. The other
+// source keeps what is its own: discovering the kind, converting its
+// objects, saying it synced.
 
 // extraState is the part of Source that other sources' kinds use.
 type extraState struct {
-	extras        []*Kind  // every kind asked for, for a start still to come
-	listedWaiting []func() // to call once the sharded informers have synced
+	extras        []*sources.Kind // every kind asked for, for a start still to come
+	listedWaiting []func()        // to call once the sharded informers have synced
 }
 
 // onWatchKinds starts watching msg's kinds the way this source's own
 // kinds are watched, or, before detection has said which way that is,
 // adds them to its start.
-func (s *Source) onWatchKinds(ctx actor.Context, msg *WatchKinds) {
-	kinds := make([]*Kind, len(msg.Kinds))
+func (s *Source) onWatchKinds(ctx actor.Context, msg *sources.WatchKinds) {
+	kinds := make([]*sources.Kind, len(msg.Kinds))
 	for i := range msg.Kinds {
 		kinds[i] = &msg.Kinds[i]
 	}
@@ -90,7 +68,7 @@ func (s *Source) onWatchKinds(ctx actor.Context, msg *WatchKinds) {
 
 // extraWatched returns an informer of k in every namespace, tweak applied
 // to its options.
-func (s *Source) extraWatched(k *Kind, tweak func(*metav1.ListOptions)) watched {
+func (s *Source) extraWatched(k *sources.Kind, tweak func(*metav1.ListOptions)) watched {
 	if tweak == nil {
 		tweak = func(*metav1.ListOptions) {}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources"
 )
 
 // Sharded ingest. When the API server applies shard selectors (Kubernetes
@@ -55,7 +56,7 @@ type shardedKind struct {
 	resource string
 	object   func() runtime.Object
 	tweak    func(*metav1.ListOptions)
-	extra    *Kind // another source's kind (resource, object and tweak unused)
+	extra    *sources.Kind // another source's kind (resource, object and tweak unused)
 	// current are the informers running: the one a ring change made, then
 	// one for each batch of new namespaces this replica owns.
 	current []*shardInformer
@@ -98,7 +99,7 @@ func (s *Source) detectSharding(stopped <-chan struct{}) (bool, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), detectTimeout)
 		list := &corev1.ServiceList{}
-		err := s.cfg.Client.core.Get().Resource("services").
+		err := s.cfg.Client.CoreV1().Get().Resource("services").
 			VersionedParams(&metav1.ListOptions{
 				Limit:         1,
 				ShardSelector: cluster.ShardSelector(cluster.NamespaceField, []cluster.HashRange{{Start: 0, End: ^uint64(0)}}),
@@ -318,7 +319,7 @@ const (
 // synced or a newer one started (done). A refused connection, a 5xx or
 // no answer within stallProbeTimeout is a stall (see answers).
 func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced) {
-	root, manager, rc, stop := s.root, s.cfg.Manager, s.cfg.Client.core, s.stop
+	root, manager, rc, stop := s.root, s.cfg.Manager, s.cfg.Client.CoreV1(), s.stop
 	s.wg.Go(func() {
 		for {
 			if allSynced(synced) {

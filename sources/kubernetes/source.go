@@ -20,6 +20,8 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // SourceName identifies this source in zone batches and logs.
@@ -27,7 +29,7 @@ const SourceName = "kubernetes"
 
 // Config configures the Kubernetes source.
 type Config struct {
-	Client            *Client
+	Client            *kubeclient.Client
 	Manager           *actor.PID // receives the changes
 	Namespaces        []string   // exposed namespaces; empty exposes all
 	NamespaceSelector string     // label selector of exposed namespaces (server-side)
@@ -84,7 +86,7 @@ type Source struct {
 type watched struct {
 	kind     model.Kind
 	informer cache.SharedIndexInformer
-	extra    *Kind          // another source's kind; nil for this source's own
+	extra    *sources.Kind  // another source's kind; nil for this source's own
 	pages    *pageTransform // the informer's transform, for its list pages; nil for another source's
 }
 
@@ -114,7 +116,7 @@ func (s *Source) Receive(ctx actor.Context) {
 		s.reshard(ctx)
 	case *zones.WatchEverything:
 		s.onWatchEverything(ctx)
-	case *WatchKinds:
+	case *sources.WatchKinds:
 		s.onWatchKinds(ctx, msg)
 	case *namespacesChanged:
 		s.reshard(ctx)
@@ -164,7 +166,7 @@ func (s *Source) namespacesTweak() func(*metav1.ListOptions) {
 // of every key.
 func (s *Source) newWatched(kind model.Kind, resource string, object runtime.Object, tweak func(*metav1.ListOptions)) watched {
 	pages := &pageTransform{}
-	lw := s.cfg.Client.listWatch(resource, tweak, s.cfg.Listing, pages)
+	lw := listWatch(s.cfg.Client, resource, tweak, s.cfg.Listing, pages)
 	return watched{kind: kind, informer: cache.NewSharedIndexInformer(lw, object, 0, cache.Indexers{}), pages: pages}
 }
 

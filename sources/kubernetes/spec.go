@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // Spec runs the source when kubernetes.enabled. A kubeconfig that does
@@ -29,8 +30,7 @@ var Spec = sources.Spec{
 
 func build(d sources.Deps) (sources.Start, error) {
 	k, m := d.Config.Kubernetes, d.Metrics.Kubernetes
-	l := Limits{QPS: float32(k.APIServerQPS), Burst: k.APIServerBurst, MaxInflight: k.APIServerMaxInflight}
-	client, err := NewClientLimited(k.Kubeconfig, k.Context, d.UserAgent, l)
+	client, err := kubeclient.ForConfig(k, d.UserAgent)
 	if err != nil {
 		return nil, err
 	}

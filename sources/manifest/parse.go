@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardns/shardns/model"
-	"github.com/shardns/shardns/sources/istio"
 	"github.com/shardns/shardns/sources/kubeobj"
 )
 
@@ -136,7 +135,7 @@ func decodeObject(tm typeMeta, raw []byte) (any, error) {
 		if u.GetNamespace() == "" {
 			u.SetNamespace("default")
 		}
-		e, _, err := istio.ServiceEntry(u)
+		e, _, err := kubeobj.ServiceEntry(u)
 		return e, err
 	case tm.Kind == "":
 		return nil, fmt.Errorf("kind is missing")

@@ -13,7 +13,7 @@
 // needs no restart.
 //
 // Once ServiceImports are served, the Kubernetes source watches the two
-// kinds for this one (kubernetes.WatchKinds): a namespace's MCS objects
+// kinds for this one (sources.WatchKinds): a namespace's MCS objects
 // build that namespace's zone, so they follow the ring exactly as its
 // Services do, sharded watches included, from the same detection,
 // reshard, replay and widening. This source discovers, converts and says
@@ -41,10 +41,9 @@ import (
 
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
-	"github.com/shardns/shardns/sources/crdwait"
-	"github.com/shardns/shardns/sources/istio"
+	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/sources/kubeobj"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
 )
 
 // SourceName identifies this source in zone batches and logs.
@@ -60,8 +59,8 @@ var (
 // Config configures the source.
 type Config struct {
 	Client    dynamic.Interface
-	Discovery istio.Discovery // lists what a group version serves
-	Manager   *actor.PID      // receives the changes and Synced
+	Discovery kubeclient.Discovery // lists what a group version serves
+	Manager   *actor.PID           // receives the changes and Synced
 	// Kubernetes is the Kubernetes source, which watches the objects.
 	Kubernetes *actor.PID
 	// Namespaces are kubernetes.namespaces: empty serves every namespace.
@@ -121,11 +120,11 @@ func (s *Source) Receive(ctx actor.Context) {
 }
 
 // errNotServed: the API server has no ServiceImport resource.
-var errNotServed = fmt.Errorf("multicluster.x-k8s.io/v1alpha1 ServiceImports (the Multi-Cluster Services API's CRDs are not installed): %w", crdwait.ErrNotServed)
+var errNotServed = fmt.Errorf("multicluster.x-k8s.io/v1alpha1 ServiceImports (the Multi-Cluster Services API's CRDs are not installed): %w", kubeclient.ErrNotServed)
 
 // Served reports whether the API server serves ServiceImports: an error
 // wrapping errNotServed when it does not, another when it cannot say.
-func Served(d istio.Discovery) error {
+func Served(d kubeclient.Discovery) error {
 	gv := ServiceImports.GroupVersion().String()
 	list, err := d.ServerResourcesForGroupVersion(gv)
 	switch {
@@ -147,7 +146,7 @@ func Served(d istio.Discovery) error {
 // serves none, the source counts as synced (there is nothing to wait for)
 // and asks again every Recheck.
 func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
-	found := crdwait.Wait(s.stop, crdwait.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
+	found := kubeclient.WaitServed(s.stop, kubeclient.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
 		func() error { return Served(s.cfg.Discovery) },
 		func(err error) {
 			s.cfg.Logger.Warn("kubernetes.multicluster is set, but there is no ServiceImport to watch; serving the rest and checking again later",
@@ -173,7 +172,7 @@ func (s *Source) watch(ctx actor.Context) {
 		panic(fmt.Sprintf("multicluster source: %v", err))
 	}
 	start := time.Now()
-	root.Send(s.cfg.Kubernetes, &kubesource.WatchKinds{Kinds: kinds, Listed: func() {
+	root.Send(s.cfg.Kubernetes, &sources.WatchKinds{Kinds: kinds, Listed: func() {
 		s.cfg.Logger.Info("ServiceImport initial list done", "took", time.Since(start).Round(time.Millisecond))
 		root.Send(manager, &zones.Synced{Source: SourceName, From: self})
 	}})
@@ -182,21 +181,21 @@ func (s *Source) watch(ctx actor.Context) {
 // Kinds are ServiceImports and imported slices as the Kubernetes source
 // watches them: converted on the way into its caches, sent as this
 // source's model objects, of the namespaces kubernetes.namespaces exposes.
-func Kinds(cfg Config) ([]kubesource.Kind, error) {
+func Kinds(cfg Config) ([]sources.Kind, error) {
 	sliceSelector, err := importedSliceSelector(cfg.LabelSelector)
 	if err != nil {
 		return nil, err
 	}
 	exposed := exposedFunc(cfg.Namespaces)
-	kind := func(k model.Kind, gvr schema.GroupVersionResource, labelSelector string) kubesource.Kind {
-		return kubesource.Kind{Kind: k, ListWatch: listWatch(cfg.Client, gvr, labelSelector),
+	kind := func(k model.Kind, gvr schema.GroupVersionResource, labelSelector string) sources.Kind {
+		return sources.Kind{Kind: k, ListWatch: listWatch(cfg.Client, gvr, labelSelector),
 			Object:    func() runtime.Object { return &unstructured.Unstructured{} },
 			Transform: transformFor(k, cfg.Logger),
 			Handler: func(send func(model.Change)) cache.ResourceEventHandler {
 				return &handler{kind: k, exposed: exposed, send: send, log: cfg.Logger}
 			}}
 	}
-	return []kubesource.Kind{
+	return []sources.Kind{
 		kind(model.KindServiceImport, ServiceImports, ""),
 		kind(model.KindMultiClusterSlice, EndpointSlices, sliceSelector),
 	}, nil

@@ -22,7 +22,7 @@ import (
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
-	kubesource "github.com/shardns/shardns/sources/kubernetes"
+	"github.com/shardns/shardns/sources"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -93,7 +93,7 @@ func watchWhole(t *testing.T, manager *actor.PID) actor.ReceiveFunc {
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	return func(ctx actor.Context) {
-		msg, ok := ctx.Message().(*kubesource.WatchKinds)
+		msg, ok := ctx.Message().(*sources.WatchKinds)
 		if !ok {
 			return
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/sources"
-	"github.com/shardns/shardns/sources/istio"
+	"github.com/shardns/shardns/sources/kubeclient"
 )
 
 // Spec runs the source when kubernetes.enabled and kubernetes.multicluster
@@ -24,7 +24,7 @@ var Spec = sources.Spec{
 	},
 	Build: func(d sources.Deps) (sources.Start, error) {
 		k := d.Config.Kubernetes
-		client, disc, err := istio.NewClients(k.Kubeconfig, k.Context, d.UserAgent)
+		client, disc, err := kubeclient.NewDynamic(k.Kubeconfig, k.Context, d.UserAgent)
 		if err != nil {
 			return nil, err
 		}

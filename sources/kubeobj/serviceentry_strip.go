@@ -1,14 +1,14 @@
-package istio
+package kubeobj
 
 import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-// strip is the informer's transform: it replaces each ServiceEntry with a
+// StripServiceEntry is an informer transform: it replaces each ServiceEntry with a
 // copy holding only what DNS reads (identity, version, creation, hosts, addresses,
 // exportTo and the allocated addresses of the status) before the object
 // enters the cache. Ports, endpoints, workload selectors, annotations and
 // managedFields are never kept. Values are kept as served, whatever their
 // type: the conversion reports what is broken.
-func strip(obj any) (any, error) {
+func StripServiceEntry(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil // tombstones pass through

@@ -1,4 +1,4 @@
-package istio
+package kubeclient
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// NewClients honours kubernetes.context as the Kubernetes source does:
+// NewDynamic honours kubernetes.context as the Kubernetes source does:
 // a context the kubeconfig lacks fails at once, naming the key.
-func TestNewClientsContext(t *testing.T) {
+func TestNewDynamicContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	kubeconfig := `apiVersion: v1
 kind: Config
@@ -35,7 +35,7 @@ current-context: a
 	}
 	for _, c := range cases {
 		t.Run(c.context, func(t *testing.T) {
-			client, disc, err := NewClients(path, c.context, "shardns/test")
+			client, disc, err := NewDynamic(path, c.context, "shardns/test")
 			if c.err == "" {
 				if err != nil || client == nil || disc == nil {
 					t.Fatalf("clients %v %v, error %v", client, disc, err)

@@ -1,10 +1,12 @@
-package kubernetes
+package kubeclient
 
 import (
 	"net/http"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/shardns/shardns/config"
 )
 
 // Limits bound what a client asks of the API server, as CoreDNS's
@@ -71,4 +73,12 @@ func NewClientLimited(kubeconfig, kubeContext, userAgent string, l Limits) (*Cli
 	}
 	l.Apply(cfg)
 	return NewClientForConfig(cfg)
+}
+
+// ForConfig connects to the API server of k (kubernetes.kubeconfig and
+// kubernetes.context) with its request limits (kubernetes.apiserverQPS,
+// apiserverBurst, apiserverMaxInflight).
+func ForConfig(k config.KubernetesConfig, userAgent string) (*Client, error) {
+	l := Limits{QPS: float32(k.APIServerQPS), Burst: k.APIServerBurst, MaxInflight: k.APIServerMaxInflight}
+	return NewClientLimited(k.Kubeconfig, k.Context, userAgent, l)
 }

@@ -1,4 +1,4 @@
-package crdwait
+package kubeclient
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 )
 
 // A resource not served is reported once and asked again; an API server
-// that cannot be asked is retried; Wait returns when the resource is
+// that cannot be asked is retried; WaitServed returns when the resource is
 // served, or when stopped.
-func TestWait(t *testing.T) {
+func TestWaitServed(t *testing.T) {
 	results := []error{
 		errors.New("connection refused"),
 		fmt.Errorf("no ServiceEntries: %w", ErrNotServed),
@@ -18,7 +18,7 @@ func TestWait(t *testing.T) {
 		nil,
 	}
 	asked, missing, failed := 0, 0, 0
-	found := Wait(make(chan struct{}), Waits{Retry: time.Millisecond, Recheck: time.Millisecond},
+	found := WaitServed(make(chan struct{}), Waits{Retry: time.Millisecond, Recheck: time.Millisecond},
 		func() error { asked++; return results[asked-1] },
 		func(error) { missing++ },
 		func(error, time.Duration) { failed++ })
@@ -28,7 +28,7 @@ func TestWait(t *testing.T) {
 
 	stop := make(chan struct{})
 	close(stop)
-	if Wait(stop, Waits{Retry: time.Hour, Recheck: time.Hour}, func() error { return ErrNotServed },
+	if WaitServed(stop, Waits{Retry: time.Hour, Recheck: time.Hour}, func() error { return ErrNotServed },
 		func(error) {}, func(error, time.Duration) {}) {
 		t.Error("stopped wait reported the resource served")
 	}

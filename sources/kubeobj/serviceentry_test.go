@@ -1,4 +1,4 @@
-package istio
+package kubeobj
 
 import (
 	"net/netip"
@@ -134,7 +134,7 @@ func TestServiceEntryBroken(t *testing.T) {
 	}
 }
 
-// What strip keeps converts as the whole object does.
+// What StripServiceEntry keeps converts as the whole object does.
 func TestStripKeepsWhatDNSReads(t *testing.T) {
 	u := object(t, `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -153,13 +153,13 @@ status:
   addresses: [{value: 240.240.0.1, host: a.b}]
   conditions: [{type: Reconciled}]
 `)
-	s, err := strip(u)
+	s, err := StripServiceEntry(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	su := s.(*unstructured.Unstructured)
 	if _, ok := su.Object["spec"].(map[string]any)["ports"]; ok || su.GetAnnotations() != nil || su.GetManagedFields() != nil {
-		t.Errorf("strip kept fields DNS does not read: %v", su.Object)
+		t.Errorf("StripServiceEntry kept fields DNS does not read: %v", su.Object)
 	}
 	want, _, _ := ServiceEntry(u)
 	got, _, err := ServiceEntry(su)
@@ -167,9 +167,9 @@ status:
 		t.Errorf("stripped converts to %+v, %v; want %+v", got, err, want)
 	}
 	// A broken spec stays broken.
-	b, _ := strip(object(t, head+"spec: [1]"))
+	b, _ := StripServiceEntry(object(t, head+"spec: [1]"))
 	if _, _, err := ServiceEntry(b.(*unstructured.Unstructured)); err == nil {
-		t.Error("a broken spec converts after strip")
+		t.Error("a broken spec converts after StripServiceEntry")
 	}
 }
 
@@ -192,10 +192,10 @@ func FuzzServiceEntry(f *testing.F) {
 				t.Fatalf("invalid host %q accepted", h)
 			}
 		}
-		s, _ := strip(u)
+		s, _ := StripServiceEntry(u)
 		again, _, err := ServiceEntry(s.(*unstructured.Unstructured))
 		if err != nil || !reflect.DeepEqual(again, e) {
-			t.Fatalf("strip changed the entry: %+v, %v; want %+v", again, err, e)
+			t.Fatalf("StripServiceEntry changed the entry: %+v, %v; want %+v", again, err, e)
 		}
 	})
 }

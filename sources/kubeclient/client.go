@@ -1,16 +1,12 @@
-// Package kubernetes is the Kubernetes API source: it watches Services,
-// EndpointSlices (discovery.k8s.io/v1), Namespaces and, with pods
-// verified, Pods, converts them to model objects through sources/kubeobj
-// and sends the changes to the zone manager, the same path the manifest
-// source takes. It also watches the namespaced kinds other sources hand
-// it (extra.go), so that those follow the ring as Services do.
-//
-// Informer caches hold model objects, not API objects (see cached.go),
-// frozen into a few bytes per endpoint (model.Frozen): the zones keep the
-// same strings, so a large cluster costs little memory beyond its
-// records. Updates that change nothing DNS serves are dropped before they
-// reach an actor.
-package kubernetes
+// Package kubeclient is what every part of the process that talks to the
+// Kubernetes API shares: the REST configuration (kubeconfig and context,
+// or in-cluster), typed REST clients for core/v1 and discovery.k8s.io/v1
+// with their request limits, the dynamic client and discovery custom
+// resources are read with, the wait for a custom resource to be served,
+// and the replicas' own uses of the API: the gossip key and the
+// node-local credential Secrets, the peers and node-pod watches, and a
+// node's locality.
+package kubeclient
 
 import (
 	"fmt"
@@ -22,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -31,8 +26,8 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // RESTConfig connects with kubeconfig, or with the pod's service account
 // when kubeconfig is empty. A non-empty kubeContext is used in place of
 // the kubeconfig's current context. Built-in kinds travel as protobuf,
-// which is smaller and cheaper to decode than JSON; the Istio source,
-// whose custom resources have no protobuf form, switches its copy to JSON.
+// which is smaller and cheaper to decode than JSON; NewDynamic, for
+// custom resources, which have no protobuf form, switches its copy to JSON.
 func RESTConfig(kubeconfig, kubeContext, userAgent string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
@@ -84,7 +79,7 @@ func kubeconfigREST(kubeconfig, kubeContext string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Client reads the two API groups the source watches, core/v1 and
+// Client reads the two API groups the Kubernetes source watches, core/v1 and
 // discovery.k8s.io/v1, through REST clients whose scheme holds those
 // groups only. client-go's generated clientset registers every built-in
 // API group when the process starts, which costs each replica about
@@ -144,21 +139,8 @@ func NewClientForConfig(cfg *rest.Config) (*Client, error) {
 	return &Client{core: core, discovery: disc}, nil
 }
 
-// listWatch lists and watches resource (namespaces, services, pods or
-// endpointslices) in every namespace, with tweak applied to the options;
-// listing, when set, hears when its lists begin and end (toldListing);
-// pages, when set, has a list asked for whole come a page at a time, each
-// converted as it arrives (pagedLists).
-func (c *Client) listWatch(resource string, tweak func(*metav1.ListOptions), listing func(bool), pages *pageTransform) cache.ListerWatcher {
-	rc := c.core
-	if resource == "endpointslices" {
-		rc = c.discovery
-	}
-	if tweak == nil {
-		tweak = func(*metav1.ListOptions) {}
-	}
-	// As client-go's generated informers: the client says whether it can
-	// stream the initial list, else the reflector lists.
-	return cache.ToListWatcherWithWatchListSemantics(
-		toldListing(pagedLists(cache.NewFilteredListWatchFromClient(rc, resource, metav1.NamespaceAll, tweak), pages), listing), rc)
-}
+// CoreV1 is the REST client of core/v1.
+func (c *Client) CoreV1() rest.Interface { return c.core }
+
+// DiscoveryV1 is the REST client of discovery.k8s.io/v1.
+func (c *Client) DiscoveryV1() rest.Interface { return c.discovery }

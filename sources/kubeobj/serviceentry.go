@@ -1,4 +1,4 @@
-package istio
+package kubeobj
 
 import (
 	"fmt"
