@@ -12,24 +12,18 @@
 package istio
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/sources/crdsource"
 	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/sources/kubeobj"
 )
@@ -60,45 +54,24 @@ type Config struct {
 	Recheck time.Duration
 }
 
-// Source is the actor owning the discovery loop and the informer. Their
-// goroutines stop, and are waited for, when the actor stops.
-type Source struct {
-	cfg      Config
-	stop     chan struct{}
-	informer cache.SharedIndexInformer // nil until discovery found the resource
-	wg       sync.WaitGroup
-}
-
-// discovered tells the source which resource to watch.
-type discovered struct {
-	gvr schema.GroupVersionResource
-}
-
-// NewProps returns the props of a Source.
+// NewProps returns the props of the source: a crdsource.Source watching
+// the ServiceEntry version Pick finds through an informer of its own.
 func NewProps(cfg Config) *actor.Props {
-	if cfg.Retry <= 0 {
-		cfg.Retry = 30 * time.Second
-	}
-	if cfg.Recheck <= 0 {
-		cfg.Recheck = time.Minute
-	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
-}
-
-// Receive starts discovery, then the watch, and stops them.
-func (s *Source) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		s.stop = make(chan struct{})
-		root, self := ctx.ActorSystem().Root, ctx.Self()
-		s.wg.Go(func() { s.discover(root, self) })
-	case *discovered:
-		s.watch(ctx, msg.gvr)
-	case *zones.Replay:
-		s.replay(ctx, msg.ID)
-	case *actor.Stopping:
-		s.shutdown()
-	}
+	return crdsource.NewProps(crdsource.Config{
+		Name: SourceName, Manager: cfg.Manager, Logger: cfg.Logger, Retry: cfg.Retry, Recheck: cfg.Recheck,
+		Find: func() (schema.GroupVersionResource, error) { return Pick(cfg.Discovery) },
+		Logs: crdsource.Logs{
+			Missing:     "istio.enabled, but no ServiceEntry to watch; checking again later",
+			Failed:      "Istio discovery failed; retrying",
+			Watching:    "watching Istio ServiceEntries",
+			WatchFailed: "ServiceEntry watch failed; serving the last known state and retrying",
+			Listed:      "ServiceEntry initial list done",
+		},
+		Informer: &crdsource.Informer{Client: cfg.Client, Transform: kubeobj.StripServiceEntry,
+			Handler: func(send func(model.Change), replay bool) cache.ResourceEventHandler {
+				return &handler{send: send, log: cfg.Logger, quiet: replay}
+			}},
+	})
 }
 
 // errNotServed: the API server has no ServiceEntry resource.
@@ -122,87 +95,4 @@ func Pick(d kubeclient.Discovery) (schema.GroupVersionResource, error) {
 		}
 	}
 	return schema.GroupVersionResource{}, errNotServed
-}
-
-// discover finds the version to watch and tells the actor. While the API
-// server is unreachable it retries with backoff; while it serves no
-// ServiceEntries the source counts as synced (there is nothing to wait
-// for) and discovery is repeated every Recheck.
-func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
-	var gvr schema.GroupVersionResource
-	found := kubeclient.WaitServed(s.stop, kubeclient.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
-		func() (err error) { gvr, err = Pick(s.cfg.Discovery); return err },
-		func(err error) {
-			s.cfg.Logger.Warn("istio.enabled, but no ServiceEntry to watch; checking again later", "err", err, "every", s.cfg.Recheck)
-			root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
-		},
-		func(err error, in time.Duration) {
-			s.cfg.Logger.Warn("Istio discovery failed; retrying", "err", err, "in", in)
-		})
-	if found {
-		s.cfg.Logger.Info("watching Istio ServiceEntries", "version", gvr.Version)
-		root.Send(self, &discovered{gvr: gvr})
-	}
-}
-
-// watch starts the informer of gvr and reports the source synced once it
-// has listed.
-func (s *Source) watch(ctx actor.Context, gvr schema.GroupVersionResource) {
-	root, manager, self := ctx.ActorSystem().Root, s.cfg.Manager, ctx.Self()
-	resource := s.cfg.Client.Resource(gvr)
-	// As client-go's dynamic informer: the client says whether it can
-	// stream the initial list (a fake cannot), else the reflector lists.
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return resource.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return resource.Watch(ctx, o)
-		},
-	}, s.cfg.Client)
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
-	if err := inf.SetTransform(kubeobj.StripServiceEntry); err != nil {
-		panic(fmt.Sprintf("istio source: setting the transform of a new informer: %v", err))
-	}
-	inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		s.cfg.Logger.Warn("ServiceEntry watch failed; serving the last known state and retrying", "err", err)
-	})
-	send := func(c model.Change) {
-		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
-	}
-	reg, err := inf.AddEventHandler(&handler{send: send, log: s.cfg.Logger})
-	if err != nil {
-		panic(fmt.Sprintf("istio source: adding a handler to a new informer: %v", err))
-	}
-	s.informer = inf
-	s.wg.Go(func() { inf.Run(s.stop) })
-	s.wg.Go(func() {
-		start := time.Now()
-		if cache.WaitForCacheSync(s.stop, reg.HasSynced) {
-			s.cfg.Logger.Info("ServiceEntry initial list done", "took", time.Since(start).Round(time.Millisecond))
-			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
-		}
-	})
-}
-
-// replay sends every entry the informer cache holds, so the zone manager
-// can load zones this replica gained. It reads the local cache only.
-func (s *Source) replay(ctx actor.Context, id uint64) {
-	var changes []model.Change
-	if s.informer != nil {
-		h := &handler{log: s.cfg.Logger, quiet: true, send: func(c model.Change) { changes = append(changes, c) }}
-		for _, obj := range s.informer.GetStore().List() {
-			h.OnAdd(obj, true) // as the initial list: no change in the API, no trigger
-		}
-	}
-	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
-	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
-}
-
-func (s *Source) shutdown() {
-	if s.stop == nil {
-		return
-	}
-	close(s.stop)
-	s.wg.Wait()
 }

@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -39,9 +38,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/crdsource"
 	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/sources/kubeobj"
 )
@@ -77,46 +76,28 @@ type Config struct {
 	Recheck time.Duration
 }
 
-// Source is the actor owning the discovery loop. Its goroutine stops,
-// and is waited for, when the actor stops.
-type Source struct {
-	cfg  Config
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-// served tells the source that the API server serves ServiceImports.
-type served struct{}
-
-// NewProps returns the props of a Source.
+// NewProps returns the props of the source: a crdsource.Source that,
+// once ServiceImports are served, has the Kubernetes source watch them
+// and the imported slices (Kinds).
 func NewProps(cfg Config) *actor.Props {
-	if cfg.Retry <= 0 {
-		cfg.Retry = 30 * time.Second
-	}
-	if cfg.Recheck <= 0 {
-		cfg.Recheck = time.Minute
-	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
-}
-
-// Receive starts discovery, then the watches, and stops them.
-func (s *Source) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		s.stop = make(chan struct{})
-		root, self := ctx.ActorSystem().Root, ctx.Self()
-		s.wg.Go(func() { s.discover(root, self) })
-	case *served:
-		s.watch(ctx)
-	case *zones.Replay:
-		// The Kubernetes source replays the objects it watches for this one.
-		ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: msg.ID})
-	case *actor.Stopping:
-		if s.stop != nil {
-			close(s.stop)
-			s.wg.Wait()
-		}
-	}
+	return crdsource.NewProps(crdsource.Config{
+		Name: SourceName, Manager: cfg.Manager, Logger: cfg.Logger, Retry: cfg.Retry, Recheck: cfg.Recheck,
+		Find: func() (schema.GroupVersionResource, error) { return ServiceImports, Served(cfg.Discovery) },
+		Logs: crdsource.Logs{
+			Missing:  "kubernetes.multicluster is set, but there is no ServiceImport to watch; serving the rest and checking again later",
+			Failed:   "ServiceImport discovery failed; retrying",
+			Watching: "watching ServiceImports and imported EndpointSlices",
+			Listed:   "ServiceImport initial list done",
+		},
+		Handoff: func(ctx actor.Context, _ schema.GroupVersionResource, listed func()) {
+			kinds, err := Kinds(cfg)
+			if err != nil {
+				// kubernetes.labelSelector was validated at start: only a bug gets here.
+				panic(fmt.Sprintf("multicluster source: %v", err))
+			}
+			ctx.Send(cfg.Kubernetes, &sources.WatchKinds{Kinds: kinds, Listed: listed})
+		},
+	})
 }
 
 // errNotServed: the API server has no ServiceImport resource.
@@ -139,43 +120,6 @@ func Served(d kubeclient.Discovery) error {
 		}
 	}
 	return errNotServed
-}
-
-// discover waits until the API server serves ServiceImports, then tells
-// the actor. While it cannot be reached it retries with backoff; while it
-// serves none, the source counts as synced (there is nothing to wait for)
-// and asks again every Recheck.
-func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
-	found := kubeclient.WaitServed(s.stop, kubeclient.Waits{Retry: s.cfg.Retry, Recheck: s.cfg.Recheck},
-		func() error { return Served(s.cfg.Discovery) },
-		func(err error) {
-			s.cfg.Logger.Warn("kubernetes.multicluster is set, but there is no ServiceImport to watch; serving the rest and checking again later",
-				"err", err, "every", s.cfg.Recheck)
-			root.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: self})
-		},
-		func(err error, in time.Duration) {
-			s.cfg.Logger.Warn("ServiceImport discovery failed; retrying", "err", err, "in", in)
-		})
-	if found {
-		s.cfg.Logger.Info("watching ServiceImports and imported EndpointSlices", "version", ServiceImports.Version)
-		root.Send(self, &served{})
-	}
-}
-
-// watch has the Kubernetes source watch ServiceImports and imported
-// slices, and reports this source synced once both have listed.
-func (s *Source) watch(ctx actor.Context) {
-	root, manager, self := ctx.ActorSystem().Root, s.cfg.Manager, ctx.Self()
-	kinds, err := Kinds(s.cfg)
-	if err != nil {
-		// kubernetes.labelSelector was validated at start: only a bug gets here.
-		panic(fmt.Sprintf("multicluster source: %v", err))
-	}
-	start := time.Now()
-	root.Send(s.cfg.Kubernetes, &sources.WatchKinds{Kinds: kinds, Listed: func() {
-		s.cfg.Logger.Info("ServiceImport initial list done", "took", time.Since(start).Round(time.Millisecond))
-		root.Send(manager, &zones.Synced{Source: SourceName, From: self})
-	}})
 }
 
 // Kinds are ServiceImports and imported slices as the Kubernetes source
