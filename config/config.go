@@ -35,6 +35,7 @@ type Config struct {
 	HTTP       HTTPConfig       `json:"http"`
 	Kubernetes KubernetesConfig `json:"kubernetes"`
 	Istio      IstioConfig      `json:"istio"`
+	Gateway    GatewayConfig    `json:"gateway"` // Gateway API names, as k8s_gateway
 	Manifests  ManifestsConfig  `json:"manifests"`
 	Forward    ForwardConfig    `json:"forward"`
 	Cache      CacheConfig      `json:"cache"`
@@ -540,6 +541,7 @@ func Default() *Config {
 			StartupTimeout: Duration(5e9),
 		},
 		Istio:     IstioConfig{TTL: 30, Zones: []string{"global"}, DefaultExportTo: []string{"*"}},
+		Gateway:   DefaultGateway(),
 		Manifests: ManifestsConfig{Interval: Duration(2e9)},
 		Forward: ForwardConfig{Upstreams: []string{"/etc/resolv.conf"}, Policy: "random",
 			Timeout: Duration(2e9), Deadline: Duration(5e9), MaxConcurrent: 1000,
@@ -681,6 +683,7 @@ func (c *Config) validate() error {
 	}
 	c.validateKubernetes(bad)
 	c.validateIstio(bad)
+	c.validateGateway(bad)
 	if c.Manifests.Interval <= 0 {
 		bad("manifests.interval", "must be positive")
 	}

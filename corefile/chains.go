@@ -23,7 +23,7 @@ var chainPlugins = map[string]bool{"cache": true, "forward": true, "proxy": true
 
 // presencePlugins are the plugins of shared records: a chain only says
 // whether it answers from them.
-var presencePlugins = map[string]bool{"kubernetes": true, "file": true, "k8s_external": true,
+var presencePlugins = map[string]bool{"kubernetes": true, "file": true, "k8s_external": true, "k8s_gateway": true,
 	"federation": true, "multicluster": true, "autopath": true}
 
 // foldable are chain plugins that fold into the main block's chain with
@@ -207,7 +207,7 @@ func (c *converter) unshadowedStubs(s *server, stubs []config.StubConfig) []conf
 // the block leaves out is absent from the chain, as in CoreDNS.
 func (c *converter) chain(b *ServerBlock) *config.ChainConfig {
 	cfg := c.cfg
-	kube, files := hasPlugin(b, "kubernetes"), hasPlugin(b, "file")
+	kube, files := hasPlugin(b, "kubernetes"), hasPlugin(b, "file") || hasPlugin(b, "k8s_gateway") // its zones are served as files are
 	ch := &config.ChainConfig{Kubernetes: &kube, Files: &files}
 	fw := cfg.Forward
 	if _, ok := c.claimed["forward ."]; !ok {

@@ -280,6 +280,7 @@ var handlers = map[string]handler{
 	"dns64": (*converter).dns64Plugin, "timeouts": (*converter).timeoutsPlugin,
 	"k8s_external": (*converter).externalPlugin, "view": (*converter).viewPlugin,
 	"rrl": (*converter).rrlPlugin, "kubeapi": (*converter).kubeapiPlugin, "k8s_event": (*converter).k8sEventPlugin,
+	"k8s_gateway": (*converter).gatewayPlugin,
 }
 
 // claim records d as the directive that sets key, which shardns has once

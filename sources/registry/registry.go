@@ -5,6 +5,7 @@ package registry
 
 import (
 	"github.com/shardns/shardns/sources"
+	"github.com/shardns/shardns/sources/gateway"
 	"github.com/shardns/shardns/sources/istio"
 	"github.com/shardns/shardns/sources/kubernetes"
 	"github.com/shardns/shardns/sources/manifest"
@@ -19,4 +20,5 @@ var Sources = []sources.Spec{
 	kubernetes.Spec,
 	istio.Spec,
 	multicluster.Spec,
+	gateway.Spec,
 }
