@@ -89,7 +89,7 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 30}
 	cfg.Prepare()
 	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
-	owner := startCoherentProcess(t, false, func() (*zone.Config, zone.View) { return cfg, table })
+	owner := startCoherentProcess(t, false, func() (*zone.Config, zone.Reader) { return cfg, table })
 	// The zone's first build (every name) is told to nobody: the test
 	// asks once it has, as a client would any time later.
 	var asking atomic.Bool
@@ -121,7 +121,7 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 		return nil
 	})
 
-	asker := startCoherentProcess(t, true, func() (*zone.Config, zone.View) { return nil, nil })
+	asker := startCoherentProcess(t, true, func() (*zone.Config, zone.Reader) { return nil, nil })
 	const zoneKey = "shop.svc.cluster.local."
 	asking.Store(true)
 	asked := time.Now()

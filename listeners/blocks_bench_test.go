@@ -39,7 +39,7 @@ ns.example.org. 3600 IN A 192.0.2.53
 www.example.org. 300 IN A 192.0.2.1
 `
 
-// fileObjects is exampleZone as the objects of a static view.
+// fileObjects is exampleZone as the objects of a static reader.
 func fileObjects(t testing.TB) []any {
 	t.Helper()
 	zp := dns.NewZoneParser(strings.NewReader(exampleZone), "example.org.", "example.org.db")
@@ -68,7 +68,7 @@ func clusterObjects() []any {
 func blockHandler(cluster []string, reverse []string, objs []any) *query.Handler {
 	zcfg := &zone.Config{Domains: zone.Domains{Cluster: cluster, Reverse: reverse}, TTL: 5}
 	zcfg.Prepare()
-	return &query.Handler{Config: zcfg, View: zone.NewStaticView(zcfg, objs, true)}
+	return &query.Handler{Config: zcfg, Zones: zone.NewStatic(zcfg, objs, true)}
 }
 
 // oneBlock is a listener whose only block answers every name: the

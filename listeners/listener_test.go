@@ -193,21 +193,21 @@ func BenchmarkServeUDP(b *testing.B) {
 	}
 }
 
-// panicView panics for one zone, as a bug reached by one name would.
-type panicView struct{ zone.View }
+// panicReader panics for one zone, as a bug reached by one name would.
+type panicReader struct{ zone.Reader }
 
-func (v panicView) Zone(key string) *zone.Snapshot {
+func (v panicReader) Zone(key string) *zone.Snapshot {
 	if key == "boom.svc.cluster.local." {
 		panic("a bug reached by one name")
 	}
-	return v.View.Zone(key)
+	return v.Reader.Zone(key)
 }
 
-func (v panicView) Remote(key string) []string {
+func (v panicReader) Remote(key string) []string {
 	if key == "boom.svc.cluster.local." {
 		return nil
 	}
-	return v.View.Remote(key)
+	return v.Reader.Remote(key)
 }
 
 // A query that panics gets SERVFAIL over UDP and TCP, at once, and the
@@ -219,14 +219,14 @@ func TestPanicAnswersServerFailure(t *testing.T) {
 	}
 	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	zcfg.Prepare()
-	view := zone.NewStaticView(zcfg, []any{&model.Namespace{Name: "ns"}, &model.Namespace{Name: "boom"},
+	view := zone.NewStatic(zcfg, []any{&model.Namespace{Name: "ns"}, &model.Namespace{Name: "boom"},
 		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}}, true)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
 	var handler atomic.Pointer[query.Handler]
-	handler.Store(&query.Handler{Config: zcfg, View: panicView{view}})
+	handler.Store(&query.Handler{Config: zcfg, Zones: panicReader{view}})
 	pid := system.Root.Spawn(NewProps(Config{Handler: &handler, MaxConnections: 4, IdleTimeout: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, s))
 	t.Cleanup(func() {
@@ -249,12 +249,12 @@ func TestPanicAnswersServerFailure(t *testing.T) {
 func testHandler() *query.Handler {
 	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	zcfg.Prepare()
-	view := zone.NewStaticView(zcfg, []any{
+	view := zone.NewStatic(zcfg, []any{
 		&model.Namespace{Name: "ns"},
 		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
 	}, true)
-	return &query.Handler{Config: zcfg, View: view}
+	return &query.Handler{Config: zcfg, Zones: view}
 }
 
 // The first query of a connection must come within the read timeout;

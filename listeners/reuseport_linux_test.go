@@ -129,12 +129,12 @@ func spawnShared(t *testing.T, s *Sockets, ip string) func() {
 func webHandler(ip string) *query.Handler {
 	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	zcfg.Prepare()
-	view := zone.NewStaticView(zcfg, []any{
+	view := zone.NewStatic(zcfg, []any{
 		&model.Namespace{Name: "ns"},
 		&model.Service{Namespace: "ns", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr(ip)},
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
 	}, true)
-	return &query.Handler{Config: zcfg, View: view}
+	return &query.Handler{Config: zcfg, Zones: view}
 }
 
 func expectAddr(t *testing.T, addr, proto, ip string) {

@@ -39,7 +39,7 @@ func FuzzScope(f *testing.F) {
 	}
 	zcfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5}
 	zcfg.Prepare()
-	h := &query.Handler{Config: zcfg, View: zone.NewStaticView(zcfg, nil, true), Server: "dns://127.0.0.1:53"}
+	h := &query.Handler{Config: zcfg, Zones: zone.NewStatic(zcfg, nil, true), Server: "dns://127.0.0.1:53"}
 	_, h.Metrics = metrics.New("fuzz")
 	h.QueryLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 	scope := NewScope([]Block{{Zones: []string{"cluster.local"}}, {Zones: []string{"who.example"}, Whoami: true}}, "")

@@ -37,7 +37,7 @@ func TestViewsSeeBothEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := testHandler()
-		empty := &query.Handler{Config: h.Config, View: zone.NewStaticView(h.Config, nil, true)}
+		empty := &query.Handler{Config: h.Config, Zones: zone.NewStatic(h.Config, nil, true)}
 		h.Views = []query.View{{Name: "v", Conditions: []*expression.Condition{cond}, Handler: empty}}
 		var handler atomic.Pointer[query.Handler]
 		handler.Store(h)

@@ -125,7 +125,7 @@ func (n *Node) startCluster() error {
 		return err
 	}
 	counters := dispatch.Counters{MailboxDropped: n.metrics.Cluster.MailboxDropped, RepliesDropped: n.metrics.Cluster.RepliesDropped}
-	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.View) {
+	c.dispatch, err = dispatch.Start(n.system, func() (*zone.Config, zone.Reader) {
 		if core := n.core.Load(); core != nil && core.manager != nil {
 			return core.answer, core.table
 		}

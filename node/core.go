@@ -37,7 +37,7 @@ type core struct {
 	system *actor.ActorSystem
 	answer *zone.Config
 	table  *zone.Table
-	view   zone.View      // what queries are answered from: the table, or the ring's owners
+	reader zone.Reader    // what queries are answered from: the table, or the ring's owners
 	pods   *zone.PodIndex // autopath's client index; nil without autopath
 	// clients is a node-local process's directory of its node's pods,
 	// kept by clientWatch; nil when neither autopath nor nodeLocal.aaaa
@@ -87,7 +87,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	listen []string, m *metrics.All, sharding coreSharding, memory *memoryReleaser) (*core, error) {
 	c := &core{cfg: cfg, log: log, system: system, answer: answerConfig(cfg), cluster: sharding.cluster}
 	c.table = zone.NewTable(zone.NewDirectory(c.answer, map[string]struct{}{}, false, 0))
-	c.view = c.table
+	c.reader = c.table
 	if err := c.buildPlane(sharding.self); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (c *core) planeHandler(p *core, server string, m *metrics.All) *query.Handl
 	if p.cluster != nil { // a block's own cache of the owners' answers (blockOwnersCaches)
 		cl = p.cluster
 	}
-	h := &query.Handler{Config: p.answer, View: c.view, Metrics: m, Server: server,
+	h := &query.Handler{Config: p.answer, Zones: c.reader, Metrics: m, Server: server,
 		Upstream: p.upstream, LoadBalance: p.cfg.LoadBalance.Enabled, Cluster: cl,
 		Chaos: p.chaos, Rewrite: p.rewrite, Template: p.template, Hosts: p.hosts, ACL: p.acl,
 		Modify: modifiers(p.cfg, server, m)}

@@ -19,11 +19,11 @@ import (
 	"github.com/shardns/shardns/zone"
 )
 
-// ownersView is what a node-local process answers from: it holds no zone,
+// ownersReader is what a node-local process answers from: it holds no zone,
 // every cluster zone is held by its owners on the ring, and any namespace
 // may exist (the owners say NXDOMAIN). Names outside the cluster domains
 // are not cluster names here: they go to the forwarder.
-type ownersView struct {
+type ownersReader struct {
 	cfg  *zone.Config
 	base *zone.Directory      // without mesh names
 	ring func() *cluster.Ring // the live ring
@@ -51,8 +51,8 @@ type ownerMemo struct {
 // which clients choose.
 const maxMemo = 4096
 
-func newOwnersView(cfg *zone.Config, ring func() *cluster.Ring, mesh func() *dispatch.MeshNames) *ownersView {
-	return &ownersView{cfg: cfg, base: ownersDirectory(cfg, nil), ring: ring, mesh: mesh}
+func newOwnersReader(cfg *zone.Config, ring func() *cluster.Ring, mesh func() *dispatch.MeshNames) *ownersReader {
+	return &ownersReader{cfg: cfg, base: ownersDirectory(cfg, nil), ring: ring, mesh: mesh}
 }
 
 func ownersDirectory(cfg *zone.Config, meshNames []string) *zone.Directory {
@@ -69,7 +69,7 @@ func ownersDirectory(cfg *zone.Config, meshNames []string) *zone.Directory {
 // a mesh name is asked of the owners of its zone (with the client's
 // namespace, when that namespace has names of its own), as on a replica.
 // It is built again by the first question after the names change.
-func (v *ownersView) Directory() *zone.Directory {
+func (v *ownersReader) Directory() *zone.Directory {
 	var m *dispatch.MeshNames
 	if v.mesh != nil {
 		m = v.mesh()
@@ -85,12 +85,12 @@ func (v *ownersView) Directory() *zone.Directory {
 	return d.dir
 }
 
-func (v *ownersView) Zone(string) *zone.Snapshot { return nil }
+func (v *ownersReader) Zone(string) *zone.Snapshot { return nil }
 
 // Remote lists the owners of key, best first. The order is a pure
 // function of the ring and the key, so it is remembered per ring: the
 // rendezvous sort costs more than the cached answer it leads to.
-func (v *ownersView) Remote(key string) []string {
+func (v *ownersReader) Remote(key string) []string {
 	r := v.ring()
 	if r == nil {
 		return []string{}
@@ -123,10 +123,10 @@ func (v *ownersView) Remote(key string) []string {
 // owners (only namespace zones are placed otherwise), so that order is
 // the list, remembered like any other. No owner gives an empty list:
 // SERVFAIL, never NXDOMAIN.
-func (v *ownersView) FanOut(key string) []string { return v.Remote(key) }
+func (v *ownersReader) FanOut(key string) []string { return v.Remote(key) }
 
-// Loading implements zone.View: a node-local cache loads no zone.
-func (v *ownersView) Loading(string) bool { return false }
+// Loading implements zone.Reader: a node-local cache loads no zone.
+func (v *ownersReader) Loading(string) bool { return false }
 
 // startNodeLocal finishes a node-local core: no sources and no zone
 // actors, only the owners view, the owners' answer cache (in the cluster
@@ -135,7 +135,7 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if sharding.cluster == nil || sharding.live == nil {
 		return nil, fmt.Errorf("mode: nodelocal needs cluster.join or cluster.joinService")
 	}
-	c.view = newOwnersView(c.answer, sharding.live, sharding.mesh)
+	c.reader = newOwnersReader(c.answer, sharding.live, sharding.mesh)
 	c.synced.Store(true)
 	c.loaded.Store(true)
 	var err error

@@ -59,7 +59,7 @@ type walk struct {
 func (h *Handler) walkHere(x *exchange, r *dns.Msg, w *walk, out []byte) ([]byte, bool) {
 	q := x.req.Question[0]
 	for i, cand := range w.cands {
-		resp := zone.Answer(h.Config, h.View, zone.Question{Name: cand, Type: q.Qtype})
+		resp := zone.Answer(h.Config, h.Zones, zone.Question{Name: cand, Type: q.Qtype})
 		if len(resp.Remote) > 0 {
 			if h.Cluster == nil || x.t.Late == nil || resp.FanOut {
 				return nil, false
@@ -96,7 +96,7 @@ func (h *Handler) walkBase(x *exchange, r *dns.Msg, w *walk, out []byte) ([]byte
 	if h.Config.Domains.Route(w.base).Kind == zone.RouteExternal {
 		return h.forward(x, r, w.base, x.req.Question[0].Name, out), true
 	}
-	resp := zone.Answer(h.Config, h.View, zone.Question{Name: w.base, Type: x.req.Question[0].Qtype})
+	resp := zone.Answer(h.Config, h.Zones, zone.Question{Name: w.base, Type: x.req.Question[0].Qtype})
 	if resp.Rcode == dns.RcodeNameError || len(resp.Remote) > 0 {
 		return nil, false
 	}

@@ -74,7 +74,7 @@ func (h *Handler) ordinaryLate(x *exchange, r *dns.Msg, name string, resp zone.R
 // zone when it is held elsewhere; ok is false when no owner answered.
 func (h *Handler) lookupAnywhere(x *exchange, name string) (zone.Response, bool) {
 	q := x.req.Question[0]
-	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype})
+	resp := zone.Answer(h.Config, h.Zones, zone.Question{Name: name, Type: q.Qtype})
 	if len(resp.Remote) == 0 {
 		return resp, true
 	}

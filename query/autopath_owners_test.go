@@ -17,12 +17,12 @@ import (
 // A node-local process holds no zone: autopath walks the client's search
 // path asking the owners, and answers late, as CoreDNS's autopath answers
 // from its own zones. The owner here answers from the same records the
-// handler's static view holds.
+// handler's static reader holds.
 func TestAutopathAsksOwners(t *testing.T) {
 	var asked atomic.Int32
 	var mute atomic.Bool
 	var h *Handler
-	var static *zone.StaticView
+	var static *zone.Static
 	owner := func(ctx context.Context, _, _, name string, qtype uint16, _ zone.Topology) (*dns.Msg, error) {
 		asked.Add(1)
 		if mute.Load() {
@@ -36,7 +36,7 @@ func TestAutopathAsksOwners(t *testing.T) {
 		return m, nil
 	}
 	h, v := movingHandler(t, &replicas{}, "b")
-	static = v.StaticView
+	static = v.Static
 	h.Cluster.Ask = owner
 	h.Cluster.Cache = cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute, DenialMaxTTL: time.Minute})
 	clients := &zone.ClientIndex{}

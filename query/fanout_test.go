@@ -18,7 +18,7 @@ import (
 // fanView holds its reverse zones partial: a reverse name it lacks goes
 // to every member of fan.
 type fanView struct {
-	*zone.StaticView
+	*zone.Static
 	fan []string
 }
 
@@ -29,7 +29,7 @@ const reverseSOA = "in-addr.arpa. 5 IN SOA ns.dns.in-addr.arpa. hostmaster.in-ad
 func fanHandler(t *testing.T, r *replicas, members ...string) *Handler {
 	t.Helper()
 	h := testHandler(t)
-	h.View = &fanView{StaticView: h.View.(*zone.StaticView), fan: members}
+	h.Zones = &fanView{Static: h.Zones.(*zone.Static), fan: members}
 	h.Cluster = &Cluster{Ask: r.ask, Cache: cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute, DenialMaxTTL: time.Minute}),
 		Timeout: 100 * time.Millisecond, Attempts: 3, MaxInFlight: 10, Now: time.Now}
 	return h

@@ -238,22 +238,22 @@ func (h *Handler) serveFast(req []byte, t Transport, out []byte) (resp []byte, o
 	case zone.RouteExternal:
 		// A file zone held here is answered like a cluster zone; mesh
 		// names and names to forward take the full path.
-		key := h.Config.FileOrigin(h.View.Directory(), name)
+		key := h.Config.FileOrigin(h.Zones.Directory(), name)
 		if key == "" {
 			return nil, false
 		}
-		if snap = h.View.Zone(key); snap == nil {
+		if snap = h.Zones.Zone(key); snap == nil {
 			return nil, false
 		}
 		route.Origin = key // the metrics label
 	case zone.RouteZone:
-		if snap = h.View.Zone(route.Key); snap == nil {
+		if snap = h.Zones.Zone(route.Key); snap == nil {
 			// Held elsewhere: an owner's answer the cluster cache holds,
 			// or the full path.
 			return h.serveOwner(req, q, lname, name, t, out, start)
 		}
 	}
-	dir := h.View.Directory()
+	dir := h.Zones.Directory()
 	limit := sizeLimit(t, q)
 	key := append(lname, byte(q.qtype>>8), byte(q.qtype), byte(limit>>8), byte(limit), boolByte(q.opt))
 	e := h.answers.get(key)
@@ -313,7 +313,7 @@ func boolByte(b bool) byte {
 // reused (forwarded, held elsewhere, fallthrough).
 func (h *Handler) buildPacked(name string, q wireQuestion, limit uint16, snap *zone.Snapshot, dir *zone.Directory, origin string) *packedAnswer {
 	name = string([]byte(name)) // the entry outlives the request's buffer
-	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.qtype})
+	resp := zone.Answer(h.Config, h.Zones, zone.Question{Name: name, Type: q.qtype})
 	if resp.External || len(resp.Remote) > 0 || resp.Rcode == dns.RcodeServerFailure ||
 		(resp.Rcode == dns.RcodeNameError && h.fallsThrough(name)) ||
 		h.Config.ExternalChases(name, q.qtype, resp.Answer) { // completed by upstream lookups

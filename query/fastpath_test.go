@@ -67,7 +67,7 @@ func TestFastPathFollowsUpdates(t *testing.T) {
 			Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}}
 		slot.Store(zone.BuildServiceZone(cfg, key, "cluster.local.", 1, map[string]*model.Service{"web": svc}, nil))
 	}
-	h := &Handler{Config: cfg, View: table}
+	h := &Handler{Config: cfg, Zones: table}
 	ask := func() string {
 		r := serve(t, h, pack(t, query("web.ns.svc.cluster.local.", dns.TypeA)), Transport{})
 		if len(r.Answer) != 1 {

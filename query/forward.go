@@ -52,7 +52,7 @@ type Stub struct {
 // in a fallthrough zone, unless a zone file's zone holds it, which is the
 // authority on what does not exist there.
 func (h *Handler) fallsThrough(name string) bool {
-	return h.Upstream.fallsThrough(name) && h.Config.FileOrigin(h.View.Directory(), name) == ""
+	return h.Upstream.fallsThrough(name) && h.Config.FileOrigin(h.Zones.Directory(), name) == ""
 }
 
 // fallsThrough reports whether NXDOMAIN for name goes upstream.
@@ -184,7 +184,7 @@ func (h *Handler) packUpstream(x *exchange, r, reply *dns.Msg, alias string, out
 	if alias != "" && reply.Rcode == dns.RcodeNameError {
 		q := x.req.Question[0]
 		name := lower(q.Name)
-		h.setAnswer(x, r, name, q.Name, zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype}))
+		h.setAnswer(x, r, name, q.Name, zone.Answer(h.Config, h.Zones, zone.Question{Name: name, Type: q.Qtype}))
 		return h.pack(x, r, out)
 	}
 	r.Rcode = reply.Rcode

@@ -17,7 +17,7 @@ func (h *Handler) meshNamespace(t Transport) string {
 		return ""
 	}
 	ns, ok := h.MeshClients.Namespace(t.Client.Addr().Unmap())
-	if !ok || !h.View.Directory().HasPrivateMesh(ns) {
+	if !ok || !h.Zones.Directory().HasPrivateMesh(ns) {
 		return ""
 	}
 	return ns

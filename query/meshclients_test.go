@@ -16,7 +16,7 @@ import (
 
 // elsewhereView holds no zone: every one is asked of replica "b", as on a
 // node-local process.
-type elsewhereView struct{ *zone.StaticView }
+type elsewhereView struct{ *zone.Static }
 
 func (elsewhereView) Zone(string) *zone.Snapshot { return nil }
 func (elsewhereView) Remote(string) []string     { return []string{"b"} }
@@ -33,7 +33,7 @@ func TestMeshClientsNamespaceAnswers(t *testing.T) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5, MeshTTL: 30, MeshZones: []string{"global."}}
 	cfg.Prepare()
 	addr := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
-	static := zone.NewStaticView(cfg, []any{
+	static := zone.NewStatic(cfg, []any{
 		&model.ServiceEntry{Namespace: "default", Name: "mesh", Hosts: []string{"*.test.global"}, Addresses: addr("127.255.0.2")},
 		&model.ServiceEntry{Namespace: "tenant-a", Name: "db", Hosts: []string{"db.test.global"}, Addresses: addr("6.6.6.8"),
 			ExportTo: []string{"."}},
@@ -48,7 +48,7 @@ func TestMeshClientsNamespaceAnswers(t *testing.T) {
 		m.Answer = []dns.RR{rr}
 		return m
 	}
-	h := &Handler{Config: cfg, View: elsewhereView{static},
+	h := &Handler{Config: cfg, Zones: elsewhereView{static},
 		MeshClients: podNamespaces{netip.MustParseAddr("10.0.0.1"): "tenant-a", netip.MustParseAddr("10.0.0.2"): "tenant-b"},
 		Cluster: &Cluster{Cache: cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute}),
 			Timeout: time.Second, Attempts: 1, MaxInFlight: 10, Now: time.Now,

@@ -187,8 +187,8 @@ func TestDNS64ForwardedName(t *testing.T) {
 
 // dualStackView holds api.ns.svc.cluster.local with an IPv4 and an IPv6
 // cluster IP.
-func dualStackView(t testing.TB, cfg *zone.Config) zone.View {
-	return zone.NewStaticView(cfg, []any{
+func dualStackView(t testing.TB, cfg *zone.Config) zone.Reader {
+	return zone.NewStatic(cfg, []any{
 		&model.Namespace{Name: "ns"},
 		&model.Service{Namespace: "ns", Name: "api", ClusterIPs: []netip.Addr{
 			netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("fd00::1")}, Ports: []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}},
@@ -197,7 +197,7 @@ func dualStackView(t testing.TB, cfg *zone.Config) zone.View {
 
 func TestDNS64TranslateAll(t *testing.T) {
 	h := dns64Handler(t, DNS64{})
-	h.View = dualStackView(t, h.Config)
+	h.Zones = dualStackView(t, h.Config)
 	if r := serve(t, h, pack(t, query("api.ns.svc.cluster.local.", dns.TypeAAAA)), ipv6Client); len(r.Answer) != 1 || r.Answer[0].(*dns.AAAA).AAAA.String() != "fd00::1" {
 		t.Errorf("a name with AAAA records: %v, want them unchanged", r)
 	}

@@ -43,7 +43,7 @@ func (h *Handler) serveOwner(req []byte, q wireQuestion, lname []byte, name stri
 	if st != cache.Fresh {
 		return nil, false
 	}
-	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.qtype})
+	resp := zone.Answer(h.Config, h.Zones, zone.Question{Name: name, Type: q.qtype})
 	if len(resp.Remote) == 0 && !resp.Wait {
 		return nil, false // answered here, or SERVFAIL: the full path says so
 	}
@@ -55,7 +55,7 @@ func (h *Handler) serveOwner(req []byte, q wireQuestion, lname []byte, name stri
 		return nil, false
 	}
 	c.count("hit")
-	dir := h.View.Directory()
+	dir := h.Zones.Directory()
 	limit := sizeLimit(t, q)
 	key := append(lname, byte(q.qtype>>8), byte(q.qtype), byte(limit>>8), byte(limit), boolByte(q.opt))
 	e := h.owned.get(key)

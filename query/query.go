@@ -30,10 +30,10 @@ const (
 	MaxUDPSize = 4096
 )
 
-// Handler answers requests from a view of the zones.
+// Handler answers requests from what Zones holds, or asks its owners.
 type Handler struct {
 	Config  *zone.Config
-	View    zone.View
+	Zones   zone.Reader  // the zones and directory questions are answered from
 	Metrics *metrics.All // may be nil in tests
 	Server  string       // the server label of metrics, e.g. dns://127.0.0.1:53
 	// ViewName is the view label of metrics: the name of the view this
@@ -243,7 +243,7 @@ func (h *Handler) Serve(req []byte, t Transport, out []byte) []byte {
 	if h.Federation != nil {
 		name = h.federate(x, name)
 	}
-	resp := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: q.Qtype, Namespace: x.meshNS})
+	resp := zone.Answer(h.Config, h.Zones, zone.Question{Name: name, Type: q.Qtype, Namespace: x.meshNS})
 	if x.fed != nil && resp.Rcode == dns.RcodeNameError {
 		return h.answerFederated(x, r, out)
 	}
@@ -294,7 +294,7 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 	route := h.Config.Domains.Route(name)
 	x.zone = route.Origin
 	if route.Kind == zone.RouteExternal {
-		x.zone = h.Config.FileOrigin(h.View.Directory(), name)
+		x.zone = h.Config.FileOrigin(h.Zones.Directory(), name)
 	}
 	r.Authoritative = !resp.Referral
 	r.Rcode = resp.Rcode

@@ -29,7 +29,7 @@ func testHandler(t testing.TB) *Handler {
 		&model.Service{Namespace: "ns", Name: "big", Type: model.ServiceHeadless, Ports: []model.Port{http}},
 		big,
 	}
-	return &Handler{Config: cfg, View: zone.NewStaticView(cfg, objs, true)}
+	return &Handler{Config: cfg, Zones: zone.NewStatic(cfg, objs, true)}
 }
 
 func query(name string, qtype uint16) *dns.Msg {

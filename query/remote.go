@@ -153,7 +153,7 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, c.Timeout)
-		next := zone.Answer(h.Config, h.View, zone.Question{Name: name, Type: qtype, Namespace: x.meshNS})
+		next := zone.Answer(h.Config, h.Zones, zone.Question{Name: name, Type: qtype, Namespace: x.meshNS})
 		switch {
 		case next.FanOut:
 			// The reverse zones became partial meanwhile: the name's

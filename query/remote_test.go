@@ -15,11 +15,11 @@ import (
 	"github.com/shardns/shardns/zone"
 )
 
-// movingView holds zone ns.svc.cluster.local. elsewhere (at the replicas
+// movingReader holds zone ns.svc.cluster.local. elsewhere (at the replicas
 // of order) until here is set, then here. While loading is set, the zone
 // is loading here; loaded, if set, runs when that is first asked.
-type movingView struct {
-	*zone.StaticView
+type movingReader struct {
+	*zone.Static
 	here    atomic.Bool
 	order   atomic.Pointer[[]string]
 	loading atomic.Bool
@@ -29,21 +29,21 @@ type movingView struct {
 
 const movingZone = "ns.svc.cluster.local."
 
-func (v *movingView) Zone(key string) *zone.Snapshot {
+func (v *movingReader) Zone(key string) *zone.Snapshot {
 	if key == movingZone && !v.here.Load() {
 		return nil
 	}
-	return v.StaticView.Zone(key)
+	return v.Static.Zone(key)
 }
 
-func (v *movingView) Remote(key string) []string {
+func (v *movingReader) Remote(key string) []string {
 	if key == movingZone && !v.here.Load() {
 		return *v.order.Load()
 	}
 	return nil
 }
 
-func (v *movingView) Loading(key string) bool {
+func (v *movingReader) Loading(key string) bool {
 	if key != movingZone || !v.loading.Load() {
 		return false
 	}
@@ -84,12 +84,12 @@ func silent(ctx context.Context) (*dns.Msg, error) { <-ctx.Done(); return nil, c
 
 func notServed(context.Context) (*dns.Msg, error) { return nil, fmt.Errorf("b: %w", ErrNotServed) }
 
-func movingHandler(t testing.TB, r *replicas, order ...string) (*Handler, *movingView) {
+func movingHandler(t testing.TB, r *replicas, order ...string) (*Handler, *movingReader) {
 	t.Helper()
 	base := testHandler(t)
-	v := &movingView{StaticView: base.View.(*zone.StaticView)}
+	v := &movingReader{Static: base.Zones.(*zone.Static)}
 	v.order.Store(&order)
-	base.View = v
+	base.Zones = v
 	base.Cluster = &Cluster{Ask: r.ask, Cache: cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute}),
 		Timeout: 100 * time.Millisecond, Attempts: 3, MaxInFlight: 10, Now: time.Now}
 	return base, v
@@ -138,7 +138,7 @@ func askLateMsg(t testing.TB, h *Handler, q *dns.Msg) (*dns.Msg, time.Duration) 
 // and loaded it), the question is answered from it, not SERVFAIL, and the
 // silent owner is asked once.
 func TestAskOwnersAnswersFromAZoneThatMovedHere(t *testing.T) {
-	var v *movingView
+	var v *movingReader
 	r := &replicas{asked: map[string]int{}, answer: map[string]func(context.Context) (*dns.Msg, error){
 		"x": silent,
 		"b": func(ctx context.Context) (*dns.Msg, error) {

@@ -37,11 +37,11 @@ func (h *Handler) transfer(x *exchange, r *dns.Msg, name string, out []byte) []b
 	if h.Config.External != nil && slices.Contains(h.Config.Domains.External, name) {
 		return h.externalTransfer(x, r, name, out, refuse)
 	}
-	key := h.Config.FileOrigin(h.View.Directory(), name)
+	key := h.Config.FileOrigin(h.Zones.Directory(), name)
 	if key == "" || key != name {
 		return refuse("not the origin of a zone file")
 	}
-	s := h.View.Zone(key)
+	s := h.Zones.Zone(key)
 	if s == nil || s.File == nil {
 		return refuse("the zone is not held by this replica: it has no transferTo, or is still loading")
 	}

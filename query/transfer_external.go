@@ -29,7 +29,7 @@ func (h *Handler) externalTransfer(x *exchange, r *dns.Msg, z string, out []byte
 	if !h.Config.External.TransferAllowed(x.t.Client.Addr()) {
 		return refuse("the client is not in kubernetes.external.transferTo")
 	}
-	head, parts, ok := zone.PlanExternalTransfer(h.Config, h.View, z)
+	head, parts, ok := zone.PlanExternalTransfer(h.Config, h.Zones, z)
 	if !ok {
 		r.Rcode = dns.RcodeServerFailure
 		return h.pack(x, r, out)

@@ -17,7 +17,7 @@ import (
 // externalHandler serves cluster.local and the k8s_external zone
 // example.org, which 127.0.0.1 may transfer, from a view where namespace
 // ns (movingZone) is held by the replicas in order, or here when none.
-func externalHandler(t *testing.T, r *replicas, order ...string) (*Handler, *zone.StaticView) {
+func externalHandler(t *testing.T, r *replicas, order ...string) (*Handler, *zone.Static) {
 	t.Helper()
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}, External: []string{"example.org."}, ExternalApex: "dns"},
 		TTL: 5, NSAddrs: []netip.Addr{netip.MustParseAddr("10.96.0.10")}}
@@ -31,11 +31,11 @@ func externalHandler(t *testing.T, r *replicas, order ...string) (*Handler, *zon
 		&model.Service{Namespace: "other", Name: "web", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, Ports: []model.Port{http},
 			ExternalIPs: []netip.Addr{netip.MustParseAddr("192.0.2.2")}},
 	}
-	static := zone.NewStaticView(cfg, objs, true)
-	v := &movingView{StaticView: static}
+	static := zone.NewStatic(cfg, objs, true)
+	v := &movingReader{Static: static}
 	v.here.Store(len(order) == 0)
 	v.order.Store(&order)
-	h := &Handler{Config: cfg, View: v}
+	h := &Handler{Config: cfg, Zones: v}
 	if r != nil {
 		h.Cluster = &Cluster{Ask: r.ask, Cache: cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute}),
 			Timeout: 100 * time.Millisecond, Attempts: 3, MaxInFlight: 10, Now: time.Now}

@@ -32,7 +32,7 @@ ns.sub A 192.0.2.54
 		t.Fatal(err)
 	}
 	h := testHandler(t)
-	h.View = zone.NewStaticView(h.Config, []any{f}, true)
+	h.Zones = zone.NewStatic(h.Config, []any{f}, true)
 	return h
 }
 

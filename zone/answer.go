@@ -55,9 +55,9 @@ type Response struct {
 	Extra   []dns.RR
 }
 
-// View is the state a question is answered from: the replicated directory
+// Reader is the state a question is answered from: the replicated directory
 // and the snapshots of the zones this node holds.
-type View interface {
+type Reader interface {
 	Directory() *Directory
 	// Zone returns the snapshot of zone key, or nil when no state is held.
 	Zone(key string) *Snapshot
@@ -85,11 +85,11 @@ const maxCNAMEDepth = 8
 // snapshot (node.go). A name outside the cluster and reverse zones is
 // answered from the mesh zone of the ServiceEntry host it matches, else
 // it is External.
-func Answer(cfg *Config, v View, q Question) Response {
+func Answer(cfg *Config, v Reader, q Question) Response {
 	return answer(cfg, v, q, 0)
 }
 
-func answer(cfg *Config, v View, q Question, depth int) Response {
+func answer(cfg *Config, v Reader, q Question, depth int) Response {
 	route := cfg.Domains.Route(q.Name)
 	if route.Kind == RouteExternal {
 		if key := cfg.FileOrigin(v.Directory(), q.Name); key != "" {
@@ -148,7 +148,7 @@ func answerApex(cfg *Config, dir *Directory, origin string, q Question) Response
 
 // answerStateless answers the names of a cluster domain that hold no zone
 // state: svc., pod names, dns-version and ns.dns.
-func answerStateless(cfg *Config, v View, dir *Directory, origin string, q Question) Response {
+func answerStateless(cfg *Config, v Reader, dir *Directory, origin string, q Question) Response {
 	soa := dir.soa[origin]
 	rel := Relative(q.Name, origin)
 	switch rel {
@@ -178,7 +178,7 @@ func answerStateless(cfg *Config, v View, dir *Directory, origin string, q Quest
 
 // answerPod answers <dashed-ip>.<ns>.pod.<zone> in insecure mode: any
 // well-formed IP in an existing namespace.
-func answerPod(cfg *Config, v View, dir *Directory, q Question, rel string, soa []dns.RR) Response {
+func answerPod(cfg *Config, v Reader, dir *Directory, q Question, rel string, soa []dns.RR) Response {
 	ns, rest := lastLabel(rel)
 	if cfg.Pods == PodsDisabled || cfg.Pods == PodsVerified {
 		// Verified pod names of a cluster domain go to its pod zones; only
@@ -220,7 +220,7 @@ func answerPod(cfg *Config, v View, dir *Directory, q Question, rel string, soa 
 // for it, which its dispatch server checks); key, the namespace's pod
 // zone, only orders the replicas, so each name is asked of the same few
 // and their answers are cached like other owners' answers.
-func askPodName(v View, key string) Response {
+func askPodName(v Reader, key string) Response {
 	order := v.Remote(key)
 	if len(order) == 0 {
 		// No replica to ask yet: neither the address nor NXDOMAIN is known.
@@ -244,7 +244,7 @@ func podIP(label string) (netip.Addr, bool) {
 	return ip.Unmap(), true
 }
 
-func answerZone(cfg *Config, v View, dir *Directory, route Route, q Question, depth int) Response {
+func answerZone(cfg *Config, v Reader, dir *Directory, route Route, q Question, depth int) Response {
 	if !route.Reverse {
 		ns, _ := lastLabel(route.Key[:len(route.Key)-len(route.Origin)-len("svc.")])
 		if !dir.HasNamespace(ns) {
@@ -285,7 +285,7 @@ func emptyReverse(cfg *Config, dir *Directory, route Route) *Snapshot {
 // heldElsewhere is the answer for a name of zone key when no snapshot of
 // it is here: the replicas to ask, or SERVFAIL while none can serve it.
 // ok is false when the zone is not placed anywhere (it has no records).
-func heldElsewhere(v View, key string) (Response, bool) {
+func heldElsewhere(v Reader, key string) (Response, bool) {
 	order := v.Remote(key)
 	if order == nil {
 		return Response{}, false
@@ -300,12 +300,12 @@ func heldElsewhere(v View, key string) (Response, bool) {
 }
 
 // answerPartialReverse answers a name of reverse zone route.Key when the
-// reverse zones are partial (View.FanOut gave fan). What is held here
+// reverse zones are partial (Reader.FanOut gave fan). What is held here
 // answers when it knows the name; a miss only says this node's share
 // lacks it, so it goes to every member in fan, unless the question is
 // local only or there is no one else to ask: then the miss is this
 // node's own answer.
-func answerPartialReverse(cfg *Config, v View, dir *Directory, s *Snapshot, route Route, q Question, fan []string) Response {
+func answerPartialReverse(cfg *Config, v Reader, dir *Directory, s *Snapshot, route Route, q Question, fan []string) Response {
 	held := s != nil
 	if !held {
 		s = emptyReverse(cfg, dir, route)
@@ -330,7 +330,7 @@ func answerPartialReverse(cfg *Config, v View, dir *Directory, s *Snapshot, rout
 }
 
 // answer answers a name inside this zone.
-func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
+func (s *Snapshot) answer(cfg *Config, v Reader, q Question, depth int) Response {
 	n, ok := s.lookup(q.Name)
 	if !ok {
 		if q.Name == s.Key && !s.reverse {
@@ -369,7 +369,7 @@ func (s *Snapshot) answer(cfg *Config, v View, q Question, depth int) Response {
 // chase answers A/AAAA for an ExternalName: the CNAME, followed inside the
 // cluster domain. An in-cluster target with no such records gives NODATA,
 // as in CoreDNS; a target outside is left to the client's resolver.
-func (s *Snapshot) chase(cfg *Config, v View, n records, q Question, depth int) Response {
+func (s *Snapshot) chase(cfg *Config, v Reader, n records, q Question, depth int) Response {
 	cname := n.cname(q.Name)
 	if !InZone(cname.Target, s.Origin) {
 		return Response{Answer: []dns.RR{cname}}

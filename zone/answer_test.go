@@ -62,9 +62,9 @@ func testCluster() []any {
 	}
 }
 
-func buildView(t testing.TB, cfg *Config, synced bool, objs []any) View {
+func buildView(t testing.TB, cfg *Config, synced bool, objs []any) Reader {
 	t.Helper()
-	return NewStaticView(cfg, objs, synced)
+	return NewStatic(cfg, objs, synced)
 }
 
 // tc is one question and the response a client must see. Records are
@@ -100,7 +100,7 @@ func parsed(t *testing.T, recs []string) []string {
 	return rrStrings(t, rrs)
 }
 
-func runCases(t *testing.T, v View, cfg *Config, cases []tc) {
+func runCases(t *testing.T, v Reader, cfg *Config, cases []tc) {
 	t.Helper()
 	for _, c := range cases {
 		name := c.qname + "/" + dns.TypeToString[c.qtype]
@@ -464,7 +464,7 @@ func TestAnswerPodsVerified(t *testing.T) {
 	cfg.Domains.PodZones = true
 	cfg.Prepare()
 	objs := append(testCluster(), &model.Pod{Namespace: "ns1", Name: "web-0", IPs: ips("10.1.2.3", "fd00::9")})
-	v := NewStaticView(cfg, objs, true)
+	v := NewStatic(cfg, objs, true)
 	runCases(t, v, cfg, []tc{
 		{qname: "10-1-2-3.ns1.pod.cluster.local.", qtype: A, answer: []string{"10-1-2-3.ns1.pod.cluster.local. 5 IN A 10.1.2.3"}},
 		{qname: "fd00--9.ns1.pod.cluster.local.", qtype: AAAA, answer: []string{"fd00--9.ns1.pod.cluster.local. 5 IN AAAA fd00::9"}},

@@ -83,7 +83,7 @@ func (c *Config) externalSOA(z string, serial uint32) []dns.RR {
 }
 
 // answerExternal answers a name of an external zone.
-func answerExternal(cfg *Config, v View, dir *Directory, route Route, q Question) Response {
+func answerExternal(cfg *Config, v Reader, dir *Directory, route Route, q Question) Response {
 	z := route.Origin
 	soa := dir.soa[z]
 	e := cfg.External

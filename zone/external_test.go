@@ -103,9 +103,9 @@ func TestAnswerExternalHeadless(t *testing.T) {
 // external name to its owners, under the key they hold it by.
 func TestAnswerExternalRemote(t *testing.T) {
 	cfg := externalConfig(false)
-	sv := NewStaticView(cfg, externalCluster(), true)
+	sv := NewStatic(cfg, externalCluster(), true)
 	delete(sv.zones, "ns1.svc.cluster.local.")
-	v := &remoteView{StaticView: sv, remote: map[string][]string{"ns1.svc.cluster.local.": {"r2", "r3"}}}
+	v := &remoteView{Static: sv, remote: map[string][]string{"ns1.svc.cluster.local.": {"r2", "r3"}}}
 	r := Answer(cfg, v, Question{Name: "lb.ns1.example.org.", Type: A})
 	if r.Zone != "ns1.svc.cluster.local." || len(r.Remote) != 2 {
 		t.Fatalf("response %+v, want the owners of ns1.svc.cluster.local.", r)

@@ -83,7 +83,7 @@ func (c *Config) fallsThrough(name string) bool {
 // external PTRs found for it: the records for an address's PTR, else
 // NXDOMAIN with the zone's SOA, as k8s_external does. Another type, or a
 // name that is not an address's, is a name of the zone as any other.
-func answerExternalPTR(cfg *Config, v View, z string, q Question, records []dns.RR) Response {
+func answerExternalPTR(cfg *Config, v Reader, z string, q Question, records []dns.RR) Response {
 	if _, ok := parseReverseName(q.Name); !ok || q.Type != dns.TypePTR {
 		return answerExternal(cfg, v, v.Directory(), cfg.Domains.routeExternal(q.Name, z), q)
 	}

@@ -30,7 +30,7 @@ func ExternalPartName(ns, z string) string { return ns + "." + z }
 // origin. A namespace whose service zone is placed nowhere has no
 // records and adds nothing; one placed but with no replica able to serve
 // it keeps an empty Remote, so the transfer fails.
-func PlanExternalTransfer(cfg *Config, v View, z string) (head []dns.RR, parts []ExternalPart, ok bool) {
+func PlanExternalTransfer(cfg *Config, v Reader, z string) (head []dns.RR, parts []ExternalPart, ok bool) {
 	if cfg.External == nil || !slices.Contains(cfg.Domains.External, z) || len(cfg.Domains.Cluster) == 0 {
 		return nil, nil, false
 	}
@@ -77,7 +77,7 @@ func AssembleExternalTransfer(head []dns.RR, parts []ExternalPart) ([]dns.RR, er
 // of a transfer of external zone z (name is ExternalPartName(ns, z)):
 // the records, and whether this replica holds the namespace's service
 // zone (complete) to give them, or would if it had records.
-func ExternalPartAt(cfg *Config, v View, name string) (rrs []dns.RR, held bool) {
+func ExternalPartAt(cfg *Config, v Reader, name string) (rrs []dns.RR, held bool) {
 	if cfg.External == nil || len(cfg.Domains.Cluster) == 0 {
 		return nil, false
 	}

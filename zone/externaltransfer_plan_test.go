@@ -12,7 +12,7 @@ import (
 // elsewhereView hides the service zones in away: they are held by the
 // replicas in owners.
 type elsewhereView struct {
-	View
+	Reader
 	away   map[string]bool
 	owners []string
 }
@@ -21,14 +21,14 @@ func (v elsewhereView) Zone(key string) *Snapshot {
 	if v.away[key] {
 		return nil
 	}
-	return v.View.Zone(key)
+	return v.Reader.Zone(key)
 }
 
 func (v elsewhereView) Remote(key string) []string {
 	if v.away[key] {
 		return v.owners
 	}
-	return v.View.Remote(key)
+	return v.Reader.Remote(key)
 }
 
 // A transfer put together from parts held here and parts another replica
@@ -50,7 +50,7 @@ func TestAssembleExternalTransfer(t *testing.T) {
 		t.Fatalf("a transfer begins and ends with the SOA:\n%s", strings.Join(rrText(want), "\n"))
 	}
 	ns1 := ServiceZoneKey("ns1", "cluster.local.")
-	split := elsewhereView{View: whole, away: map[string]bool{ns1: true}, owners: []string{"r2"}}
+	split := elsewhereView{Reader: whole, away: map[string]bool{ns1: true}, owners: []string{"r2"}}
 	tests := []struct {
 		name    string
 		fill    bool // r2 answers with ns1's part
@@ -109,7 +109,7 @@ func TestExternalPartAt(t *testing.T) {
 	if rrs, held := ExternalPartAt(cfg, empty, ExternalPartName("quiet", eo)); !held || len(rrs) != 0 {
 		t.Errorf("quiet's part: %v held %v, want an empty one", rrs, held)
 	}
-	away := elsewhereView{View: empty, away: map[string]bool{ServiceZoneKey("quiet", "cluster.local."): true}, owners: []string{"r2"}}
+	away := elsewhereView{Reader: empty, away: map[string]bool{ServiceZoneKey("quiet", "cluster.local."): true}, owners: []string{"r2"}}
 	if rrs, held := ExternalPartAt(cfg, away, ExternalPartName("quiet", eo)); held {
 		t.Errorf("quiet's part held elsewhere given here: %v", rrs)
 	}

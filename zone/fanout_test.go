@@ -7,10 +7,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// partialView holds the zones of a static view, minus those in missing,
+// partialView holds the zones of a static reader, minus those in missing,
 // and reverse zones partial: a reverse miss goes to fan.
 type partialView struct {
-	*StaticView
+	*Static
 	fan     []string
 	missing map[string]bool
 	remote  map[string][]string
@@ -20,7 +20,7 @@ func (v *partialView) Zone(key string) *Snapshot {
 	if v.missing[key] {
 		return nil
 	}
-	return v.StaticView.Zone(key)
+	return v.Static.Zone(key)
 }
 
 func (v *partialView) Remote(key string) []string { return v.remote[key] }
@@ -29,7 +29,7 @@ func (v *partialView) FanOut(string) []string { return v.fan }
 
 func newPartialView(t *testing.T, cfg *Config, synced bool, fan []string) *partialView {
 	t.Helper()
-	return &partialView{StaticView: NewStaticView(cfg, testCluster(), synced), fan: fan,
+	return &partialView{Static: NewStatic(cfg, testCluster(), synced), fan: fan,
 		missing: map[string]bool{}, remote: map[string][]string{}}
 }
 

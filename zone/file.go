@@ -304,7 +304,7 @@ func (d *Directory) WithFiles(origins map[string]struct{}) *Directory {
 // it. Zone transfers are the query layer's (they need several messages
 // on one TCP connection); a question of that type reaching here is
 // refused.
-func answerFile(v View, key string, q Question) Response {
+func answerFile(v Reader, key string, q Question) Response {
 	if q.Type == dns.TypeAXFR || q.Type == dns.TypeIXFR {
 		return Response{Rcode: dns.RcodeRefused}
 	}

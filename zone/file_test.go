@@ -83,7 +83,7 @@ type fileCase struct {
 	extra    []string
 }
 
-func runFileCases(t *testing.T, v View, cfg *Config, cases []fileCase) {
+func runFileCases(t *testing.T, v Reader, cfg *Config, cases []fileCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.qname+"/"+dns.TypeToString[c.qtype], func(t *testing.T) {
@@ -118,7 +118,7 @@ var (
 		"ns1.example.org. 3600 IN A 192.0.2.53", "ns1.example.org. 3600 IN AAAA 2001:db8::53"}
 )
 
-func fileView(t testing.TB, cfg *Config) View {
+func fileView(t testing.TB, cfg *Config) Reader {
 	return buildView(t, cfg, true, append(testCluster(), parseZone(t, "example.org.", exampleOrg)))
 }
 

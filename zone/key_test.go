@@ -39,7 +39,7 @@ func TestRoute(t *testing.T) {
 // The zone key of every record a zone holds must route back to that zone.
 func TestRouteAgreesWithBuild(t *testing.T) {
 	cfg := testConfig()
-	v := NewStaticView(cfg, testCluster(), true)
+	v := NewStatic(cfg, testCluster(), true)
 	for key, s := range v.zones {
 		for _, name := range s.names() {
 			if got := cfg.Domains.Route(name).Key; got != key {

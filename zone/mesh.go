@@ -154,7 +154,7 @@ func (m *mesh) add(h string) {
 // KeyOf returns the zone key that name is answered from in v: its cluster
 // or reverse zone, the file zone it lies in, or the mesh zone of the
 // ServiceEntry host it matches; "" when it has none.
-func KeyOf(cfg *Config, v View, name string) string {
+func KeyOf(cfg *Config, v Reader, name string) string {
 	if r := cfg.Domains.Route(name); r.Kind != RouteExternal {
 		return r.Key
 	}
@@ -167,7 +167,7 @@ func KeyOf(cfg *Config, v View, name string) string {
 
 // KeyOfFor is KeyOf for a client of namespace ns, which may see mesh
 // hosts exported to it.
-func KeyOfFor(cfg *Config, v View, name, ns string) string {
+func KeyOfFor(cfg *Config, v Reader, name, ns string) string {
 	if key := KeyOf(cfg, v, name); ns == "" || cfg.Domains.Route(name).Kind != RouteExternal || cfg.FileOrigin(v.Directory(), name) != "" {
 		return key
 	}
@@ -177,7 +177,7 @@ func KeyOfFor(cfg *Config, v View, name, ns string) string {
 
 // answerMesh answers a name outside the cluster and reverse zones: from
 // the mesh zone of the host it matches, else it is external.
-func answerMesh(cfg *Config, v View, q Question) Response {
+func answerMesh(cfg *Config, v Reader, q Question) Response {
 	key, wildcard, private, ok := v.Directory().meshMatch(q.Namespace, q.Name)
 	if !ok {
 		return Response{External: true}

@@ -109,8 +109,8 @@ func TestAnswerMeshExternal(t *testing.T) {
 // knows the name but holds no zone for it yet forwards it.
 func TestAnswerMeshRemote(t *testing.T) {
 	cfg := meshConfig()
-	sv := NewStaticView(cfg, testMesh(), true)
-	v := &remoteView{StaticView: sv, remote: map[string][]string{"test.global.": {"b", "c"}, "example.com.": {}}}
+	sv := NewStatic(cfg, testMesh(), true)
+	v := &remoteView{Static: sv, remote: map[string][]string{"test.global.": {"b", "c"}, "example.com.": {}}}
 	delete(sv.zones, "test.global.")
 	delete(sv.zones, "example.com.")
 	r := Answer(cfg, v, Question{Name: "x.test.global.", Type: A})
@@ -136,7 +136,7 @@ func TestAnswerMeshRemote(t *testing.T) {
 }
 
 type remoteView struct {
-	*StaticView
+	*Static
 	remote map[string][]string
 }
 
@@ -198,7 +198,7 @@ func TestMeshHosts(t *testing.T) {
 // names; a wildcard copies its records under the name asked.
 func BenchmarkAnswerMesh(b *testing.B) {
 	cfg := meshConfig()
-	v := NewStaticView(cfg, testMesh(), true)
+	v := NewStatic(cfg, testMesh(), true)
 	for _, q := range []Question{{Name: "db.example.com.", Type: A}, {Name: "x.test.global.", Type: A}, {Name: "www.example.net.", Type: A}} {
 		b.Run(q.Name, func(b *testing.B) {
 			b.ReportAllocs()

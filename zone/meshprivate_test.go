@@ -74,12 +74,12 @@ func addresses(r Response) string {
 // zone key, marked private when the host is the namespace's.
 func TestAnswerMeshPrivateRemote(t *testing.T) {
 	cfg := meshConfig()
-	sv := NewStaticView(cfg, append(testCluster(),
+	sv := NewStatic(cfg, append(testCluster(),
 		serviceEntry("default", "mesh", []string{"*.test.global"}, "127.255.0.2"),
 		&model.ServiceEntry{Namespace: "tenant-a", Name: "deep", Hosts: []string{"*.b.test.global"},
 			Addresses: ips("6.6.6.9"), ExportTo: []string{"."}},
 	), true)
-	v := &remoteView{StaticView: sv, remote: map[string][]string{"test.global.": {"b"}, "b.test.global.": {"c"}}}
+	v := &remoteView{Static: sv, remote: map[string][]string{"test.global.": {"b"}, "b.test.global.": {"c"}}}
 	delete(sv.zones, "test.global.")
 	delete(sv.zones, "b.test.global.")
 	for _, c := range []struct {

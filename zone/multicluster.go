@@ -66,7 +66,7 @@ func (d *Domains) routeMulticluster(qname, origin, rel string) Route {
 
 // answerMulticluster answers a name below <ns>.svc.<zone> of a
 // multicluster zone.
-func answerMulticluster(cfg *Config, v View, dir *Directory, route Route, q Question) Response {
+func answerMulticluster(cfg *Config, v Reader, dir *Directory, route Route, q Question) Response {
 	soa := dir.soa[route.Origin]
 	rel := q.Name[:len(q.Name)-len(route.Origin)-len("svc.")]
 	ns, _ := lastLabel(rel)

@@ -470,7 +470,7 @@ func (s *Snapshot) reverseTargets(ptrs []reversePTR, out []reverseTarget) []reve
 // outside the namespace selector) are left out. The kubernetes plugin's
 // records answer first; where it has none and lets the name fall through
 // (or does not serve the zone), k8s_external answers (externalptr.go).
-func (s *Snapshot) answerReverse(cfg *Config, v View, route Route, q Question) Response {
+func (s *Snapshot) answerReverse(cfg *Config, v Reader, route Route, q Question) Response {
 	dir := v.Directory()
 	var found [4]reverseTarget
 	var ans, external []dns.RR

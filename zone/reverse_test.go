@@ -45,7 +45,7 @@ func TestBuildReverseZonePacksItsPTRs(t *testing.T) {
 			givenText[unsafe.StringData(p.Target)] = true
 		}
 	}
-	v := &StaticView{dir: &Directory{AnyNamespace: true}}
+	v := &Static{dir: &Directory{AnyNamespace: true}}
 	route := Route{Kind: RouteZone, Origin: "in-addr.arpa.", Key: "0." + key, Reverse: true}
 	ptr := s.answerReverse(cfg, v, route, Question{Name: "1.0.16.172.in-addr.arpa.", Type: dns.TypePTR}).Answer
 	if len(ptr) != 1 || ptr[0].(*dns.PTR).Ptr != "web-0.hdls.ns1.svc.cluster.local." {
@@ -120,7 +120,7 @@ func TestReverseZoneAnswersFromItsLists(t *testing.T) {
 		broken: PackPTRs([]PTR{{Addr: a4, Target: "w.hdls.ns1.svc.cluster.local."}})[:3],
 	}
 	s := BuildReverseZone(cfg, zoneKey, "in-addr.arpa.", 1, from)
-	v := &StaticView{dir: &Directory{Namespaces: map[string]struct{}{"ns1": {}}}}
+	v := &Static{dir: &Directory{Namespaces: map[string]struct{}{"ns1": {}}}}
 	route := Route{Kind: RouteZone, Origin: "in-addr.arpa.", Key: zoneKey, Reverse: true}
 	ptrs := func(name string, qtype uint16) Response {
 		return s.answerReverse(cfg, v, route, Question{Name: name, Type: qtype})

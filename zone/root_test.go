@@ -15,7 +15,7 @@ func TestRootClusterDomain(t *testing.T) {
 	cfg := &Config{Domains: Domains{Cluster: []string{"."}, Reverse: []string{"in-addr.arpa."}}, TTL: 5, Pods: PodsInsecure,
 		NSAddrs: ips("10.96.0.10")}
 	cfg.Prepare()
-	v := NewStaticView(cfg, testCluster(), true)
+	v := NewStatic(cfg, testCluster(), true)
 	for _, tc := range []struct {
 		name   string
 		qtype  uint16

@@ -169,7 +169,7 @@ func cloneSlice(sl *model.EndpointSlice) *model.EndpointSlice {
 // apex and names outside the zone are not found.
 func TestServiceZoneFindsNamesByService(t *testing.T) {
 	cfg := testConfig()
-	v := NewStaticView(cfg, testCluster(), true)
+	v := NewStatic(cfg, testCluster(), true)
 	s := v.Zone(ServiceZoneKey("ns1", cl))
 	for _, name := range []string{"svc1.ns1.svc.cluster.local.", "_http._tcp.svc1.ns1.svc.cluster.local.",
 		"b1.svc1.ns1.svc.cluster.local.", "web-0.hdls.ns1.svc.cluster.local."} {

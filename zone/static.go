@@ -2,32 +2,32 @@ package zone
 
 import "github.com/shardns/shardns/model"
 
-// StaticView is a View built in one go from a set of objects, grouped into
+// Static is a Reader built in one go from a set of objects, grouped into
 // zones the way the zone manager groups them. Tests, benchmarks and
 // one-shot tools use it; a running node publishes through a Table instead.
-type StaticView struct {
+type Static struct {
 	dir   *Directory
 	zones map[string]*Snapshot
 }
 
-// Directory implements View.
-func (v *StaticView) Directory() *Directory { return v.dir }
+// Directory implements Reader.
+func (v *Static) Directory() *Directory { return v.dir }
 
-// Zone implements View.
-func (v *StaticView) Zone(key string) *Snapshot { return v.zones[key] }
+// Zone implements Reader.
+func (v *Static) Zone(key string) *Snapshot { return v.zones[key] }
 
-// Remote implements View: a static view holds every zone.
-func (v *StaticView) Remote(string) []string { return nil }
+// Remote implements Reader: a static reader holds every zone.
+func (v *Static) Remote(string) []string { return nil }
 
-// Loading implements View: a static view loads nothing.
-func (v *StaticView) Loading(string) bool { return false }
+// Loading implements Reader: a static reader loads nothing.
+func (v *Static) Loading(string) bool { return false }
 
-// FanOut implements View: a static view holds its reverse zones whole.
-func (v *StaticView) FanOut(string) []string { return nil }
+// FanOut implements Reader: a static reader holds its reverse zones whole.
+func (v *Static) FanOut(string) []string { return nil }
 
-// NewStaticView builds the snapshots of every zone the objects fall in,
+// NewStatic builds the snapshots of every zone the objects fall in,
 // routed by ZonesOf as the zone manager routes them.
-func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
+func NewStatic(cfg *Config, objs []any, synced bool) *Static {
 	namespaces := map[string]struct{}{}
 	services := map[string]map[string]*model.Service{}
 	slices := map[string]map[string]*model.EndpointSlice{}
@@ -86,7 +86,7 @@ func NewStaticView(cfg *Config, objs []any, synced bool) *StaticView {
 	for _, n := range meshNames {
 		mesh[n] = struct{}{}
 	}
-	v := &StaticView{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(mesh).WithFiles(origins),
+	v := &Static{dir: NewDirectory(cfg, namespaces, synced, 1).WithMesh(mesh).WithFiles(origins),
 		zones: map[string]*Snapshot{}}
 	for key := range services {
 		r := cfg.Domains.Route(key)

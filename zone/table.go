@@ -43,13 +43,13 @@ func NewTable(dir *Directory) *Table {
 	return t
 }
 
-// Directory implements View.
+// Directory implements Reader.
 func (t *Table) Directory() *Directory { return t.dir.Load() }
 
 // SetDirectory publishes a new directory.
 func (t *Table) SetDirectory(d *Directory) { t.dir.Store(d) }
 
-// Zone implements View. A zone still loading reads as absent here, so
+// Zone implements Reader. A zone still loading reads as absent here, so
 // queries go to a replica that has it complete.
 func (t *Table) Zone(key string) *Snapshot {
 	if s := (*t.slots.Load())[key]; s != nil && !s.loading.Load() {
@@ -58,13 +58,13 @@ func (t *Table) Zone(key string) *Snapshot {
 	return nil
 }
 
-// Loading implements View.
+// Loading implements Reader.
 func (t *Table) Loading(key string) bool {
 	s := (*t.slots.Load())[key]
 	return s != nil && s.loading.Load()
 }
 
-// Remote implements View.
+// Remote implements Reader.
 func (t *Table) Remote(key string) []string {
 	if p := t.placement.Load(); p != nil {
 		return (*p)[key]
@@ -84,7 +84,7 @@ func (t *Table) Placement() map[string][]string {
 // that hold it in the order to ask them.
 func (t *Table) SetPlacement(p map[string][]string) { t.placement.Store(&p) }
 
-// FanOut implements View: the same members for every reverse key, since
+// FanOut implements Reader: the same members for every reverse key, since
 // every replica holds a share of every reverse zone.
 func (t *Table) FanOut(string) []string {
 	if p := t.fanOut.Load(); p != nil {

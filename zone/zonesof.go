@@ -3,8 +3,8 @@ package zone
 import "github.com/shardns/shardns/model"
 
 // Which zones an object's change goes to is decided here, once: the zone
-// manager routes every source change through ZonesOf, and StaticView
-// groups its objects through it, so a static view holds the zones a
+// manager routes every source change through ZonesOf, and Static
+// groups its objects through it, so a static reader holds the zones a
 // running node would.
 
 // Part names the part of a zone an object contributes to.

@@ -9,7 +9,7 @@ import (
 )
 
 // ZonesOf is the one answer to "which zones does this change go to", for
-// the zone manager and for static views alike.
+// the zone manager and for static readers alike.
 func TestZonesOf(t *testing.T) {
 	plain := testConfig()
 	twoDomains := testConfig()
@@ -82,7 +82,7 @@ func describeContribution(z Contribution) string {
 	return z.Key + " file"
 }
 
-// A static view holds the zones a running node builds: pod zones when
+// A static reader holds the zones a running node builds: pod zones when
 // pods are verified, no imported names without a multicluster zone.
 func TestStaticViewRoutesAsTheManager(t *testing.T) {
 	pods := testConfig()
@@ -90,7 +90,7 @@ func TestStaticViewRoutesAsTheManager(t *testing.T) {
 	pods.Prepare()
 	objs := append(testCluster(), &model.Pod{Namespace: "ns1", Name: "p", IPs: ips("10.1.2.3")},
 		&model.ServiceImport{Namespace: "ns1", Name: "web", IPs: ips("10.42.0.1")})
-	v := NewStaticView(pods, objs, true)
+	v := NewStatic(pods, objs, true)
 	if v.Zone(PodZoneKey("ns1", "cluster.local.")) == nil {
 		t.Error("no pod zone for ns1 with pods verified")
 	}

@@ -43,7 +43,7 @@ var ErrNotServed = errors.New("dispatch: zone not served by that replica")
 
 // Source gives the server the zones it currently serves (a reload swaps
 // them).
-type Source func() (*zone.Config, zone.View)
+type Source func() (*zone.Config, zone.Reader)
 
 // Unserved is told the zone key of each question the server answered
 // "not served" for a zone it knows of but does not hold complete: the

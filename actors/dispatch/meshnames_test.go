@@ -17,17 +17,17 @@ import (
 
 // meshSource holds the mesh zone test.global.: *.test.global for every
 // namespace, db.test.global for tenant-a alone.
-func meshSource() (Source, *zone.StaticView) {
+func meshSource() (Source, *zone.Static) {
 	cfg := &zone.Config{Domains: zone.Domains{Cluster: []string{"cluster.local."}}, TTL: 5, MeshTTL: 30,
 		MeshZones: []string{"global."}}
 	cfg.Prepare()
 	addr := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
-	view := zone.NewStaticView(cfg, []any{
+	view := zone.NewStatic(cfg, []any{
 		&model.ServiceEntry{Namespace: "default", Name: "mesh", Hosts: []string{"*.test.global"}, Addresses: addr("127.255.0.2")},
 		&model.ServiceEntry{Namespace: "tenant-a", Name: "db", Hosts: []string{"db.test.global"}, Addresses: addr("6.6.6.8"),
 			ExportTo: []string{"."}},
 	}, true)
-	return func() (*zone.Config, zone.View) { return cfg, view }, view
+	return func() (*zone.Config, zone.Reader) { return cfg, view }, view
 }
 
 // An owner answers a question with a namespace from what that namespace

@@ -28,8 +28,8 @@ func partSource(services int) Source {
 			ExternalIPs: []netip.Addr{netip.AddrFrom4([4]byte{192, 0, byte(i >> 8), byte(i)})},
 			Ports:       []model.Port{{Name: "http", Protocol: "TCP", Port: 80}}})
 	}
-	view := zone.NewStaticView(cfg, objs, true)
-	return func() (*zone.Config, zone.View) { return cfg, view }
+	view := zone.NewStatic(cfg, objs, true)
+	return func() (*zone.Config, zone.Reader) { return cfg, view }
 }
 
 // A replica gives a namespace's part of a transfer in one message; one

@@ -74,7 +74,7 @@ func TestServiceZoneAnswersAsItsObjectsAfterEveryBatch(t *testing.T) {
 			}
 		}
 	}
-	answers := func(v zone.View) []string {
+	answers := func(v zone.Reader) []string {
 		var out []string
 		for _, q := range questions {
 			r := zone.Answer(cfg, v, q)
@@ -118,7 +118,7 @@ func TestServiceZoneAnswersAsItsObjectsAfterEveryBatch(t *testing.T) {
 		}
 		system.Root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: changes})
 		changes = nil
-		want := answers(zone.NewStaticView(cfg, slices.Collect(maps.Values(objects)), true))
+		want := answers(zone.NewStatic(cfg, slices.Collect(maps.Values(objects)), true))
 		testutil.Eventually(t, 10*time.Second, func() error {
 			if got := answers(table); !slices.Equal(got, want) {
 				return fmt.Errorf("after batch %d the zone answers\n%v\nwhere the zone built whole answers\n%v", step, got, want)

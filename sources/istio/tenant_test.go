@@ -91,7 +91,7 @@ func startMeshSource(t *testing.T, cfg *zone.Config, client *dynamicfake.FakeDyn
 
 // answersA checks the A answer of name: want is its one address, or ""
 // for a name that is not a mesh name (forwarded).
-func answersA(cfg *zone.Config, v zone.View, name, want string) error {
+func answersA(cfg *zone.Config, v zone.Reader, name, want string) error {
 	r := zone.Answer(cfg, v, zone.Question{Name: name, Type: dns.TypeA})
 	switch {
 	case want == "" && !r.External:

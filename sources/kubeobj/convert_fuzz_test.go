@@ -34,7 +34,7 @@ func fuzzConfig() *zone.Config {
 	return cfg
 }
 
-// view is a zone.View over a directory and a few snapshots.
+// view is a zone.Reader over a directory and a few snapshots.
 type view struct {
 	dir   *zone.Directory
 	zones map[string]*zone.Snapshot
@@ -110,7 +110,7 @@ func build(t *testing.T, cfg *zone.Config, ns string, services map[string]*model
 
 // ask answers name and packs the answer: an object name that is no DNS
 // name may not pack, but nothing panics.
-func ask(t *testing.T, cfg *zone.Config, v zone.View, name string, qtype uint16) zone.Response {
+func ask(t *testing.T, cfg *zone.Config, v zone.Reader, name string, qtype uint16) zone.Response {
 	t.Helper()
 	name = zone.Fqdn(name)
 	r := zone.Answer(cfg, v, zone.Question{Name: name, Type: qtype})
@@ -125,7 +125,7 @@ func ask(t *testing.T, cfg *zone.Config, v zone.View, name string, qtype uint16)
 }
 
 // askPTR asks the PTR of a. A zoned address has no reverse name.
-func askPTR(t *testing.T, cfg *zone.Config, v zone.View, a netip.Addr) {
+func askPTR(t *testing.T, cfg *zone.Config, v zone.Reader, a netip.Addr) {
 	t.Helper()
 	if name := zone.ReverseName(a); name != "" || checkZonedIPs {
 		ask(t, cfg, v, name, dns.TypePTR)

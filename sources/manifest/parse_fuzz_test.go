@@ -279,9 +279,9 @@ func checkAddrs(t *testing.T, key model.Key, addrs []netip.Addr) {
 // dns1123 is a Kubernetes object name that is also a DNS label.
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-// podView adds the pod zones (pods: verified) to a StaticView.
+// podView adds the pod zones (pods: verified) to a Static.
 type podView struct {
-	*zone.StaticView
+	*zone.Static
 	pods map[string]*zone.Snapshot
 }
 
@@ -291,7 +291,7 @@ func (v podView) Zone(key string) *zone.Snapshot {
 	if s := v.pods[key]; s != nil {
 		return s
 	}
-	return v.StaticView.Zone(key)
+	return v.Static.Zone(key)
 }
 
 // probeZones builds the zones of objs, as the zone actors would, and asks
@@ -314,7 +314,7 @@ func probeZones(t *testing.T, objs map[model.Key]any) {
 		for _, k := range sortedKeys(objs) {
 			list = append(list, objs[k])
 		}
-		v := podView{StaticView: zone.NewStaticView(cfg, list, true), pods: map[string]*zone.Snapshot{}}
+		v := podView{Static: zone.NewStatic(cfg, list, true), pods: map[string]*zone.Snapshot{}}
 		byZone := map[string]map[string]*model.Pod{}
 		for _, o := range list {
 			if p, ok := o.(*model.Pod); ok {

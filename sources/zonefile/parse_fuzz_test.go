@@ -47,7 +47,7 @@ has\046dot TXT x
 		if fz.Records[0].Header().Rrtype != dns.TypeSOA {
 			t.Fatalf("first record %v, want the SOA", fz.Records[0])
 		}
-		v := zone.NewStaticView(cfg, []any{fz}, true)
+		v := zone.NewStatic(cfg, []any{fz}, true)
 		names := []string{fz.Origin, below("nope", fz.Origin)}
 		types := []uint16{dns.TypeA, dns.TypeNS, dns.TypeDS, dns.TypeCNAME, dns.TypeANY, dns.TypeAXFR}
 		for _, rr := range fz.Records[:min(len(fz.Records), 64)] { // $GENERATE makes big zones of small files
