@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -44,14 +45,14 @@ const aclCorefile = `.:{{dns}} {
 // records, blocked ones REFUSED with extended error 15, filtered ones an
 // empty NOERROR with extended error 17, dropped ones nothing.
 func TestACLBesideCoreDNS(t *testing.T) {
-	run := renderCorefile(t, aclCorefile, nil)
+	run := harness.RenderCorefile(t, aclCorefile, nil)
 	path := filepath.Join(t.TempDir(), "Corefile")
-	if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shardns := startServe(t, "--corefile", path).addr
-	coreRun := renderCorefile(t, aclCorefile, nil) // the same Corefile on ports of its own
-	coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "www.open.test.")
+	shardns := harness.Start(t, harness.Options{Args: []string{"--corefile", path}}).Addr
+	coreRun := harness.RenderCorefile(t, aclCorefile, nil) // the same Corefile on ports of its own
+	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "www.open.test.")
 	const dropped = "no answer"
 	cases := []struct {
 		from, name string

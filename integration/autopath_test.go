@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -20,8 +21,8 @@ import (
 func TestAutopathForAPod(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	c := cp.Client
-	mkNamespace(t, c, "ap", nil)
-	web := mkService(t, c, clusterIPService("ap", "web"))
+	harness.CreateNamespace(t, c, "ap", nil)
+	web := harness.CreateService(t, c, harness.ClusterIPService("ap", "web"))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ap", Name: "client"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}}}
 	pod, err := c.CoreV1().Pods("ap").Create(ctx, pod, metav1.CreateOptions{})
@@ -32,16 +33,16 @@ func TestAutopathForAPod(t *testing.T) {
 	if _, err := c.CoreV1().Pods("ap").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
 
-	n := startNodeYAML(t, fmt.Sprintf(`
+	n := harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: true, kubeconfig: %q, pods: verified}
 autopath: {enabled: true}
 forward: {upstreams: [%q]}
-`, cp.Kubeconfig, u.addr), true)
-	addr := n.addr
+`, cp.Kubeconfig, u.Addr), true)
+	addr := n.Addr
 	cases := []struct {
 		qname string
 		want  []string

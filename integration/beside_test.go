@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -30,27 +31,27 @@ const ttlSlack = 2
 // record too), TTLs at most ttlSlack apart, once the known differences
 // are applied to CoreDNS's. askBoth checks the rcode and answer each
 // question wants; this checks the rest is CoreDNS's too.
-func alikeResponses(t *testing.T, shardns, coredns string, qs []convertQuestion, known ...knownDifference) {
+func alikeResponses(t *testing.T, shardns, coredns string, qs []harness.Question, known ...knownDifference) {
 	t.Helper()
 	for _, q := range qs {
 		for _, proto := range []string{"udp", "tcp"} {
 			var text [2]string
 			var ttls [2][]uint32
 			for i, addr := range []string{shardns, coredns} {
-				r, err := testutil.Exchange(addr, proto, q.name, q.qtype)
+				r, err := testutil.Exchange(addr, proto, q.Name, q.Qtype)
 				if err != nil {
-					t.Fatalf("%s %s over %s from %s: %v", q.name, dns.TypeToString[q.qtype], proto, addr, err)
+					t.Fatalf("%s %s over %s from %s: %v", q.Name, dns.TypeToString[q.Qtype], proto, addr, err)
 				}
 				if i == 1 {
 					for _, k := range known {
-						k(modQuestion{name: q.name, qtype: q.qtype}, r)
+						k(modQuestion{name: q.Name, qtype: q.Qtype}, r)
 					}
 				}
 				text[i], ttls[i] = splitTTLs(r)
 			}
 			if text[0] != text[1] || !ttlsClose(ttls[0], ttls[1]) {
 				t.Errorf("%s %s over %s: shardns answers\n%s\nTTLs %v\nCoreDNS answers\n%s\nTTLs %v",
-					q.name, dns.TypeToString[q.qtype], proto, text[0], ttls[0], text[1], ttls[1])
+					q.Name, dns.TypeToString[q.Qtype], proto, text[0], ttls[0], text[1], ttls[1])
 			}
 		}
 	}
@@ -125,37 +126,37 @@ type besideCorefile struct {
 // one's addresses by {{name}} (dns, ...).
 func (c besideCorefile) serve(t *testing.T) (shardns, coredns map[string]string) {
 	t.Helper()
-	shardns = c.start(t, func(dir string, run corefileRun) {
+	shardns = c.start(t, func(dir string, run harness.Corefile) {
 		path := filepath.Join(dir, "Corefile")
 		if c.convert {
 			convertsWhole(t, path)
 		}
-		startServeIn(t, dir, "--corefile", path)
+		harness.Start(t, harness.Options{Dir: dir, Args: []string{"--corefile", path}})
 	})
-	coredns = c.start(t, func(dir string, run corefileRun) {
-		startCoreDNSCorefileIn(t, dir, run.text, run.addrs["dns"], c.probe)
+	coredns = c.start(t, func(dir string, run harness.Corefile) {
+		harness.StartCoreDNSCorefileIn(t, dir, run.Text, run.Addrs["dns"], c.probe)
 	})
 	return shardns, coredns
 }
 
 // start renders the Corefile and its files into a new folder, has serve
 // serve it and returns its addresses.
-func (c besideCorefile) start(t *testing.T, serve func(dir string, run corefileRun)) map[string]string {
+func (c besideCorefile) start(t *testing.T, serve func(dir string, run harness.Corefile)) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	vars := map[string]string{"dir": dir}
 	maps.Copy(vars, c.vars)
-	run := renderCorefile(t, c.tmpl, vars)
-	files := map[string]string{"Corefile": run.text}
+	run := harness.RenderCorefile(t, c.tmpl, vars)
+	files := map[string]string{"Corefile": run.Text}
 	if c.files != nil {
-		for name, addr := range run.addrs {
+		for name, addr := range run.Addrs {
 			vars[name] = strings.TrimPrefix(addr, "127.0.0.1:")
 		}
-		maps.Copy(files, c.files(func(tmpl string) string { return renderCorefile(t, tmpl, vars).text }))
+		maps.Copy(files, c.files(func(tmpl string) string { return harness.RenderCorefile(t, tmpl, vars).Text }))
 	}
 	writeFiles(t, dir, files)
 	serve(dir, run)
-	return run.addrs
+	return run.Addrs
 }
 
 // convertsWhole runs `shardns convert --corefile path` from path's
@@ -165,7 +166,7 @@ func (c besideCorefile) start(t *testing.T, serve func(dir string, run corefileR
 func convertsWhole(t *testing.T, path string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(shardnsBin, "convert", "--corefile", path)
+	cmd := exec.Command(harness.Bin, "convert", "--corefile", path)
 	cmd.Dir = filepath.Dir(path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -49,7 +50,7 @@ func TestBlocksPerf(t *testing.T) {
 	}
 	for _, s := range servers {
 		testutil.Eventually(t, 30*time.Second, func() error {
-			return answerIs(s.addr, "svc0.ns0.svc.cluster.local.", "10.96.0.1")
+			return harness.AnswerIs(s.addr, "svc0.ns0.svc.cluster.local.", "10.96.0.1")
 		})
 		s.dnsperf(t, qfile, "-l", "3") // warm the packed answers
 	}
@@ -77,13 +78,13 @@ func TestBlocksPerf(t *testing.T) {
 // measureLoad is one dnsperf run of blocksRoundSeconds at full load
 // (-c 4 -q 200), with the server's CPU time read around it.
 func (s *benchServer) measureLoad(t *testing.T, round int, qfile string) {
-	cpu0 := cpuSeconds(t, s.pid)
+	cpu0 := harness.CPUSeconds(t, s.pid)
 	out := s.dnsperf(t, qfile, "-l", fmt.Sprint(blocksRoundSeconds), "-c", "4", "-q", "200")
-	run := benchRun{cpu: cpuSeconds(t, s.pid) - cpu0, queries: field(out, `Queries completed:\s+(\d+)`)}
+	run := benchRun{cpu: harness.CPUSeconds(t, s.pid) - cpu0, queries: field(out, `Queries completed:\s+(\d+)`)}
 	t.Logf("%s round %d: max throughput %.0f qps, server CPU %.1f s, %.0f queries per server CPU-second, "+
 		"latency avg %s s, lost %s, RSS %s",
 		s.name, round, field(out, `Queries per second:\s+([\d.]+)`), run.cpu, run.perCPUSecond(),
-		fieldStr(out, `Average Latency \(s\):\s+([\d.]+)`), fieldStr(out, `Queries lost:\s+(\d+)`), rss(t, s.pid))
+		fieldStr(out, `Average Latency \(s\):\s+([\d.]+)`), fieldStr(out, `Queries lost:\s+(\d+)`), harness.RSS(t, s.pid))
 	s.runs = append(s.runs, run)
 }
 
@@ -170,13 +171,13 @@ ip6.arpa:%[1]d {
 // files in dir, and stops it at test end.
 func startBlocks(t *testing.T, dir, name, corefile string) *benchServer {
 	t.Helper()
-	port := freePort(t)
+	port := harness.FreePort(t)
 	path := filepath.Join(dir, name+".Corefile")
-	if err := os.WriteFile(path, fmt.Appendf(nil, corefile, port, dir, freeTCPPort(t)), 0o644); err != nil {
+	if err := os.WriteFile(path, fmt.Appendf(nil, corefile, port, dir, harness.FreePort(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startServe(t, "--corefile", path)
-	return &benchServer{name: name, addr: p.addr, pid: p.cmd.Process.Pid}
+	p := harness.Start(t, harness.Options{Args: []string{"--corefile", path}})
+	return &benchServer{name: name, addr: p.Addr, pid: p.Cmd.Process.Pid}
 }
 
 // writeBlocksZones writes the four zone files into dir and returns the

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -187,7 +188,7 @@ func TestLoadBenchServices(t *testing.T) {
 	cp := kubeapi.Start(t)
 	const namespaces, endpoints, services = 3, 4, 30
 	for n := range namespaces {
-		mkNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
+		harness.CreateNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
 	}
 	queries := loadBenchServices(t, cp, 0, services, namespaces, endpoints)
 	if len(queries) != services*5 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -24,9 +25,9 @@ import (
 // server answers each with about 50 KB of TXT records: 10,000 entries of
 // that size would be 200 MB of answers, and more in memory.
 func TestHostileCacheFill(t *testing.T) {
-	upstream := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	upstream := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	h := startHostileTarget(t, fmt.Sprintf("forward: {upstreams: [%q]}\n", upstream))
-	r := runHostile(t, h, hostileSpec{Kind: "cache-fill", Target: h.p.addr, Conns: 4000, Size: 50000,
+	r := runHostile(t, h, hostileSpec{Kind: "cache-fill", Target: h.p.Addr, Conns: 4000, Size: 50000,
 		Files: map[string]string{"upstream": upstream}}, 3*time.Second)
 	r.check(t, 32)
 	if r.Opened < 3000 {
@@ -34,7 +35,7 @@ func TestHostileCacheFill(t *testing.T) {
 	}
 	// 8Mi (cache.maxBytes) holds about 110 answers of 50 KB and 190
 	// records each; entries alone (cache.size 10,000) would hold them all.
-	if held := metricSum(t, h.http, "shardns_cache_entries", `type="all"`); held == 0 || held > 200 {
+	if held := harness.MetricSum(t, h.http, "shardns_cache_entries", `type="all"`); held == 0 || held > 200 {
 		t.Errorf("the cache holds %v answers after 4,000 large ones, want some, and at most 200", held)
 	}
 }

@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,134 +10,10 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
-
-// replicaProcess is a shardns binary that is one replica of a cluster.
-type replicaProcess struct {
-	*process
-	http   string
-	gossip string
-}
-
-func startReplicaProcess(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string) *replicaProcess {
-	return startReplicaProcessRF(t, cp, name, seeds, 2)
-}
-
-func startReplicaProcessRF(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int) *replicaProcess {
-	t.Helper()
-	return startReplicaProcessWith(t, cp, name, seeds, rf, "gossip: fast\n  handoffGrace: 5s")
-}
-
-// startReplicaProcessWith starts a replica whose cluster section ends with
-// extra (indented by two spaces after its first line).
-func startReplicaProcessWith(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string) *replicaProcess {
-	t.Helper()
-	return startReplicaProcessLameduck(t, cp, name, seeds, rf, extra, 0)
-}
-
-// startReplicaProcessLameduck is startReplicaProcessWith with an
-// http.lameduck: how long the replica answers after SIGTERM.
-func startReplicaProcessLameduck(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string, lameduck time.Duration) *replicaProcess {
-	t.Helper()
-	return startReplicaProcessKube(t, cp, name, seeds, rf, extra, lameduck, "")
-}
-
-// startReplicaProcessKube is startReplicaProcessLameduck whose kubernetes
-// section also holds kube, flow-style keys (e.g. `external: {zones:
-// [example.org]}`), for the features a replica serves beside the cluster
-// names.
-func startReplicaProcessKube(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, rf int, extra string, lameduck time.Duration, kube string) *replicaProcess {
-	t.Helper()
-	if kube != "" {
-		kube = ", " + kube
-	}
-	return launchReplica(t, name, seeds, func(join, gossip string, remote int) (*process, error) {
-		return tryStartShardns(t, fmt.Sprintf(`
-dns: {listen: ["127.0.0.1:0"]}
-http: {listen: "127.0.0.1:0", lameduck: %s, pprof: %t}
-kubernetes: {enabled: true, kubeconfig: %q%s}
-forward: {upstreams: []}
-cluster:
-  nodeName: %s
-  %s
-  bind: %q
-  remote: "127.0.0.1:%d"
-  replicationFactor: %d
-  %s
-`, lameduck, profiled(), cp.Kubeconfig, kube, name, join, gossip, remote, rf, extra))
-	})
-}
-
-// launchReplica starts a replica process through start, which is
-// given its cluster.join line (`enabled: true`, or a join of the first of
-// seeds), its gossip address and its remote port. The ports are chosen
-// here, as the other replicas must know them; ones taken by another
-// process before the replica binds them are chosen again.
-func launchReplica(t *testing.T, name string, seeds []string, start func(join, gossip string, remote int) (*process, error)) *replicaProcess {
-	t.Helper()
-	join := "enabled: true"
-	if len(seeds) > 0 && seeds[0] != "" {
-		join = fmt.Sprintf("join: [%q]", seeds[0])
-	}
-	for attempt := 1; ; attempt++ {
-		gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-		p, err := start(join, gossip, freeTCPPort(t))
-		if errors.Is(err, errPortTaken) && attempt < 3 {
-			t.Logf("%s: %v; choosing others", name, err)
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
-	}
-}
-
-// profiled reports whether replicas serve profiles: with
-// SHARDNS_PROFILE_DIR, which keeps them. Otherwise they run as deployed,
-// without http.pprof, and so without sampling their heap (see
-// node.sampleHeap), which the memory benches' RSS would count.
-func profiled() bool { return os.Getenv("SHARDNS_PROFILE_DIR") != "" }
-
-func (r *replicaProcess) ring(t *testing.T) (httpapi.Ring, error) {
-	resp, err := http.Get("http://" + r.http + "/debug/ring")
-	if err != nil {
-		return httpapi.Ring{}, err
-	}
-	defer resp.Body.Close()
-	var ring httpapi.Ring
-	return ring, json.NewDecoder(resp.Body).Decode(&ring)
-}
-
-// settled waits until every replica is ready and sees want members.
-func settled(t *testing.T, rs []*replicaProcess, want int) {
-	t.Helper()
-	settledWithin(t, rs, want, 30*time.Second)
-}
-
-// settledWithin is settled with its bound: replicas that list a large
-// cluster all at once take longer to be ready.
-func settledWithin(t *testing.T, rs []*replicaProcess, want int, timeout time.Duration) {
-	t.Helper()
-	testutil.Eventually(t, timeout, func() error {
-		for _, r := range rs {
-			if code := httpStatus(t, "http://"+r.http+"/ready"); code != 200 {
-				return fmt.Errorf("%s /ready = %d", r.http, code)
-			}
-			ring, err := r.ring(t)
-			if err != nil {
-				return err
-			}
-			if len(ring.Members) != want {
-				return fmt.Errorf("%s sees %d members, want %d", ring.Self, len(ring.Members), want)
-			}
-		}
-		return nil
-	})
-}
 
 // load queries the replicas in turn until stopped, allowing each query
 // one client retry (as resolvers do), and counts wrong answers.
@@ -176,8 +48,8 @@ func startLoad(targets func() []string, names map[string]string) *load {
 			}
 			for name, ip := range names {
 				l.asked.Add(1)
-				if err := answerIs(addr, name, ip); err != nil {
-					if err = answerIs(addr, name, ip); err != nil {
+				if err := harness.AnswerIs(addr, name, ip); err != nil {
+					if err = harness.AnswerIs(addr, name, ip); err != nil {
 						l.failed.Add(1)
 						l.mu.Lock()
 						l.example = err.Error()
@@ -188,17 +60,6 @@ func startLoad(targets func() []string, names map[string]string) *load {
 		}
 	})
 	return l
-}
-
-func answerIs(addr, name, ip string) error {
-	r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
-	if err != nil {
-		return err
-	}
-	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != ip {
-		return fmt.Errorf("%s from %s: %s %v", name, addr, dns.RcodeToString[r.Rcode], r.Answer)
-	}
-	return nil
 }
 
 // pointsTo checks that the reverse name of ip answers name alone.
@@ -245,33 +106,33 @@ func (l *load) finish(t *testing.T, what string) {
 func TestClusterProcessesKillAndJoin(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	names := webNamespaces(t, cp, "proc", 6)
-	a := startReplicaProcess(t, cp, "r0", nil)
-	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
-	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
-	settled(t, []*replicaProcess{a, b, c}, 3)
-	for _, r := range []*replicaProcess{a, b, c} {
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b, c}, 3)
+	for _, r := range []*harness.Replica{a, b, c} {
 		for name, ip := range names {
-			if err := answerIs(r.addr, name, ip); err != nil {
+			if err := harness.AnswerIs(r.Addr, name, ip); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 
 	var targets atomic.Value
-	targets.Store([]string{a.addr, b.addr})
+	targets.Store([]string{a.Addr, b.Addr})
 	l := startLoad(func() []string { return targets.Load().([]string) }, names)
-	c.cmd.Process.Kill()
+	c.Cmd.Process.Kill()
 	start := time.Now()
-	settled(t, []*replicaProcess{a, b}, 2)
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("ownership restored after %v, want within 10s", took)
 	}
 	l.finish(t, "kill -9 of one replica")
 
 	l = startLoad(func() []string { return targets.Load().([]string) }, names)
-	d := startReplicaProcess(t, cp, "r3", []string{a.gossip})
-	settled(t, []*replicaProcess{a, b, d}, 3)
-	targets.Store([]string{a.addr, b.addr, d.addr})
+	d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r3", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b, d}, 3)
+	targets.Store([]string{a.Addr, b.Addr, d.Addr})
 	l.finish(t, "a fourth replica joining")
 }
 
@@ -285,15 +146,15 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 	names := webNamespaces(t, cp, "stopall", 6)
 	const lameduck = 15 * time.Second
 	extra := "gossip: fast\n  handoffGrace: 5s"
-	a := startReplicaProcessLameduck(t, cp, "r0", nil, 2, extra, lameduck)
-	b := startReplicaProcessLameduck(t, cp, "r1", []string{a.gossip}, 2, extra, lameduck)
-	c := startReplicaProcessLameduck(t, cp, "r2", []string{a.gossip}, 2, extra, lameduck)
-	rs := []*replicaProcess{a, b, c}
-	settled(t, rs, 3)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: extra, Lameduck: lameduck})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: extra, Lameduck: lameduck})
+	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: extra, Lameduck: lameduck})
+	rs := []*harness.Replica{a, b, c}
+	harness.Settled(t, rs, 3)
 
-	l := startLoad(func() []string { return []string{a.addr, b.addr, c.addr} }, names)
+	l := startLoad(func() []string { return []string{a.Addr, b.Addr, c.Addr} }, names)
 	for _, r := range rs {
-		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +169,7 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 	testutil.Eventually(t, lameduck*2/3, func() error {
 		alone := 0
 		for _, r := range rs {
-			ring, err := r.ring(t)
+			ring, err := r.Ring(t)
 			if err != nil {
 				return err
 			}
@@ -336,16 +197,16 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 	// Each saw the others say they were leaving, and took every object
 	// before it left.
 	for _, r := range rs {
-		if mustMetrics(t, r.http).sum("shardns_kubernetes_sharded_watch") != 0 {
-			t.Errorf("%s left without watching every namespace, though every replica was stopping", r.http)
+		if harness.MustMetrics(t, r.HTTP).Sum("shardns_kubernetes_sharded_watch") != 0 {
+			t.Errorf("%s left without watching every namespace, though every replica was stopping", r.HTTP)
 		}
 	}
 	for _, r := range rs {
 		for name, ip := range names {
-			if err := answerIs(r.addr, name, ip); err != nil {
+			if err := harness.AnswerIs(r.Addr, name, ip); err != nil {
 				t.Errorf("after every replica left the ring: %v", err)
 			}
-			if err := pointsTo(r.addr, ip, name); err != nil {
+			if err := pointsTo(r.Addr, ip, name); err != nil {
 				t.Errorf("after every replica left the ring: %v", err)
 			}
 		}
@@ -364,8 +225,8 @@ func webNamespaces(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n int)
 	names := map[string]string{}
 	for i := range n {
 		ns := fmt.Sprintf("%s%d", prefix, i)
-		mkNamespace(t, cp.Client, ns, nil)
-		svc := mkService(t, cp.Client, clusterIPService(ns, "web"))
+		harness.CreateNamespace(t, cp.Client, ns, nil)
+		svc := harness.CreateService(t, cp.Client, harness.ClusterIPService(ns, "web"))
 		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
 	}
 	return names

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -49,7 +50,7 @@ func (c *coherenceTest) prepare(t *testing.T, rep int) []cohChange {
 
 // newService is the creation of a ClusterIP Service, NXDOMAIN before.
 func (c *coherenceTest) newService(ns, name string) cohChange {
-	svc := clusterIPService(ns, name)
+	svc := harness.ClusterIPService(ns, name)
 	return cohChange{kind: "new service", ns: ns, name: serviceName(ns, name), old: "NXDOMAIN",
 		apply: func() (string, error) {
 			created, err := c.cp.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
@@ -64,8 +65,8 @@ func (c *coherenceTest) newService(ns, name string) cohChange {
 // address oldIP; the change gives it the next address instead.
 func (c *coherenceTest) endpointReplaced(t *testing.T, ns, name, oldIP string) cohChange {
 	t.Helper()
-	mkService(t, c.cp.Client, headlessService(ns, name))
-	slice := mkSlice(t, c.cp.Client, ns, name, name+"-v4", discoveryv1.AddressTypeIPv4, ep{ip: oldIP})
+	harness.CreateService(t, c.cp.Client, harness.HeadlessService(ns, name))
+	slice := harness.CreateEndpointSlice(t, c.cp.Client, ns, name, name+"-v4", discoveryv1.AddressTypeIPv4, harness.Endpoint{IP: oldIP})
 	ip := net.ParseIP(oldIP).To4()
 	ip[3]++
 	newIP := ip.String()
@@ -80,7 +81,7 @@ func (c *coherenceTest) endpointReplaced(t *testing.T, ns, name, oldIP string) c
 // serviceDeleted creates a ClusterIP Service; the change deletes it.
 func (c *coherenceTest) serviceDeleted(t *testing.T, ns, name string) cohChange {
 	t.Helper()
-	svc := mkService(t, c.cp.Client, clusterIPService(ns, name))
+	svc := harness.CreateService(t, c.cp.Client, harness.ClusterIPService(ns, name))
 	return cohChange{kind: "service deleted", ns: ns, name: serviceName(ns, name), old: "NOERROR " + svc.Spec.ClusterIP,
 		apply: func() (string, error) {
 			return "NXDOMAIN", c.cp.Client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
@@ -95,7 +96,7 @@ func serviceName(ns, name string) string { return name + "." + ns + ".svc.cluste
 func (c *coherenceTest) prime(t *testing.T, servers []cohServer, changes []cohChange) {
 	t.Helper()
 	for _, ch := range changes {
-		owner := c.byName[c.owners[ch.ns]].addr
+		owner := c.byName[c.owners[ch.ns]].Addr
 		testutil.Eventually(t, 10*time.Second, func() error { return isState(owner, ch.name, ch.old) })
 		for _, s := range servers {
 			for range 2 {
@@ -232,15 +233,15 @@ func (c *coherenceTest) checkProgrammingMetric(t *testing.T) {
 	if other == owner {
 		other = c.names[1]
 	}
-	m := mustMetrics(t, c.byName[other].http)
+	m := harness.MustMetrics(t, c.byName[other].HTTP)
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(m)), func(k string) bool { return strings.HasPrefix(k, programmingMetric) }) {
 		t.Fatalf("%s's /metrics has no %s: how long changes take to reach each tier is not reported (yet)", other, programmingMetric)
 	}
-	if n := m.sumWith(programmingMetric+"_count", `tier="replica"`); n == 0 {
-		t.Errorf("%s (no owner of %s) observed no %s{tier=\"replica\"}:\n%s", other, ns, programmingMetric, m.series(programmingMetric+"_count"))
+	if n := m.SumWith(programmingMetric+"_count", `tier="replica"`); n == 0 {
+		t.Errorf("%s (no owner of %s) observed no %s{tier=\"replica\"}:\n%s", other, ns, programmingMetric, m.Series(programmingMetric+"_count"))
 	}
-	om := mustMetrics(t, c.byName[owner].http)
-	if n := om.sumWith(programmingMetric+"_count", `tier="owner"`); n == 0 {
-		t.Errorf("%s (owner of %s) observed no %s{tier=\"owner\"}:\n%s", owner, ns, programmingMetric, om.series(programmingMetric+"_count"))
+	om := harness.MustMetrics(t, c.byName[owner].HTTP)
+	if n := om.SumWith(programmingMetric+"_count", `tier="owner"`); n == 0 {
+		t.Errorf("%s (owner of %s) observed no %s{tier=\"owner\"}:\n%s", owner, ns, programmingMetric, om.Series(programmingMetric+"_count"))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -49,8 +50,8 @@ func TestCoherence(t *testing.T) {
 	webNamespaces(t, cp, "coherence", 3)
 	c := &coherenceTest{cp: cp, nss: []string{"coherence0", "coherence1", "coherence2"}}
 	c.start(t, "co0", "")
-	c.start(t, "co1", c.byName["co0"].gossip)
-	c.start(t, "co2", c.byName["co0"].gossip)
+	c.start(t, "co1", c.byName["co0"].Gossip)
+	c.start(t, "co2", c.byName["co0"].Gossip)
 	c.settle(t)
 	c.nl = startNodeLocalProcess(t, "nl", remoteOf(t, c.byName["co0"]))
 
@@ -58,7 +59,7 @@ func TestCoherence(t *testing.T) {
 	// phase that needs them: a phase's cleanup would stop them.
 	ok := t.Run("three replicas", c.round)
 	if ok {
-		c.start(t, "co3", c.byName["co0"].gossip)
+		c.start(t, "co3", c.byName["co0"].Gossip)
 		ok = t.Run("a fourth replica joined", c.round)
 	}
 	if ok {
@@ -76,8 +77,8 @@ type coherenceTest struct {
 	cp     *kubeapi.ControlPlane
 	nss    []string // the namespaces changed, one a kind of change
 	names  []string // the replicas' node names, in the order started
-	byName map[string]*replicaProcess
-	nl     *replicaProcess
+	byName map[string]*harness.Replica
+	nl     *harness.Replica
 	owners map[string]string // namespace → the replica owning its zone
 	phase  int
 }
@@ -88,7 +89,7 @@ func (c *coherenceTest) start(t *testing.T, name, seed string) {
 	t.Helper()
 	r := startCorefileReplica(t, c.cp, name, seed)
 	if c.byName == nil {
-		c.byName = map[string]*replicaProcess{}
+		c.byName = map[string]*harness.Replica{}
 	}
 	if _, again := c.byName[name]; !again {
 		c.names = append(c.names, name)
@@ -97,8 +98,8 @@ func (c *coherenceTest) start(t *testing.T, name, seed string) {
 }
 
 // replicas are the replicas running, in the order started.
-func (c *coherenceTest) replicas() []*replicaProcess {
-	var rs []*replicaProcess
+func (c *coherenceTest) replicas() []*harness.Replica {
+	var rs []*harness.Replica
 	for _, name := range c.names {
 		rs = append(rs, c.byName[name])
 	}
@@ -113,7 +114,7 @@ func (c *coherenceTest) settle(t *testing.T) {
 	if c.nl != nil {
 		all = append(all, c.nl)
 	}
-	settled(t, all, len(c.names))
+	harness.Settled(t, all, len(c.names))
 	c.owners = externalOwners(t, c.replicas(), c.nss)
 	t.Logf("owners: %v", c.owners)
 }
@@ -130,15 +131,15 @@ func (c *coherenceTest) restart(t *testing.T) {
 			victim = o
 		}
 	}
-	c.byName[victim].cmd.Process.Kill()
-	var others []*replicaProcess
+	c.byName[victim].Cmd.Process.Kill()
+	var others []*harness.Replica
 	for _, name := range c.names {
 		if name != victim {
 			others = append(others, c.byName[name])
 		}
 	}
-	settled(t, append(others, c.nl), len(others))
-	c.start(t, victim, c.byName["co0"].gossip)
+	harness.Settled(t, append(others, c.nl), len(others))
+	c.start(t, victim, c.byName["co0"].Gossip)
 	t.Logf("%s killed and started again", victim)
 }
 
@@ -146,13 +147,13 @@ func (c *coherenceTest) restart(t *testing.T) {
 // default Corefile (on loopback, reading the test apiserver, forwarding
 // to a port where nothing listens) with a base that makes it the member
 // name of a cluster with replicationFactor 1, joining seed unless "".
-func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed string) *replicaProcess {
+func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed string) *harness.Replica {
 	t.Helper()
-	return launchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*process, error) {
+	return harness.LaunchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*harness.Process, error) {
 		dir := t.TempDir()
-		run := renderCorefile(t, loopbackCorefile(readDistribution(t, "kubeadm")), map[string]string{
-			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", freePort(t))})
-		writeFiles(t, dir, map[string]string{"Corefile": run.text, "base.yaml": fmt.Sprintf(`cluster:
+		run := harness.RenderCorefile(t, loopbackCorefile(readDistribution(t, "kubeadm")), map[string]string{
+			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))})
+		writeFiles(t, dir, map[string]string{"Corefile": run.Text, "base.yaml": fmt.Sprintf(`cluster:
   nodeName: %s
   %s
   bind: %q
@@ -160,11 +161,11 @@ func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed str
   replicationFactor: 1
   gossip: fast
 `, name, join, gossip, remote)})
-		p, err := tryStartServeIn(t, "", "--corefile", filepath.Join(dir, "Corefile"), "--config", filepath.Join(dir, "base.yaml"))
+		p, err := harness.TryStart(t, harness.Options{Args: []string{"--corefile", filepath.Join(dir, "Corefile"), "--config", filepath.Join(dir, "base.yaml")}})
 		if err == nil {
 			// kubeadm's health lameduck would hold each replica 5 s
 			// at the end; it is killed instead.
-			t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGKILL) })
+			t.Cleanup(func() { p.Cmd.Process.Signal(syscall.SIGKILL) })
 		}
 		return p, err
 	})
@@ -204,9 +205,9 @@ type cohServer struct{ name, addr string }
 func (c *coherenceTest) servers() []cohServer {
 	var out []cohServer
 	for _, name := range c.names {
-		out = append(out, cohServer{name, c.byName[name].addr})
+		out = append(out, cohServer{name, c.byName[name].Addr})
 	}
-	return append(out, cohServer{"nodelocal", c.nl.addr})
+	return append(out, cohServer{"nodelocal", c.nl.Addr})
 }
 
 // tier is "owner" for the replica owning the zone of ns, "nodelocal"

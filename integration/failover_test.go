@@ -11,14 +11,15 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
 // servedServiceZones counts the service zones a replica answers from its
 // own state.
-func servedServiceZones(t *testing.T, r *replicaProcess) int {
-	ring, err := r.ring(t)
+func servedServiceZones(t *testing.T, r *harness.Replica) int {
+	ring, err := r.Ring(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,24 +72,24 @@ func TestKillWindow(t *testing.T) {
 
 // killWindow runs one scenario of TestKillWindow.
 func killWindow(t *testing.T, cp *kubeapi.ControlPlane, qs []loadQuestion, name string, signal syscall.Signal, extra string) {
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	for i := range 3 {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
-		rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("k%d", i), seeds, 1, extra))
+		rs = append(rs, harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("k%d", i), Seeds: seeds, RF: 1, Cluster: extra}))
 	}
-	settled(t, rs, 3)
+	harness.Settled(t, rs, 3)
 	victim, survivors := rs[2], rs[:2]
-	targets := []string{survivors[0].addr, survivors[1].addr}
+	targets := []string{survivors[0].Addr, survivors[1].Addr}
 	t.Logf("the replica to stop serves %d of the 50 service zones", servedServiceZones(t, victim))
 	qs = slices.Clone(qs) // baseline fills in the answers of this cluster
 	baseline(t, targets, qs)
 	handoffs := func() float64 {
 		sum := 0.0
 		for _, r := range survivors {
-			sum += scrapeLabelled(t, r.http, "shardns_cluster_handoffs_total", "")
+			sum += harness.ScrapeLabelled(t, r.HTTP, "shardns_cluster_handoffs_total", "")
 		}
 		return sum
 	}
@@ -100,7 +101,7 @@ func killWindow(t *testing.T, cp *kubeapi.ControlPlane, qs []loadQuestion, name 
 	if h := handoffs(); h != before {
 		t.Errorf("zones moved under load before any replica failed: %.0f handoffs", h-before)
 	}
-	victim.cmd.Process.Signal(signal)
+	victim.Cmd.Process.Signal(signal)
 	failed := time.Since(l.start)
 	removed := make(chan time.Duration, 1)
 	go func() { // when gossip has taken the victim out of both rings
@@ -114,7 +115,7 @@ func killWindow(t *testing.T, cp *kubeapi.ControlPlane, qs []loadQuestion, name 
 	}()
 	time.Sleep(after)
 	rep := l.finish()
-	victim.cmd.Process.Kill() // a stopped process ignores the SIGTERM of the cleanup
+	victim.Cmd.Process.Kill() // a stopped process ignores the SIGTERM of the cleanup
 
 	t.Logf("%s; one of 3 replicas (rf 1) under 1000 queries/s: %s", name, rep)
 	if from, length, ok := rep.window(failed, answeredServfail); ok {
@@ -148,8 +149,8 @@ func killWindow(t *testing.T, cp *kubeapi.ControlPlane, qs []loadQuestion, name 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // ringSize is the number of members r sees, or -1 when it does not say.
-func ringSize(r *replicaProcess) int {
-	ring, err := r.ring(nil)
+func ringSize(r *harness.Replica) int {
+	ring, err := r.Ring(nil)
 	if err != nil {
 		return -1
 	}
@@ -166,21 +167,21 @@ func ringSize(r *replicaProcess) int {
 func TestClusterKillRF1AnswersRecover(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	names := webNamespaces(t, cp, "kill", 9)
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	for i := range 3 {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
-		rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("kr%d", i), seeds, 1, "handoffGrace: 5s"))
+		rs = append(rs, harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("kr%d", i), Seeds: seeds, RF: 1, Cluster: "handoffGrace: 5s"}))
 	}
-	settled(t, rs, 3)
-	slices.SortFunc(rs, func(a, b *replicaProcess) int { return servedServiceZones(t, b) - servedServiceZones(t, a) })
+	harness.Settled(t, rs, 3)
+	slices.SortFunc(rs, func(a, b *harness.Replica) int { return servedServiceZones(t, b) - servedServiceZones(t, a) })
 	victim, survivors := rs[0], rs[1:]
 	if servedServiceZones(t, victim) == 0 {
 		t.Fatal("no replica serves a service zone")
 	}
-	targets := []string{survivors[0].addr, survivors[1].addr}
+	targets := []string{survivors[0].Addr, survivors[1].Addr}
 
 	var qs []loadQuestion
 	for name := range names {
@@ -203,23 +204,23 @@ func TestClusterKillRF1AnswersRecover(t *testing.T) {
 		}
 		return nil
 	})
-	victim.cmd.Process.Kill()
+	victim.Cmd.Process.Kill()
 	testutil.Eventually(t, 60*time.Second, func() error {
 		for _, r := range survivors {
 			for _, q := range qs {
-				if err := answerIs(r.addr, q.name, names[q.name]); err != nil {
+				if err := harness.AnswerIs(r.Addr, q.name, names[q.name]); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	})
-	settled(t, survivors, 2) // gossip drops the killed replica: the ring changes again
+	harness.Settled(t, survivors, 2) // gossip drops the killed replica: the ring changes again
 	rep := l.finish()
 	t.Logf("kill -9 with rf 1: %s", rep)
 	found := 0.0
 	for _, r := range survivors {
-		found += scrape(t, r.http, "shardns_cluster_members_down_total")
+		found += harness.Scrape(t, r.HTTP, "shardns_cluster_members_down_total")
 	}
 	if found == 0 {
 		t.Error("no survivor found the killed replica's remote port closed")

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -49,8 +50,8 @@ const federatedCorefile = `.:{{dns}} {
 func TestServeFederation(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	c := cp.Client
-	mkNamespace(t, c, "fedns", nil)
-	web := mkService(t, c, clusterIPService("fedns", "web"))
+	harness.CreateNamespace(t, c, "fedns", nil)
+	web := harness.CreateService(t, c, harness.ClusterIPService("fedns", "web"))
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fed-node-1", Labels: map[string]string{
 		"topology.kubernetes.io/zone": "zone-b", "topology.kubernetes.io/region": "region-1"}}}
 	if _, err := c.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
@@ -58,7 +59,7 @@ func TestServeFederation(t *testing.T) {
 	}
 	t.Cleanup(func() { c.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
 	target := "gone.fedns.myfed.svc.zone-b.region-1.fed.example.test."
-	resolver := startUnbound(t, target+" 300 IN A 192.0.2.99")
+	resolver := harness.StartUnbound(t, target+" 300 IN A 192.0.2.99")
 
 	// The base says what a kube-dns ConfigMap cannot: where the API is
 	// and which node this is.
@@ -68,34 +69,34 @@ func TestServeFederation(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(chase string) string {
-		run := renderCorefile(t, federatedCorefile, map[string]string{"resolver": resolver.addr, "chase": chase})
+		run := harness.RenderCorefile(t, federatedCorefile, map[string]string{"resolver": resolver.Addr, "chase": chase})
 		path := filepath.Join(t.TempDir(), "Corefile")
-		if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return startServe(t, "--corefile", path, "--config", base).addr
+		return harness.Start(t, harness.Options{Args: []string{"--corefile", path, "--config", base}}).Addr
 	}
 	cname := "gone.fedns.myfed.svc.cluster.local.\t0\tIN\tCNAME\t" + target
 	ip := web.Spec.ClusterIP
-	common := []convertQuestion{
-		{"web.fedns.myfed.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"web.fedns.myfed.svc.cluster.local.\t30\tIN\tA\t" + ip}},
-		{"web.fedns.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"web.fedns.svc.cluster.local.\t30\tIN\tA\t" + ip}},
+	common := []harness.Question{
+		{Name: "web.fedns.myfed.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.fedns.myfed.svc.cluster.local.\t30\tIN\tA\t" + ip}},
+		{Name: "web.fedns.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.fedns.svc.cluster.local.\t30\tIN\tA\t" + ip}},
 		// Not a federation: the label is read as a namespace.
-		{"web.fedns.otherfed.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{Name: "web.fedns.otherfed.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	}
 	t.Run("cname", func(t *testing.T) {
 		addr := serve("")
-		answersAre(t, addr, append(common,
-			convertQuestion{"gone.fedns.myfed.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{cname}})...)
-		r := ask(t, addr, "udp", "gone.fedns.myfed.svc.cluster.local.", dns.TypeA)
+		harness.AnswersAre(t, addr, append(common,
+			harness.Question{Name: "gone.fedns.myfed.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{cname}})...)
+		r := harness.Ask(t, addr, "udp", "gone.fedns.myfed.svc.cluster.local.", dns.TypeA)
 		if !r.Authoritative || len(r.Ns) != 0 {
 			t.Errorf("CNAME answer: aa %v, authority %v; want aa and no authority", r.Authoritative, r.Ns)
 		}
 	})
 	t.Run("upstream", func(t *testing.T) {
 		addr := serve("upstream")
-		answersAre(t, addr, append(common,
-			convertQuestion{"gone.fedns.myfed.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess,
-				[]string{cname, target + "\t300\tIN\tA\t192.0.2.99"}})...)
+		harness.AnswersAre(t, addr, append(common,
+			harness.Question{Name: "gone.fedns.myfed.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess,
+				Answer: []string{cname, target + "\t300\tIN\tA\t192.0.2.99"}})...)
 	})
 }

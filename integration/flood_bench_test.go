@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -39,14 +40,14 @@ func TestFloodBench(t *testing.T) {
 		t.Skip("set SHARDNS_BENCH=1 (make bench)")
 	}
 	load := benchFlood(t)
-	corednsBin := buildCoreDNS(t)
+	corednsBin := harness.BuildCoreDNS(t)
 	t.Run("shardns defaults", func(t *testing.T) {
 		s := startFloodServer(t, "")
-		benchFloodRun(t, "shardns, defaults", s.addr, s.cmd.Process.Pid, load, nil)
+		benchFloodRun(t, "shardns, defaults", s.Addr, s.Cmd.Process.Pid, load, nil)
 	})
 	t.Run("shardns limits", func(t *testing.T) {
 		s := startFloodServer(t, floodLimits)
-		benchFloodRun(t, "shardns, recommended limits", s.addr, s.cmd.Process.Pid, load,
+		benchFloodRun(t, "shardns, recommended limits", s.Addr, s.Cmd.Process.Pid, load,
 			func() { s.reload(t, floodLimits, 7) })
 	})
 	t.Run("coredns", func(t *testing.T) {
@@ -58,12 +59,12 @@ func TestFloodBench(t *testing.T) {
 // benchFloodRun floods server, whose process is pid, and prints what
 // the flooders reached and what the legitimate client saw.
 func benchFloodRun(t *testing.T, name, server string, pid int, load floodLoad, during func()) {
-	cpu0 := cpuSeconds(t, pid)
+	cpu0 := harness.CPUSeconds(t, pid)
 	res := flood(t, server, load, during)
-	cpu := cpuSeconds(t, pid) - cpu0
+	cpu := harness.CPUSeconds(t, pid) - cpu0
 	secs := res.elapsed.Seconds()
 	t.Logf("%s: flood reached %.0f water torture + %.0f ANY/SRV queries a second; server %.2f cores, RSS %s",
-		name, float64(res.water.sent.Load())/secs, float64(res.any.sent.Load())/secs, cpu/secs, rss(t, pid))
+		name, float64(res.water.sent.Load())/secs, float64(res.any.sent.Load())/secs, cpu/secs, harness.RSS(t, pid))
 	res.log(t, name)
 }
 
@@ -91,7 +92,7 @@ func startZoneCoreDNS(t *testing.T, bin string) *benchServer {
 	t.Helper()
 	zone := filepath.Join(t.TempDir(), "cluster.local.zone")
 	writeAt(t, zone, []byte(clusterZone))
-	port := freePort(t)
+	port := harness.FreePort(t)
 	c := runCoreDNS(t, bin, "coredns", port,
 		fmt.Appendf(nil, ".:%d {\n    bind 127.0.0.1\n    errors\n    file %s cluster.local\n    cache 30\n}\n", port, zone))
 	testutil.Eventually(t, 20*time.Second, func() error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -39,23 +40,23 @@ forward: {upstreams: []}
 // floodServer is bin/shardns serving the demo cluster, and its
 // configuration file.
 type floodServer struct {
-	*process
+	*harness.Process
 	dir, http string
 	port      int
 }
 
 func startFloodServer(t *testing.T, limits string) *floodServer {
 	t.Helper()
-	s := &floodServer{dir: t.TempDir(), port: freePort(t)}
+	s := &floodServer{dir: t.TempDir(), port: harness.FreePort(t)}
 	demo, err := os.ReadFile("../deploy/local/demo-cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeAt(t, filepath.Join(s.dir, "demo-cluster.yaml"), demo)
 	writeAt(t, filepath.Join(s.dir, "shardns.yaml"), []byte(floodConfig(s.port, limits, 5)))
-	s.process = startServe(t, "--config", filepath.Join(s.dir, "shardns.yaml"))
-	s.waitReady(t)
-	s.http = s.httpAddr(t)
+	s.Process = harness.Start(t, harness.Options{Args: []string{"--config", filepath.Join(s.dir, "shardns.yaml")}})
+	s.WaitReady(t)
+	s.http = s.HTTPAddr(t)
 	return s
 }
 
@@ -69,9 +70,9 @@ func (s *floodServer) reload(t *testing.T, limits string, ttl int) {
 	if err := os.Rename(path+".new", path); err != nil {
 		t.Fatal(err)
 	}
-	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.Cmd.Process.Signal(syscall.SIGHUP)
 	testutil.Eventually(t, 30*time.Second, func() error {
-		r, err := testutil.Exchange(s.addr, "tcp", legitimateNames[0].name, dns.TypeA)
+		r, err := testutil.Exchange(s.Addr, "tcp", legitimateNames[0].name, dns.TypeA)
 		if err != nil {
 			return err
 		}
@@ -158,7 +159,7 @@ func TestFloodBinary(t *testing.T) {
 	var ampDefault float64
 	t.Run("defaults", func(t *testing.T) {
 		s := startFloodServer(t, "")
-		res := flood(t, s.addr, ciFlood, nil)
+		res := flood(t, s.Addr, ciFlood, nil)
 		res.log(t, "defaults")
 		if n := res.water.slipped.Load() + res.any.slipped.Load(); n != 0 {
 			t.Errorf("%d answers slipped without dns.rrl", n)
@@ -170,7 +171,7 @@ func TestFloodBinary(t *testing.T) {
 	})
 	t.Run("limits", func(t *testing.T) {
 		s := startFloodServer(t, floodLimits)
-		res := flood(t, s.addr, ciFlood, func() { s.reload(t, floodLimits, 7) })
+		res := flood(t, s.Addr, ciFlood, func() { s.reload(t, floodLimits, 7) })
 		res.log(t, "limits")
 		checkLegitimate(t, res.legit)
 		for name, st := range map[string]*floodStats{"water torture": &res.water, "ANY flood": &res.any} {
@@ -184,10 +185,10 @@ func TestFloodBinary(t *testing.T) {
 		if amp := float64(res.any.bytesOut.Load()) / float64(res.any.bytesIn.Load()); ampDefault != 0 && amp >= ampDefault {
 			t.Errorf("ANY flood: %.2f× its bytes back with RRL, %.2f× without", amp, ampDefault)
 		}
-		if got := scrapeLabelled(t, s.http, "shardns_dns_rrl_responses_total", `action="slipped"`); got == 0 {
+		if got := harness.ScrapeLabelled(t, s.http, "shardns_dns_rrl_responses_total", `action="slipped"`); got == 0 {
 			t.Error("shardns_dns_rrl_responses_total{action=\"slipped\"} did not count")
 		}
-		if got := scrapeLabelled(t, s.http, "shardns_dns_dropped_total", `reason="ratelimit"`); got == 0 {
+		if got := harness.ScrapeLabelled(t, s.http, "shardns_dns_dropped_total", `reason="ratelimit"`); got == 0 {
 			t.Error("shardns_dns_dropped_total{reason=\"ratelimit\"} did not count the water torture")
 		}
 	})

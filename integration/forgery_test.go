@@ -36,6 +36,7 @@ import (
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -65,16 +66,16 @@ var (
 func TestCompromisedNodeCannotForge(t *testing.T) {
 	hostAddrs(t, append(slices.Clone(forgeReplicaIPs), forgeNodeIP)...)
 	cp := kubeapi.Shared(t)
-	mkNamespace(t, cp.Client, forgeNS, nil)
+	harness.CreateNamespace(t, cp.Client, forgeNS, nil)
 	names := webNamespaces(t, cp, "forge", 6)
-	gossipPort, remotePort := freeTCPPort(t), freeTCPPort(t) // the same on every address, as in a StatefulSet
+	gossipPort, remotePort := harness.FreePort(t), harness.FreePort(t) // the same on every address, as in a StatefulSet
 	forgePeersService(t, cp, "peers", forgeReplicaIPs, forgeReplicaIDs, int32(remotePort))
 	forgePeersService(t, cp, "nodes", []string{forgeNodeIP}, nil, 0)
-	replicas := make([]*replicaProcess, len(forgeReplicaIPs))
+	replicas := make([]*harness.Replica, len(forgeReplicaIPs))
 	for i, ip := range forgeReplicaIPs {
 		replicas[i] = startForgeReplica(t, cp, forgeReplicaIDs[i], ip, gossipPort, remotePort, "")
 	}
-	settled(t, replicas, len(replicas))
+	harness.Settled(t, replicas, len(replicas))
 	cred := waitCredential(t, cp)
 	keys := forgeKeys(t, cp)
 	remotes := map[string]string{}
@@ -85,10 +86,10 @@ func TestCompromisedNodeCannotForge(t *testing.T) {
 	// The node's own node-local process, with the credential the
 	// replicas wrote, finds them through the peers Service.
 	nl := startForgeNodeLocal(t, cp)
-	targets := []string{replicas[0].addr, replicas[1].addr, nl.addr}
+	targets := []string{replicas[0].Addr, replicas[1].Addr, nl.Addr}
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for name, ip := range names {
-			if err := answerIs(nl.addr, name, ip); err != nil {
+			if err := harness.AnswerIs(nl.Addr, name, ip); err != nil {
 				return err
 			}
 		}
@@ -134,7 +135,7 @@ func TestCompromisedNodeCannotForge(t *testing.T) {
 	waitRejectedFrom(t, replicas, forgeNodeIP, trust.ReasonRemoteLimit)
 	dropped := 0.0
 	for _, r := range replicas {
-		dropped += scrapeLabelled(t, r.http, "shardns_cluster_replies_dropped_total", `reason="unknown-id"`)
+		dropped += harness.ScrapeLabelled(t, r.HTTP, "shardns_cluster_replies_dropped_total", `reason="unknown-id"`)
 	}
 	if dropped == 0 {
 		t.Error("no replica dropped a forged reply sent with the replicas' key: did any reach dispatch-replies?")
@@ -162,7 +163,7 @@ func TestCompromisedNodeCannotForge(t *testing.T) {
 	t.Run("owns nothing, even with the replicas' key", func(t *testing.T) {
 		keyFile := writeKeyFile(t, keys)
 		// A replica at the node address (admitted to ask, not to own).
-		startForgeReplica(t, cp, "intruder", forgeNodeIP, gossipPort, freeTCPPort(t), "secretKeyFile: "+keyFile)
+		startForgeReplica(t, cp, "intruder", forgeNodeIP, gossipPort, harness.FreePort(t), "secretKeyFile: "+keyFile)
 		waitRejectedFrom(t, replicas, forgeNodeIP, trust.ReasonNotOwner)
 		// A phantom at the first replica's address, under another name.
 		phantom := fmt.Sprintf(`
@@ -179,13 +180,13 @@ cluster:
   secretKeyFile: %s
   replicationFactor: 1
   gossip: fast
-`, forgeNodeIP, net.JoinHostPort(forgeReplicaIPs[1], fmt.Sprint(gossipPort)), forgeNodeIP, freeTCPPort(t),
-			net.JoinHostPort(forgeReplicaIPs[0], fmt.Sprint(gossipPort)), forgeNodeIP, freeTCPPort(t), keyFile)
-		startShardns(t, phantom)
+`, forgeNodeIP, net.JoinHostPort(forgeReplicaIPs[1], fmt.Sprint(gossipPort)), forgeNodeIP, harness.FreePort(t),
+			net.JoinHostPort(forgeReplicaIPs[0], fmt.Sprint(gossipPort)), forgeNodeIP, harness.FreePort(t), keyFile)
+		harness.Start(t, harness.Options{Config: phantom})
 		waitRejectedFrom(t, replicas, forgeReplicaIPs[0], trust.ReasonNotPeer)
-		settled(t, replicas, len(replicas))
+		harness.Settled(t, replicas, len(replicas))
 		for _, r := range replicas {
-			ring, err := r.ring(t)
+			ring, err := r.Ring(t)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +211,7 @@ cluster:
 // pod), with the tcp-remote port when remotePort is set.
 func forgePeersService(t *testing.T, cp *kubeapi.ControlPlane, name string, ips, podNames []string, remotePort int32) {
 	t.Helper()
-	mkService(t, cp.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: forgeNS, Name: name},
+	harness.CreateService(t, cp.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: forgeNS, Name: name},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
 			Ports: []corev1.ServicePort{{Name: "tcp-remote", Port: 8090, Protocol: corev1.ProtocolTCP}}}})
 	sl := &discoveryv1.EndpointSlice{
@@ -236,7 +237,7 @@ func forgePeersService(t *testing.T, cp *kubeapi.ControlPlane, name string, ips,
 // startForgeReplica starts a replica at ip, admitted through the peers
 // Service, with the node addresses admitted to ask; keys says where its
 // key comes from ("": the Secret the replicas generate).
-func startForgeReplica(t *testing.T, cp *kubeapi.ControlPlane, name, ip string, gossipPort, remotePort int, keys string) *replicaProcess {
+func startForgeReplica(t *testing.T, cp *kubeapi.ControlPlane, name, ip string, gossipPort, remotePort int, keys string) *harness.Replica {
 	t.Helper()
 	if keys == "" {
 		keys = "secret: " + forgeNS + "/gossip"
@@ -259,14 +260,14 @@ cluster:
   gossip: fast
   handoffGrace: 5s
 `, ip, cp.Kubeconfig, name, forgeNS, forgeNS, keys, forgeNS, gossip, ip, remotePort)
-	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+	p := harness.Start(t, harness.Options{Config: cfg})
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t), Gossip: gossip}
 }
 
 // startForgeNodeLocal starts the node's node-local process as the
 // DaemonSet runs it: the credential from the Secret, the replicas from
 // the peers Service.
-func startForgeNodeLocal(t *testing.T, cp *kubeapi.ControlPlane) *replicaProcess {
+func startForgeNodeLocal(t *testing.T, cp *kubeapi.ControlPlane) *harness.Replica {
 	t.Helper()
 	cfg := fmt.Sprintf(`
 mode: nodelocal
@@ -281,9 +282,9 @@ cluster:
   remote: "%s:%d"
   replicationFactor: 1
   gossip: fast
-`, forgeNodeIP, cp.Kubeconfig, forgeNS, forgeNS, forgeNodeIP, freeTCPPort(t))
-	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t)}
+`, forgeNodeIP, cp.Kubeconfig, forgeNS, forgeNS, forgeNodeIP, harness.FreePort(t))
+	p := harness.Start(t, harness.Options{Config: cfg})
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 }
 
 // waitCredential is the node-local credential once a replica wrote it.
@@ -340,7 +341,7 @@ func mustGuard(t *testing.T, cfg trust.GuardConfig) *trust.Guard {
 
 // waitRejectedFrom waits until one of rs lists a rejection of ip for
 // reason in /debug/ring.
-func waitRejectedFrom(t *testing.T, rs []*replicaProcess, ip, reason string) {
+func waitRejectedFrom(t *testing.T, rs []*harness.Replica, ip, reason string) {
 	t.Helper()
 	waitRejectedWith(t, rs, ip, reason, func(httpapi.Ring) {})
 }
@@ -612,11 +613,11 @@ func writeFile(t *testing.T, name string, data []byte) string {
 // replicasCPU is the CPU time the processes rs have used so far, in
 // seconds: what an attack costs the replicas, apart from what it costs
 // the attacker, which shares this machine's cores here.
-func replicasCPU(t *testing.T, rs []*replicaProcess) float64 {
+func replicasCPU(t *testing.T, rs []*harness.Replica) float64 {
 	t.Helper()
 	total := 0.0
 	for _, r := range rs {
-		total += cpuSeconds(t, r.cmd.Process.Pid)
+		total += harness.CPUSeconds(t, r.Cmd.Process.Pid)
 	}
 	return total
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -42,12 +43,12 @@ func TestGossipStreams(t *testing.T) {
 	h := startHostileTarget(t, "")
 	for _, conns := range []int{8, 64} {
 		t.Run(fmt.Sprint(conns), func(t *testing.T) {
-			before := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
+			before := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
 			r := runHostile(t, h, hostileSpec{Kind: "gossip-streams", Target: h.gossip, Conns: conns, Size: 20<<20 - 1<<10},
 				5*time.Second)
 			r.check(t, 32)
 			logAttacker(t, r)
-			after := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
+			after := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
 			t.Logf("shardns_cluster_rejected_members_total{reason=\"gossip-limit\"}: %.0f → %.0f", before, after)
 			if after <= before {
 				t.Errorf("%d streams declaring %d bytes were not refused: shardns_cluster_rejected_members_total{reason=\"gossip-limit\"} stayed %.0f",
@@ -63,11 +64,11 @@ func TestGossipStreams(t *testing.T) {
 // closed unread.
 func TestGossipStreamsUnderTheCap(t *testing.T) {
 	h := startHostileTarget(t, "")
-	before := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
+	before := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
 	r := runHostile(t, h, hostileSpec{Kind: "gossip-streams", Target: h.gossip, Conns: 64, Size: 1_000_000}, 5*time.Second)
 	r.check(t, 32)
 	logAttacker(t, r)
-	after := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
+	after := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="gossip-limit"`)
 	if after <= before {
 		t.Errorf("64 streams were all read: shardns_cluster_rejected_members_total{reason=\"gossip-limit\"} stayed %.0f", after)
 	}
@@ -93,21 +94,21 @@ cluster:
   remote: "127.0.0.1:%d"
   secretKeyFile: %s
   replicationFactor: 1
-`, name, join, bind, advertise, freeTCPPort(t), h.keyFile)
+`, name, join, bind, advertise, harness.FreePort(t), h.keyFile)
 	}
-	bGossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	startShardns(t, keyed("b", h.gossip, bGossip, bGossip))
-	target := &replicaProcess{process: h.p, http: h.http, gossip: h.gossip}
-	settled(t, []*replicaProcess{target}, 2)
+	bGossip := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	harness.Start(t, harness.Options{Config: keyed("b", h.gossip, bGossip, bGossip)})
+	target := &harness.Replica{Process: h.p, HTTP: h.http, Gossip: h.gossip}
+	harness.Settled(t, []*harness.Replica{target}, 2)
 
-	startShardns(t, keyed("phantom", h.gossip, fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t)), bGossip))
+	harness.Start(t, harness.Options{Config: keyed("phantom", h.gossip, fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), bGossip)})
 	testutil.Eventually(t, 20*time.Second, func() error {
-		if n := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="address-taken"`); n == 0 {
+		if n := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="address-taken"`); n == 0 {
 			return fmt.Errorf("no address-taken refusal counted yet")
 		}
 		return nil
 	})
-	ring, err := target.ring(t)
+	ring, err := target.Ring(t)
 	if err != nil {
 		t.Fatal(err)
 	}

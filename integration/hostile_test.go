@@ -21,6 +21,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -34,7 +35,7 @@ import (
 // hostileTarget is one keyed replica serving the demo cluster, its gossip
 // and remote ports on loopback.
 type hostileTarget struct {
-	p              *process
+	p              *harness.Process
 	gossip, remote string // host:port
 	http           string // host:port of its HTTP API
 	keyFile        string // the replicas' gossip key
@@ -64,7 +65,7 @@ func startHostileTarget(t *testing.T, extra string) *hostileTarget {
 	key := make([]byte, 32)
 	rand.Read(key)
 	h := &hostileTarget{dir: dir, keyFile: writeIn(t, dir, "gossip.key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"))}
-	cred, err := exec.Command(shardnsBin, "credential", "--secret-key-file", h.keyFile).Output()
+	cred, err := exec.Command(harness.Bin, "credential", "--secret-key-file", h.keyFile).Output()
 	if err != nil {
 		t.Fatalf("shardns credential: %v", err)
 	}
@@ -74,8 +75,8 @@ func startHostileTarget(t *testing.T, extra string) *hostileTarget {
 		forward = "" // extra has its own
 	}
 	for attempt := 0; ; attempt++ {
-		h.gossip = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-		h.remote = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		h.gossip = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+		h.remote = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 		cfg := fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: false}
@@ -89,8 +90,8 @@ manifests: {files: [demo-cluster.yaml]}
   secretKeyFile: %s
 %s`, forward, h.gossip, h.remote, h.keyFile, extra)
 		path := writeIn(t, dir, "shardns.yaml", []byte(cfg))
-		p, err := tryStartServeIn(t, "", "--config", path)
-		if err == errPortTaken && attempt < 3 {
+		p, err := harness.TryStart(t, harness.Options{Args: []string{"--config", path}})
+		if err == harness.ErrPortTaken && attempt < 3 {
 			continue
 		}
 		if err != nil {
@@ -99,10 +100,9 @@ manifests: {files: [demo-cluster.yaml]}
 		h.p = p
 		break
 	}
-	h.p.waitReady(t)
-	h.http = h.p.httpAddr(t)
-	h.p.httpc <- h.http // keep it for later callers
-	if err := answerIs(h.p.addr, hostileQuestion, hostileAnswer); err != nil {
+	h.p.WaitReady(t)
+	h.http = h.p.HTTPAddr(t)
+	if err := harness.AnswerIs(h.p.Addr, hostileQuestion, hostileAnswer); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -208,11 +208,11 @@ func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := h.p.cmd.Process.Pid
+	pid := h.p.Cmd.Process.Pid
 	r := hostileReport{Spec: s}
 	r.BeforeMiB, _ = residentMB(t, pid)
 
-	client := probeEvery(func() error { return answerIs(h.p.addr, hostileQuestion, hostileAnswer) })
+	client := probeEvery(func() error { return harness.AnswerIs(h.p.Addr, hostileQuestion, hostileAnswer) })
 
 	cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run", "^TestHostileAttacker$", "-test.v")
 	cmd.Env = append(os.Environ(), "SHARDNS_HOSTILE_ATTACK="+string(spec))
@@ -251,7 +251,7 @@ func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duratio
 	end := time.Now().Add(hold)
 	for time.Now().Before(end) {
 		select {
-		case <-h.p.done:
+		case <-h.p.Done:
 			r.Exited = true
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -404,7 +404,7 @@ func dialMany(ctx context.Context, addr string, n int) ([]io.Closer, error) {
 // opens nothing is reported as such.
 func TestHostileHarness(t *testing.T) {
 	h := startHostileTarget(t, "")
-	r := runHostile(t, h, hostileSpec{Kind: "hold-tcp", Target: h.p.addr, Conns: 100}, 2*time.Second)
+	r := runHostile(t, h, hostileSpec{Kind: "hold-tcp", Target: h.p.Addr, Conns: 100}, 2*time.Second)
 	r.check(t, 32)
 	if r.Asked == 0 {
 		t.Error("the client asked nothing during the attack")
@@ -413,7 +413,7 @@ func TestHostileHarness(t *testing.T) {
 		t.Errorf("report %v, want 100 opened", r)
 	}
 	var m *dns.Msg // the target still answers after the attack
-	if m, _ = testutil.Exchange(h.p.addr, "tcp", hostileQuestion, dns.TypeA); m == nil || len(m.Answer) != 1 {
+	if m, _ = testutil.Exchange(h.p.Addr, "tcp", hostileQuestion, dns.TypeA); m == nil || len(m.Answer) != 1 {
 		t.Errorf("after the attack, over TCP: %v", m)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shardns/shardns/integration/harness"
 )
 
 // The HTTP API (http.listen: /health, /ready, /metrics) is reachable by
@@ -36,8 +38,8 @@ func TestHTTPSlowHeaders(t *testing.T) {
 	r := runHostile(t, h, hostileSpec{Kind: "http-slow-headers", Target: h.http, Conns: conns}, 10*time.Second)
 	probes.check(t, "HTTP (/health, /ready, /metrics)")
 	r.check(t, 32)
-	evicted := metricSum(t, h.http, "shardns_http_evicted_total", "")
-	timedOut := metricSum(t, h.http, "shardns_http_timeouts_total", `reason="read"`)
+	evicted := harness.MetricSum(t, h.http, "shardns_http_evicted_total", "")
+	timedOut := harness.MetricSum(t, h.http, "shardns_http_timeouts_total", `reason="read"`)
 	t.Logf("connections closed to make room: %.0f; requests timed out: %.0f", evicted, timedOut)
 	if evicted+timedOut == 0 {
 		t.Errorf("%d unfinished requests closed none: shardns_http_evicted_total and shardns_http_timeouts_total{reason=\"read\"} are 0", r.Opened)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -54,15 +55,15 @@ func TestIdleConnections(t *testing.T) {
 	}
 	writeAt(t, filepath.Join(dir, "demo-cluster.yaml"), demo)
 	certFile, keyFile, cert := testutil.WriteCert(t, dir, "dns", "localhost")
-	dnsPort, dotPort, dohPort := freePort(t), freeTCPPort(t), freeTCPPort(t)
+	dnsPort, dotPort, dohPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
 	writeAt(t, filepath.Join(dir, "shardns.yaml"), []byte(idleConfig(dnsPort, dotPort, dohPort, certFile, keyFile)))
-	server := startServe(t, "--config", filepath.Join(dir, "shardns.yaml"))
-	server.waitReady(t)
-	metrics := server.httpAddr(t)
+	server := harness.Start(t, harness.Options{Args: []string{"--config", filepath.Join(dir, "shardns.yaml")}})
+	server.WaitReady(t)
+	metrics := server.HTTPAddr(t)
 	plain := fmt.Sprintf("127.0.0.1:%d", dnsPort)
 	dot := fmt.Sprintf("127.0.0.1:%d", dotPort)
 	doh := fmt.Sprintf("127.0.0.1:%d", dohPort)
-	pid := server.cmd.Process.Pid
+	pid := server.Cmd.Process.Pid
 	before := openFiles(t, pid)
 
 	ctx, stopLegit := context.WithCancel(context.Background())
@@ -121,10 +122,10 @@ func TestIdleConnections(t *testing.T) {
 			}
 		}
 	}
-	if full := scrapeLabelled(t, metrics, "shardns_dns_tcp_evicted_total", `reason="full"`); full == 0 {
+	if full := harness.ScrapeLabelled(t, metrics, "shardns_dns_tcp_evicted_total", `reason="full"`); full == 0 {
 		t.Error("no connection closed for a full listener")
 	}
-	if own := scrapeLabelled(t, metrics, "shardns_dns_tcp_evicted_total", `reason="source"`); own == 0 {
+	if own := harness.ScrapeLabelled(t, metrics, "shardns_dns_tcp_evicted_total", `reason="source"`); own == 0 {
 		t.Error("no connection of the greedy address closed for its own bound")
 	}
 	// What stays idle is closed after dns.tcpIdleTimeout.

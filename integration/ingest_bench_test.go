@@ -22,6 +22,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -57,8 +58,8 @@ func TestShardedIngest(t *testing.T) {
 	}
 	const namespaces, endpoints = 100, 10
 	generateCluster(t, client, namespaces, 10000, endpoints)
-	coredns := startCoreDNS(t, buildCoreDNS(t), cp.Kubeconfig)
-	var rs []*replicaProcess
+	coredns := startCoreDNS(t, harness.BuildCoreDNS(t), cp.Kubeconfig)
+	var rs []*harness.Replica
 	// The memory phases gossip with the tests' fast timing, so that each
 	// replica joins and settles in a second; the churn with the default
 	// one (gossip: lan), as deployed: the fast timing exchanges the whole
@@ -69,11 +70,11 @@ func TestShardedIngest(t *testing.T) {
 		for len(rs) < n {
 			var seeds []string
 			if len(rs) > 0 {
-				seeds = []string{rs[0].gossip}
+				seeds = []string{rs[0].Gossip}
 			}
 			serving := watchReadiness(rs)
-			rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("r%d", len(rs)), seeds, 1, cluster))
-			settled(t, rs, len(rs))
+			rs = append(rs, harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("r%d", len(rs)), Seeds: seeds, RF: 1, Cluster: cluster}))
+			harness.Settled(t, rs, len(rs))
 			// The replicas already serving re-list what they keep; they
 			// must stay ready throughout, or a readiness probe would take
 			// them out of the Service all at once.
@@ -88,9 +89,9 @@ func TestShardedIngest(t *testing.T) {
 			// What the newcomer took from announcing itself to serving
 			// its share, against the grace its zones' old owners give it.
 			r := rs[len(rs)-1]
-			if n := scrape(t, r.http, "shardns_cluster_gain_load_duration_seconds_count"); n > 0 {
+			if n := harness.Scrape(t, r.HTTP, "shardns_cluster_gain_load_duration_seconds_count"); n > 0 {
 				t.Logf("handoff: r%d (replica %d of %d) loaded the zones it gained in %.1f s",
-					len(rs)-1, len(rs), len(rs), scrape(t, r.http, "shardns_cluster_gain_load_duration_seconds_sum")/n)
+					len(rs)-1, len(rs), len(rs), harness.Scrape(t, r.HTTP, "shardns_cluster_gain_load_duration_seconds_sum")/n)
 			}
 		}
 	}
@@ -108,12 +109,12 @@ func TestShardedIngest(t *testing.T) {
 		core, coreAnon := procMemory(t, coredns.pid)
 		largest, largestAnon, name := 0.0, 0.0, ""
 		var each []string
-		var biggest *replicaProcess
+		var biggest *harness.Replica
 		for _, r := range rs {
-			rss, anon := procMemory(t, r.cmd.Process.Pid)
+			rss, anon := procMemory(t, r.Cmd.Process.Pid)
 			each = append(each, fmt.Sprintf("%.0f (%.0f)", rss, anon))
 			if rss > largest {
-				largest, name, biggest = rss, r.http, r
+				largest, name, biggest = rss, r.HTTP, r
 			}
 			largestAnon = max(largestAnon, anon)
 		}
@@ -156,7 +157,7 @@ func TestShardedIngest(t *testing.T) {
 	cluster = "gossip: lan\n  handoffGrace: 5s"
 	churnWith := func(n int, d time.Duration, phase string) []churnResult {
 		for _, r := range rs {
-			r.cmd.Process.Kill()
+			r.Cmd.Process.Kill()
 		}
 		rs = nil
 		grow(n)
@@ -184,11 +185,11 @@ func TestShardedIngest(t *testing.T) {
 // and answers through its lameduck. Its RSS is read every 50 ms until it
 // exits; the replicas staying answer a name of every namespace
 // throughout, until they have loaded its zones, and none may fail.
-func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess, cluster string, namespaces int) {
+func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*harness.Replica, cluster string, namespaces int) {
 	t.Helper()
-	r := startReplicaProcessLameduck(t, cp, fmt.Sprintf("r%d", len(rs)), []string{rs[0].gossip}, 1, cluster, 5*time.Second)
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("r%d", len(rs)), Seeds: []string{rs[0].Gossip}, RF: 1, Cluster: cluster, Lameduck: 5 * time.Second})
 	all := append(slices.Clone(rs), r)
-	settled(t, all, len(all))
+	harness.Settled(t, all, len(all))
 	handedOver(t, all)
 	// An endpoint's own name in each namespace: one A record, known here
 	// (generateCluster's addresses), whichever replica owns it.
@@ -197,15 +198,15 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess
 		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)
 	}
 	l := startLoad(func() []string { return addrs(rs) }, names)
-	pid := r.cmd.Process.Pid
+	pid := r.Cmd.Process.Pid
 	before, _ := procMemory(t, pid)
 	peak := before
 	start := time.Now()
-	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.Cmd.Process.Signal(syscall.SIGTERM)
 	tick := time.NewTicker(50 * time.Millisecond)
 	for exited := false; !exited; {
 		select {
-		case <-r.done:
+		case <-r.Done:
 			exited = true
 		case <-tick.C:
 			if rss, _, err := readProcMemory(pid); err == nil {
@@ -215,7 +216,7 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess
 	}
 	tick.Stop()
 	stopped := time.Since(start)
-	settled(t, rs, len(rs))
+	harness.Settled(t, rs, len(rs))
 	handedOver(t, rs)
 	l.stop.Store(true)
 	l.wg.Wait()
@@ -230,10 +231,10 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*replicaProcess
 
 // keepCPUProfile writes r's CPU profile of the next d to file; a failure
 // is logged, not fatal: the profile is for reading, not for the verdict.
-func keepCPUProfile(t *testing.T, r *replicaProcess, d time.Duration, file string) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", r.http, int(d.Seconds())))
+func keepCPUProfile(t *testing.T, r *harness.Replica, d time.Duration, file string) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", r.HTTP, int(d.Seconds())))
 	if err != nil {
-		t.Logf("CPU profile of %s: %v", r.http, err)
+		t.Logf("CPU profile of %s: %v", r.HTTP, err)
 		return
 	}
 	defer resp.Body.Close()
@@ -242,14 +243,14 @@ func keepCPUProfile(t *testing.T, r *replicaProcess, d time.Duration, file strin
 		err = os.WriteFile(file, profile, 0o644)
 	}
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Logf("CPU profile of %s: %d %v", r.http, resp.StatusCode, err)
+		t.Logf("CPU profile of %s: %d %v", r.HTTP, resp.StatusCode, err)
 	}
 }
 
 // settledIngest waits until CoreDNS and every replica answer last, the
 // replicas hold each record once between them, have released the zones
 // they lost and have returned the memory their loads freed.
-func settledIngest(t *testing.T, coredns string, rs []*replicaProcess, last string) {
+func settledIngest(t *testing.T, coredns string, rs []*harness.Replica, last string) {
 	t.Helper()
 	handedOver(t, rs)
 	testutil.Eventually(t, 5*time.Minute, func() error {
@@ -266,8 +267,8 @@ func settledIngest(t *testing.T, coredns string, rs []*replicaProcess, last stri
 			// A handoff is over once the zones it took away are released
 			// (handedOver) and the memory that freed is returned: its
 			// cost is not the churn's.
-			if scrape(t, r.http, "shardns_memory_return_pending") != 0 {
-				return fmt.Errorf("%s has freed memory to return", r.http)
+			if harness.Scrape(t, r.HTTP, "shardns_memory_return_pending") != 0 {
+				return fmt.Errorf("%s has freed memory to return", r.HTTP)
 			}
 		}
 		return nil
@@ -277,12 +278,12 @@ func settledIngest(t *testing.T, coredns string, rs []*replicaProcess, last stri
 // handedOver waits until every replica has released the zones a ring
 // change took from it: the end of its grace period, by which the replicas
 // that lost zones have listed what they keep again.
-func handedOver(t *testing.T, rs []*replicaProcess) {
+func handedOver(t *testing.T, rs []*harness.Replica) {
 	t.Helper()
 	testutil.Eventually(t, 2*time.Minute, func() error {
 		for _, r := range rs {
-			if n := scrape(t, r.http, "shardns_cluster_zones_in_grace"); n != 0 {
-				return fmt.Errorf("%s still answers %.0f zones it lost", r.http, n)
+			if n := harness.Scrape(t, r.HTTP, "shardns_cluster_zones_in_grace"); n != 0 {
+				return fmt.Errorf("%s still answers %.0f zones it lost", r.HTTP, n)
 			}
 		}
 		return nil
@@ -291,14 +292,14 @@ func handedOver(t *testing.T, rs []*replicaProcess) {
 
 // readinessWatch asks replicas for /ready every 100 ms until stopped.
 type readinessWatch struct {
-	replicas []*replicaProcess
+	replicas []*harness.Replica
 	done     chan struct{}
 	wg       sync.WaitGroup
 	asked    atomic.Int64
 	unready  atomic.Int64
 }
 
-func watchReadiness(rs []*replicaProcess) *readinessWatch {
+func watchReadiness(rs []*harness.Replica) *readinessWatch {
 	w := &readinessWatch{replicas: slices.Clone(rs), done: make(chan struct{})}
 	client := &http.Client{Timeout: time.Second}
 	w.wg.Go(func() {
@@ -311,7 +312,7 @@ func watchReadiness(rs []*replicaProcess) *readinessWatch {
 			case <-tick.C:
 			}
 			for _, r := range w.replicas {
-				resp, err := client.Get("http://" + r.http + "/ready")
+				resp, err := client.Get("http://" + r.HTTP + "/ready")
 				if err != nil {
 					continue // a slow answer is not a not-ready one
 				}
@@ -334,10 +335,10 @@ func (w *readinessWatch) stop() (asked, unready int64) {
 	return w.asked.Load(), w.unready.Load()
 }
 
-func addrs(rs []*replicaProcess) []string {
+func addrs(rs []*harness.Replica) []string {
 	var out []string
 	for _, r := range rs {
-		out = append(out, r.addr)
+		out = append(out, r.Addr)
 	}
 	return out
 }
@@ -355,11 +356,11 @@ func (c churnResult) String() string {
 // churnCost updates 10 EndpointSlices a second, each time a random
 // service's first endpoint to a new address, for d, and returns what each
 // replica spent meanwhile.
-func churnCost(t *testing.T, client kubernetes.Interface, rs []*replicaProcess, d time.Duration, namespaces int, phase string) []churnResult {
+func churnCost(t *testing.T, client kubernetes.Interface, rs []*harness.Replica, d time.Duration, namespaces int, phase string) []churnResult {
 	t.Helper()
 	before := make([]churnResult, len(rs))
 	for i, r := range rs {
-		before[i] = churnResult{cpuSeconds(t, r.cmd.Process.Pid), scrapeLabelled(t, r.http, "shardns_kubernetes_events_total", `kind="EndpointSlice"`)}
+		before[i] = churnResult{harness.CPUSeconds(t, r.Cmd.Process.Pid), harness.ScrapeLabelled(t, r.HTTP, "shardns_kubernetes_events_total", `kind="EndpointSlice"`)}
 	}
 	// With SHARDNS_PROFILE_DIR, each replica's CPU profile of the churn
 	// is kept there (cpu-churn-<replicas>-r<i><phase>.pb.gz).
@@ -386,8 +387,8 @@ func churnCost(t *testing.T, client kubernetes.Interface, rs []*replicaProcess, 
 	profiles.Wait()
 	out := make([]churnResult, len(rs))
 	for i, r := range rs {
-		out[i] = churnResult{cpuSeconds(t, r.cmd.Process.Pid) - before[i].cpu,
-			scrapeLabelled(t, r.http, "shardns_kubernetes_events_total", `kind="EndpointSlice"`) - before[i].events}
+		out[i] = churnResult{harness.CPUSeconds(t, r.Cmd.Process.Pid) - before[i].cpu,
+			harness.ScrapeLabelled(t, r.HTTP, "shardns_kubernetes_events_total", `kind="EndpointSlice"`) - before[i].events}
 	}
 	return out
 }

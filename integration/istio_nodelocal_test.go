@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -31,11 +32,11 @@ func TestNodeLocalMeshExportTo(t *testing.T) {
 		"hosts": list("*.nlm.global"), "addresses": list("127.255.0.7")})
 	mkOwnServiceEntry(t, se, "nlm-a", "private", map[string]any{
 		"hosts": list("db.nlm.global", "only.nlmprivate.global"), "addresses": list("10.77.0.1"), "exportTo": list(".")})
-	u := startUnbound(t, "only.nlmprivate.global. 300 IN A 192.0.2.90", "db.nlm.global. 300 IN A 192.0.2.91")
+	u := harness.StartUnbound(t, "only.nlmprivate.global. 300 IN A 192.0.2.90", "db.nlm.global. 300 IN A 192.0.2.91")
 
-	r := startReplicaProcessKube(t, cp, "r0", nil, 2, "gossip: fast\nistio: {enabled: true}", 0, "pods: disabled")
-	settled(t, []*replicaProcess{r}, 1)
-	p := startShardns(t, fmt.Sprintf(`
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: "gossip: fast\nistio: {enabled: true}", Kube: "pods: disabled"})
+	harness.Settled(t, []*harness.Replica{r}, 1)
+	p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 mode: nodelocal
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
@@ -47,10 +48,11 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, cp.Kubeconfig, node, u.addr, remoteOf(t, r), freeTCPPort(t)))
-	nl := &replicaProcess{process: p, http: p.httpAddr(t)}
+`, cp.Kubeconfig, node, u.Addr, remoteOf(t, r), harness.FreePort(t))})
+
+	nl := &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 	testutil.Eventually(t, 20*time.Second, func() error {
-		if got := scrape(t, nl.http, "shardns_client_pods_held"); got != 2 {
+		if got := harness.Scrape(t, nl.HTTP, "shardns_client_pods_held"); got != 2 {
 			return fmt.Errorf("the node-local process holds %v pods, want 2", got)
 		}
 		return nil
@@ -60,7 +62,7 @@ cluster:
 	// The names reach the node-local process with the ring: until then its
 	// answers are the upstream's.
 	testutil.Eventually(t, 20*time.Second, func() error {
-		return answersFrom(nl.addr, own, "db.nlm.global.", dns.TypeA, dns.RcodeSuccess, a("db.nlm.global.", "10.77.0.1"))
+		return answersFrom(nl.Addr, own, "db.nlm.global.", dns.TypeA, dns.RcodeSuccess, a("db.nlm.global.", "10.77.0.1"))
 	})
 	// Each question twice, others' in between: nothing one namespace was
 	// answered reaches another through a cache.
@@ -77,17 +79,17 @@ cluster:
 			{unknown, "only.nlmprivate.global.", a("only.nlmprivate.global.", "192.0.2.90")},
 			{own, "x.nlm.global.", a("x.nlm.global.", "127.255.0.7")},
 		} {
-			if err := answersFromRetried(nl.addr, c.from, c.name, dns.TypeA, dns.RcodeSuccess, c.want); err != nil {
+			if err := answersFromRetried(nl.Addr, c.from, c.name, dns.TypeA, dns.RcodeSuccess, c.want); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	// The replica's own listener answers the public wildcard only, and
 	// has no upstream for the rest.
-	if err := answersFrom(r.addr, own, "db.nlm.global.", dns.TypeA, dns.RcodeSuccess, a("db.nlm.global.", "127.255.0.7")); err != nil {
+	if err := answersFrom(r.Addr, own, "db.nlm.global.", dns.TypeA, dns.RcodeSuccess, a("db.nlm.global.", "127.255.0.7")); err != nil {
 		t.Error(err)
 	}
-	if err := answersFrom(r.addr, own, "only.nlmprivate.global.", dns.TypeA, dns.RcodeRefused, nil); err != nil {
+	if err := answersFrom(r.Addr, own, "only.nlmprivate.global.", dns.TypeA, dns.RcodeRefused, nil); err != nil {
 		t.Error(err)
 	}
 }

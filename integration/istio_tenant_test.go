@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -25,7 +26,7 @@ func TestIstioTenantEntriesChangeNoAnswer(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	se := installServiceEntryCRD(t, cp)
 	ensureNamespace(t, cp, "tenant-a")
-	up := startUnbound(t,
+	up := harness.StartUnbound(t,
 		"example.com. 300 IN A 93.184.216.34",
 		"www.example.com. 300 IN A 93.184.216.35",
 		"api.github.com. 300 IN A 140.82.112.5",
@@ -33,17 +34,17 @@ func TestIstioTenantEntriesChangeNoAnswer(t *testing.T) {
 	)
 	mkOwnServiceEntry(t, se, "default", "tenant-test-global", map[string]any{
 		"hosts": list("*.test.global"), "addresses": list("127.255.0.2")})
-	n := startNodeYAML(t, fmt.Sprintf(`
+	n := harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q}
 istio: {enabled: true}
 cluster: {replicationFactor: 0}
 forward: {upstreams: [%q]}
-`, cp.Kubeconfig, up.addr), true)
+`, cp.Kubeconfig, up.Addr), true)
 	eventually := func(name string, fromMesh bool, want string) {
 		t.Helper()
-		testutil.Eventually(t, 10*time.Second, func() error { return meshAnswers(n.addr, name, dns.TypeA, fromMesh, want) })
+		testutil.Eventually(t, 10*time.Second, func() error { return meshAnswers(n.Addr, name, dns.TypeA, fromMesh, want) })
 	}
 	eventually("service1.test.global", true, "127.255.0.2")
 	eventually("example.com", false, "93.184.216.34")
@@ -56,7 +57,7 @@ forward: {upstreams: [%q]}
 		"hosts": list("*.global"), "addresses": list("6.6.6.8")})
 	// The counter says the node has seen every entry of the tenant.
 	skipped := func(why string) float64 {
-		return metricSum(t, n.HTTPAddr(), "shardns_istio_skipped_hosts_total", fmt.Sprintf("why=%q", why))
+		return harness.MetricSum(t, n.HTTPAddr(), "shardns_istio_skipped_hosts_total", fmt.Sprintf("why=%q", why))
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if o, p := skipped("outside_zones"), skipped("public_suffix"); o != 2 || p != 1 {
@@ -75,7 +76,7 @@ forward: {upstreams: [%q]}
 		{"other.global", false, "192.0.2.80"},
 		{"service1.test.global", true, "127.255.0.2"},
 	} {
-		if err := meshAnswers(n.addr, c.name, dns.TypeA, c.fromMesh, c.want); err != nil {
+		if err := meshAnswers(n.Addr, c.name, dns.TypeA, c.fromMesh, c.want); err != nil {
 			t.Error(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -176,7 +177,7 @@ func meshAnswers(addr, name string, qtype uint16, fromMesh bool, want ...string)
 		if r.Rcode != dns.RcodeSuccess {
 			return fmt.Errorf("%s: rcode %s", q, dns.RcodeToString[r.Rcode])
 		}
-		if got := values(r.Answer); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+		if got := harness.RDataValues(r.Answer); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			return fmt.Errorf("%s: %q, want %q", q, got, want)
 		}
 		// A forwarded answer has the upstream's AA bit (Unbound's local
@@ -191,9 +192,9 @@ func meshAnswers(addr, name string, qtype uint16, fromMesh bool, want ...string)
 	return nil
 }
 
-func startMeshNode(t *testing.T, cp *kubeapi.ControlPlane, upstream string) *kubeNode {
+func startMeshNode(t *testing.T, cp *kubeapi.ControlPlane, upstream string) *harness.KubeNode {
 	t.Helper()
-	return startNodeYAML(t, fmt.Sprintf(`
+	return harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q}
@@ -208,10 +209,10 @@ forward: {upstreams: [%q]}
 func TestIstioServiceEntries(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	se := installServiceEntryCRD(t, cp)
-	mkNamespace(t, cp.Client, "mesh-se", nil)
-	web := mkService(t, cp.Client, clusterIPService("mesh-se", "web"))
+	harness.CreateNamespace(t, cp.Client, "mesh-se", nil)
+	web := harness.CreateService(t, cp.Client, harness.ClusterIPService("mesh-se", "web"))
 	// What the upstream answers for names shardns must not answer itself.
-	up := startUnbound(t,
+	up := harness.StartUnbound(t,
 		"test.global. 300 IN A 192.0.2.70",
 		"other.mesh.example. 300 IN A 192.0.2.71",
 		"x.db.mesh.example. 300 IN A 192.0.2.72",
@@ -235,10 +236,10 @@ func TestIstioServiceEntries(t *testing.T) {
 		"hosts": list("web.mesh-se.svc.cluster.local", "Web.Mesh.Example"), "addresses": list("10.250.0.1")})
 	mkServiceEntry(t, se, "v1", "mesh-se", "private", map[string]any{
 		"hosts": list("private.mesh.example"), "addresses": list("10.200.0.9"), "exportTo": list(".")})
-	n := startMeshNode(t, cp, up.addr)
+	n := startMeshNode(t, cp, up.Addr)
 	eventually := func(name string, qtype uint16, fromMesh bool, want ...string) {
 		t.Helper()
-		testutil.Eventually(t, 10*time.Second, func() error { return meshAnswers(n.addr, name, qtype, fromMesh, want...) })
+		testutil.Eventually(t, 10*time.Second, func() error { return meshAnswers(n.Addr, name, qtype, fromMesh, want...) })
 	}
 
 	// Istio's example, wildcards at any depth, exact over wildcard.
@@ -260,10 +261,10 @@ func TestIstioServiceEntries(t *testing.T) {
 	// Not exported to every namespace: not answered.
 	eventually("private.mesh.example", dns.TypeA, false, "192.0.2.74")
 	// Kubernetes names keep their Kubernetes answers.
-	n.eventually(t, "web.mesh-se.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, web.Spec.ClusterIP)
+	n.Eventually(t, "web.mesh-se.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, web.Spec.ClusterIP)
 	eventually("web.mesh.example", dns.TypeA, true, "10.250.0.1")
 	// istio.ttl.
-	r, err := testutil.Exchange(n.addr, "udp", "service1.test.global.", dns.TypeA)
+	r, err := testutil.Exchange(n.Addr, "udp", "service1.test.global.", dns.TypeA)
 	if err != nil || len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 17 {
 		t.Fatalf("service1.test.global.: %v, %v; want one record with TTL 17", r, err)
 	}
@@ -277,7 +278,7 @@ func TestIstioServiceEntries(t *testing.T) {
 	// Updates and deletes are served within seconds.
 	within := func(name string, qtype uint16, fromMesh bool, want ...string) {
 		t.Helper()
-		testutil.Eventually(t, 3*time.Second, func() error { return meshAnswers(n.addr, name, qtype, fromMesh, want...) })
+		testutil.Eventually(t, 3*time.Second, func() error { return meshAnswers(n.Addr, name, qtype, fromMesh, want...) })
 	}
 	setSpec(t, se, "mesh-se", "exact", map[string]any{"hosts": list("service1.test.global"), "addresses": list("127.255.0.10")})
 	within("service1.test.global", dns.TypeA, true, "127.255.0.10")
@@ -293,7 +294,7 @@ func TestIstioServiceEntries(t *testing.T) {
 	setSpec(t, se, "mesh-se", "dual", map[string]any{"hosts": list("db.mesh.example"), "addresses": list("not an address")})
 	setSpec(t, se, "mesh-se", "ranges", map[string]any{"hosts": list("v4.mesh.example"), "addresses": list("10.200.0.3")})
 	within("v4.mesh.example", dns.TypeA, true, "10.200.0.3")
-	if err := meshAnswers(n.addr, "db.mesh.example", dns.TypeA, true, "10.200.0.1"); err != nil {
+	if err := meshAnswers(n.Addr, "db.mesh.example", dns.TypeA, true, "10.200.0.1"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -302,9 +303,9 @@ func TestIstioServiceEntries(t *testing.T) {
 // from turning ready, and Kubernetes names are served.
 func TestIstioWithoutServiceEntryCRD(t *testing.T) {
 	cp := kubeapi.Start(t)
-	mkNamespace(t, cp.Client, "plain", nil)
-	svc := mkService(t, cp.Client, clusterIPService("plain", "web"))
-	n := startNodeYAML(t, fmt.Sprintf(`
+	harness.CreateNamespace(t, cp.Client, "plain", nil)
+	svc := harness.CreateService(t, cp.Client, harness.ClusterIPService("plain", "web"))
+	n := harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q}
@@ -312,18 +313,18 @@ istio: {enabled: true}
 cluster: {replicationFactor: 0}
 forward: {upstreams: []}
 `, cp.Kubeconfig), true)
-	n.eventually(t, "web.plain.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, svc.Spec.ClusterIP)
+	n.Eventually(t, "web.plain.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, svc.Spec.ClusterIP)
 }
 
 // startMeshReplica starts one replica of a sharded cluster watching the
 // Kubernetes API and ServiceEntries.
-func startMeshReplica(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string) *kubeNode {
+func startMeshReplica(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string) *harness.KubeNode {
 	t.Helper()
 	quoted := make([]string, len(seeds))
 	for i, s := range seeds {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
-	return startNodeYAML(t, fmt.Sprintf(`
+	return harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q}
@@ -338,7 +339,7 @@ cluster:
   replicationFactor: 1
   gossip: fast
   handoffGrace: 3s
-`, cp.Kubeconfig, name, freeTCPPort(t), strings.Join(quoted, ", ")), false)
+`, cp.Kubeconfig, name, harness.FreePort(t), strings.Join(quoted, ", ")), false)
 }
 
 // Mesh zones shard like the others: each lives on one replica, and every
@@ -346,7 +347,7 @@ cluster:
 func TestIstioShardedMeshZones(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	se := installServiceEntryCRD(t, cp)
-	mkNamespace(t, cp.Client, "mesh-shard", nil)
+	harness.CreateNamespace(t, cp.Client, "mesh-shard", nil)
 	want := map[string]string{}
 	for i := range 6 {
 		host := fmt.Sprintf("svc.zone%d.shard.example", i)
@@ -362,13 +363,13 @@ func TestIstioShardedMeshZones(t *testing.T) {
 	a := startMeshReplica(t, cp, "mesh-a", nil)
 	b := startMeshReplica(t, cp, "mesh-b", []string{a.GossipAddr()})
 	c := startMeshReplica(t, cp, "mesh-c", []string{a.GossipAddr()})
-	nodes := []*kubeNode{a, b, c}
+	nodes := []*harness.KubeNode{a, b, c}
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, n := range nodes {
 			if !n.Ready() {
-				return fmt.Errorf("%s not ready", n.addr)
+				return fmt.Errorf("%s not ready", n.Addr)
 			}
-			if r := debugRing(t, n.Node); len(r.Members) != 3 {
+			if r := harness.DebugRing(t, n.Node); len(r.Members) != 3 {
 				return fmt.Errorf("%s sees %d members", r.Self, len(r.Members))
 			}
 		}
@@ -378,7 +379,7 @@ func TestIstioShardedMeshZones(t *testing.T) {
 	testutil.Eventually(t, 15*time.Second, func() error {
 		servedBy := map[string]int{}
 		for _, n := range nodes {
-			for _, z := range debugRing(t, n.Node).Served {
+			for _, z := range harness.DebugRing(t, n.Node).Served {
 				servedBy[z]++
 			}
 		}
@@ -391,7 +392,7 @@ func TestIstioShardedMeshZones(t *testing.T) {
 	})
 	for _, n := range nodes {
 		for host, addr := range want {
-			testutil.Eventually(t, 10*time.Second, func() error { return meshAnswers(n.addr, host, dns.TypeA, true, addr) })
+			testutil.Eventually(t, 10*time.Second, func() error { return meshAnswers(n.Addr, host, dns.TypeA, true, addr) })
 		}
 	}
 }

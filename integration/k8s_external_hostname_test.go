@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -30,14 +31,14 @@ const k8sExternalForwardCorefile = `.:{{dns}} {
 // ingress) and nx (a hostname the upstream does not know).
 func mkHostnameServices(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	mkNamespace(t, c, ns, nil)
+	harness.CreateNamespace(t, c, ns, nil)
 	lb := func(name string, ingress []corev1.LoadBalancerIngress, ports ...corev1.ServicePort) {
-		s := clusterIPService(ns, name, ports...)
+		s := harness.ClusterIPService(ns, name, ports...)
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer
 		if name == "mixed" {
 			s.Spec.ExternalIPs = []string{"192.0.2.30"}
 		}
-		s = mkService(t, c, s)
+		s = harness.CreateService(t, c, s)
 		s.Status.LoadBalancer.Ingress = ingress
 		if _, err := c.CoreV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -60,25 +61,25 @@ func mkHostnameServices(t *testing.T, c kubernetes.Interface, ns string) {
 func TestK8sExternalHostnameBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	mkHostnameServices(t, cp.Client, "k8sexth")
-	u := startUnbound(t, "elb.example.test. 300 IN A 203.0.113.40", "elb.example.test. 300 IN AAAA 2001:db8::40",
+	u := harness.StartUnbound(t, "elb.example.test. 300 IN A 203.0.113.40", "elb.example.test. 300 IN AAAA 2001:db8::40",
 		"mixed-lb.example.test. 300 IN A 203.0.113.41")
-	vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": u.addr}
-	shardns := serveCorefileText(t, renderCorefile(t, k8sExternalForwardCorefile, vars).text)
-	coreRun := renderCorefile(t, k8sExternalForwardCorefile, vars)
-	coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "mixed.k8sexth.example.org.")
+	vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": u.Addr}
+	shardns := serveCorefileText(t, harness.RenderCorefile(t, k8sExternalForwardCorefile, vars).Text)
+	coreRun := harness.RenderCorefile(t, k8sExternalForwardCorefile, vars)
+	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "mixed.k8sexth.example.org.")
 
 	const elb, mixed = "elb.k8sexth.example.org.", "mixed.k8sexth.example.org."
 	elbCNAME := elb + "\t5\tIN\tCNAME\telb.example.test."
-	askBoth(t, shardns, coredns, []convertQuestion{
-		{elb, dns.TypeA, dns.RcodeSuccess, []string{elbCNAME, elbCNAME,
+	harness.AskBoth(t, shardns, coredns, []harness.Question{
+		{Name: elb, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{elbCNAME, elbCNAME,
 			"elb.example.test.\t300\tIN\tA\t203.0.113.40", "elb.example.test.\t300\tIN\tA\t203.0.113.40"}},
-		{elb, dns.TypeAAAA, dns.RcodeSuccess, []string{elbCNAME, elbCNAME,
+		{Name: elb, Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{elbCNAME, elbCNAME,
 			"elb.example.test.\t300\tIN\tAAAA\t2001:db8::40", "elb.example.test.\t300\tIN\tAAAA\t2001:db8::40"}},
-		{"_https._tcp." + elb, dns.TypeSRV, dns.RcodeSuccess, []string{
+		{Name: "_https._tcp." + elb, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{
 			"_https._tcp." + elb + "\t5\tIN\tSRV\t0 100 443 elb.example.test."}},
-		{mixed, dns.TypeA, dns.RcodeSuccess, []string{mixed + "\t5\tIN\tA\t192.0.2.30", mixed + "\t5\tIN\tA\t198.51.100.30",
+		{Name: mixed, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{mixed + "\t5\tIN\tA\t192.0.2.30", mixed + "\t5\tIN\tA\t198.51.100.30",
 			mixed + "\t5\tIN\tCNAME\tmixed-lb.example.test.", "mixed-lb.example.test.\t300\tIN\tA\t203.0.113.41"}},
-		{"nx.k8sexth.example.org.", dns.TypeA, dns.RcodeSuccess, []string{"nx.k8sexth.example.org.\t5\tIN\tCNAME\tnx-lb.example.test."}},
+		{Name: "nx.k8sexth.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"nx.k8sexth.example.org.\t5\tIN\tCNAME\tnx-lb.example.test."}},
 	})
 	for _, n := range []string{"elb", "mixed", "nx", "x.elb", "_http._tcp.elb", "_https._tcp.mixed", "_http._tcp.mixed", "none"} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT, dns.TypeCNAME, dns.TypePTR} {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -32,43 +33,43 @@ const k8sExternalPTRCorefile = `.:{{dns}} {
 func TestK8sExternalPTRBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	const ns = "k8sptr"
-	mkNamespace(t, cp.Client, ns, nil)
-	web := clusterIPService(ns, "web")
+	harness.CreateNamespace(t, cp.Client, ns, nil)
+	web := harness.ClusterIPService(ns, "web")
 	web.Spec.ExternalIPs = []string{"192.0.2.210", "2001:db8::210"}
-	web = mkService(t, cp.Client, web)
-	lb := clusterIPService(ns, "lb")
+	web = harness.CreateService(t, cp.Client, web)
+	lb := harness.ClusterIPService(ns, "lb")
 	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
-	lb = mkService(t, cp.Client, lb)
+	lb = harness.CreateService(t, cp.Client, lb)
 	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.211"}, {IP: "198.51.100.211"}}
 	if _, err := cp.Client.CoreV1().Services(ns).UpdateStatus(ctx, lb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	shared := clusterIPService(ns, "shared")
+	shared := harness.ClusterIPService(ns, "shared")
 	shared.Spec.ExternalIPs = []string{"192.0.2.210"}
-	mkService(t, cp.Client, shared)
+	harness.CreateService(t, cp.Client, shared)
 	clusterPTR, _ := dns.ReverseAddr(web.Spec.ClusterIP)
 	const rz = "2.0.192.in-addr.arpa."
 	v6, _ := dns.ReverseAddr("2001:db8::210")
 	cases := []struct {
 		name, kube string
-		want       []convertQuestion
+		want       []harness.Question
 		also       []string // reverse names asked for PTR alone and compared whole
 	}{
 		{
 			name: "after the kubernetes plugin's fallthrough",
 			kube: "in-addr.arpa ip6.arpa {\n        kubeconfig {{kubeconfig}} kubeapi\n        fallthrough in-addr.arpa ip6.arpa\n    }",
-			want: []convertQuestion{
-				{"210." + rz, dns.TypePTR, dns.RcodeSuccess, []string{
+			want: []harness.Question{
+				{Name: "210." + rz, Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{
 					"210." + rz + "\t5\tIN\tPTR\tweb.k8sptr.example.org.", "210." + rz + "\t5\tIN\tPTR\tshared.k8sptr.example.org."}},
-				{clusterPTR, dns.TypePTR, dns.RcodeSuccess, []string{clusterPTR + "\t5\tIN\tPTR\tweb.k8sptr.svc.cluster.local."}},
+				{Name: clusterPTR, Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{clusterPTR + "\t5\tIN\tPTR\tweb.k8sptr.svc.cluster.local."}},
 			},
 			also: []string{clusterPTR},
 		},
 		{
 			name: "alone",
 			kube: "{\n        kubeconfig {{kubeconfig}} kubeapi\n    }",
-			want: []convertQuestion{
-				{"211." + rz, dns.TypePTR, dns.RcodeSuccess, []string{"211." + rz + "\t5\tIN\tPTR\tlb.k8sptr.example.org."}},
+			want: []harness.Question{
+				{Name: "211." + rz, Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{"211." + rz + "\t5\tIN\tPTR\tlb.k8sptr.example.org."}},
 			},
 		},
 	}
@@ -76,10 +77,10 @@ func TestK8sExternalPTRBesideCoreDNS(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			vars := map[string]string{"kubeconfig": cp.Kubeconfig}
 			text := strings.Replace(k8sExternalPTRCorefile, "{{kube}}", c.kube, 1)
-			shardns := serveCorefileText(t, renderCorefile(t, text, vars).text)
-			coreRun := renderCorefile(t, text, vars)
-			coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "web.k8sptr.example.org.")
-			askBoth(t, shardns, coredns, c.want)
+			shardns := serveCorefileText(t, harness.RenderCorefile(t, text, vars).Text)
+			coreRun := harness.RenderCorefile(t, text, vars)
+			coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.k8sptr.example.org.")
+			harness.AskBoth(t, shardns, coredns, c.want)
 			for _, n := range []string{"210." + rz, "211." + rz, "212." + rz, "x." + rz, "k8sptr." + rz, rz, v6,
 				"8.b.d.0.1.0.0.2.ip6.arpa."} {
 				for _, qt := range []uint16{dns.TypePTR, dns.TypeA, dns.TypeSOA} {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -36,22 +37,22 @@ const k8sExternalCorefile = `.:{{dns}} {
 // neither (plain).
 func mkExternalServices(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	mkNamespace(t, c, ns, nil)
-	web := clusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+	harness.CreateNamespace(t, c, ns, nil)
+	web := harness.ClusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
 		corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
 	web.Spec.ExternalIPs = []string{"192.0.2.10", "2001:db8::10"}
-	mkService(t, c, web)
-	lb := clusterIPService(ns, "lb")
+	harness.CreateService(t, c, web)
+	lb := harness.ClusterIPService(ns, "lb")
 	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
-	lb = mkService(t, c, lb)
+	lb = harness.CreateService(t, c, lb)
 	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.20"}, {IP: "198.51.100.21"}}
 	if _, err := c.CoreV1().Services(ns).UpdateStatus(ctx, lb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mkService(t, c, headlessService(ns, "db"))
-	mkSlice(t, c, ns, "db", "db-v4", discoveryv1.AddressTypeIPv4,
-		ep{ip: "10.244.9.10", hostname: "db-0"}, ep{ip: "10.244.9.11"}, ep{ip: "10.244.9.12", notReady: true})
-	mkService(t, c, clusterIPService(ns, "plain"))
+	harness.CreateService(t, c, harness.HeadlessService(ns, "db"))
+	harness.CreateEndpointSlice(t, c, ns, "db", "db-v4", discoveryv1.AddressTypeIPv4,
+		harness.Endpoint{IP: "10.244.9.10", Hostname: "db-0"}, harness.Endpoint{IP: "10.244.9.11"}, harness.Endpoint{IP: "10.244.9.12", NotReady: true})
+	harness.CreateService(t, c, harness.ClusterIPService(ns, "plain"))
 }
 
 // The names k8s_external publishes get, from `shardns serve --corefile`,
@@ -64,46 +65,46 @@ func TestK8sExternalBesideCoreDNS(t *testing.T) {
 	cases := []struct {
 		name, options string
 		names         []string
-		want          []convertQuestion
+		want          []harness.Question
 	}{
 		{
 			name:  "defaults",
 			names: []string{"web", "lb", "db", "plain", "none", "x.web", "db-0.db", "_https._tcp.web", "_ftp._tcp.web", "_http._tcp.db", "a.b.c.web"},
-			want: []convertQuestion{
-				{"web.k8sext.example.org.", dns.TypeA, dns.RcodeSuccess, []string{"web.k8sext.example.org.\t5\tIN\tA\t192.0.2.10"}},
-				{"web.k8sext.example.org.", dns.TypeAAAA, dns.RcodeSuccess, []string{"web.k8sext.example.org.\t5\tIN\tAAAA\t2001:db8::10"}},
-				{"lb.k8sext.example.org.", dns.TypeA, dns.RcodeSuccess, []string{
+			want: []harness.Question{
+				{Name: "web.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.k8sext.example.org.\t5\tIN\tA\t192.0.2.10"}},
+				{Name: "web.k8sext.example.org.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{"web.k8sext.example.org.\t5\tIN\tAAAA\t2001:db8::10"}},
+				{Name: "lb.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{
 					"lb.k8sext.example.org.\t5\tIN\tA\t198.51.100.20", "lb.k8sext.example.org.\t5\tIN\tA\t198.51.100.21"}},
-				{"_https._tcp.web.k8sext.example.org.", dns.TypeSRV, dns.RcodeSuccess, []string{
+				{Name: "_https._tcp.web.k8sext.example.org.", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{
 					"_https._tcp.web.k8sext.example.org.\t5\tIN\tSRV\t0 50 443 web.k8sext.example.org."}},
-				{"db.k8sext.example.org.", dns.TypeA, dns.RcodeNameError, nil},
-				{"plain.k8sext.example.org.", dns.TypeA, dns.RcodeNameError, nil},
+				{Name: "db.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+				{Name: "plain.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 			},
 		},
 		{
 			name:    "headless, apex and ttl",
 			options: "{\n        headless\n        apex zone\n        ttl 60\n    }",
 			names:   []string{"web", "lb", "db", "plain", "db-0.db", "10-244-9-11.db", "10-244-9-12.db", "_http._tcp.db", "_http._tcp.lb", "x.plain"},
-			want: []convertQuestion{
-				{"db.k8sext.example.org.", dns.TypeA, dns.RcodeSuccess, []string{
+			want: []harness.Question{
+				{Name: "db.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{
 					"db.k8sext.example.org.\t60\tIN\tA\t10.244.9.10", "db.k8sext.example.org.\t60\tIN\tA\t10.244.9.11"}},
-				{"db-0.db.k8sext.example.org.", dns.TypeA, dns.RcodeSuccess, []string{"db-0.db.k8sext.example.org.\t60\tIN\tA\t10.244.9.10"}},
-				{"_http._tcp.db.k8sext.example.org.", dns.TypeSRV, dns.RcodeSuccess, []string{
+				{Name: "db-0.db.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"db-0.db.k8sext.example.org.\t60\tIN\tA\t10.244.9.10"}},
+				{Name: "_http._tcp.db.k8sext.example.org.", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{
 					"_http._tcp.db.k8sext.example.org.\t5\tIN\tSRV\t0 50 80 db-0.db.k8sext.example.org.",
 					"_http._tcp.db.k8sext.example.org.\t5\tIN\tSRV\t0 50 80 10-244-9-11.db.k8sext.example.org."}},
-				{"web.k8sext.example.org.", dns.TypeA, dns.RcodeSuccess, []string{"web.k8sext.example.org.\t60\tIN\tA\t192.0.2.10"}},
+				{Name: "web.k8sext.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.k8sext.example.org.\t60\tIN\tA\t192.0.2.10"}},
 			},
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vars := map[string]string{"kubeconfig": cp.Kubeconfig, "options": c.options}
-			shardns := serveCorefileText(t, renderCorefile(t, k8sExternalCorefile, vars).text)
-			coreRun := renderCorefile(t, k8sExternalCorefile, vars)
-			coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "web.k8sext.example.org.")
+			shardns := serveCorefileText(t, harness.RenderCorefile(t, k8sExternalCorefile, vars).Text)
+			coreRun := harness.RenderCorefile(t, k8sExternalCorefile, vars)
+			coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.k8sext.example.org.")
 			// What a user sees first, then every other question asked of
 			// both and compared whole.
-			askBoth(t, shardns, coredns, c.want)
+			harness.AskBoth(t, shardns, coredns, c.want)
 			var qs []externalQuestion
 			for _, n := range c.names {
 				for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT} {
@@ -135,7 +136,7 @@ func serveCorefileText(t *testing.T, text string) string {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startServe(t, "--corefile", path).addr
+	return harness.Start(t, harness.Options{Args: []string{"--corefile", path}}).Addr
 }
 
 // sameResponses asks q of both servers over UDP and TCP until their
@@ -209,26 +210,26 @@ func msgText(r *dns.Msg, ttls bool) string {
 func TestK8sExternalSharded(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	var nss []string
-	questions := map[string][]convertQuestion{} // by namespace
+	questions := map[string][]harness.Question{} // by namespace
 	for i := range 6 {
 		ns := fmt.Sprintf("extshard%d", i)
 		nss = append(nss, ns)
 		questions[ns] = mkExternalNamespace(t, cp.Client, ns, i)
 	}
-	var rs []*replicaProcess
-	byName := map[string]*replicaProcess{}
+	var rs []*harness.Replica
+	byName := map[string]*harness.Replica{}
 	for i := range 3 {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
 		name := fmt.Sprintf("xr%d", i)
-		r := startReplicaProcessKube(t, cp, name, seeds, 1, "gossip: fast\n  handoffGrace: 5s", 0,
-			"external: {zones: [example.org], transferTo: ['127.0.0.1']}")
+		r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: name, Seeds: seeds, RF: 1, Cluster: harness.FastGossip, Kube: "external: {zones: [example.org], transferTo: ['127.0.0.1']}"})
+
 		rs = append(rs, r)
 		byName[name] = r
 	}
-	settled(t, rs, 3)
+	harness.Settled(t, rs, 3)
 	owners := externalOwners(t, rs, nss)
 	spread := map[string]bool{}
 	for _, o := range owners {
@@ -238,10 +239,10 @@ func TestK8sExternalSharded(t *testing.T) {
 	if len(spread) < 2 {
 		t.Fatalf("one replica owns every namespace (%v): the test checks one owner only", owners)
 	}
-	addrs := func(rs []*replicaProcess) []string {
+	addrs := func(rs []*harness.Replica) []string {
 		var out []string
 		for _, r := range rs {
-			out = append(out, r.addr)
+			out = append(out, r.Addr)
 		}
 		return out
 	}
@@ -254,13 +255,13 @@ func TestK8sExternalSharded(t *testing.T) {
 
 	ns := nss[0]
 	victim := byName[owners[ns]]
-	var survivors []*replicaProcess
+	var survivors []*harness.Replica
 	for _, r := range rs {
 		if r != victim {
 			survivors = append(survivors, r)
 		}
 	}
-	victim.cmd.Process.Kill()
+	victim.Cmd.Process.Kill()
 	// Each attempt asks names of the namespace no replica was asked
 	// before: a name below the service, which answers as the service, and
 	// one that does not exist. Only a live owner of the namespace can
@@ -271,12 +272,12 @@ func TestK8sExternalSharded(t *testing.T) {
 		web := questions[ns][0] // web's A, as mkExternalNamespace lists it first
 		fresh := fmt.Sprintf("again%d.web.%s.example.org.", attempt, ns)
 		var answer []string
-		for _, rr := range web.answer {
-			answer = append(answer, strings.Replace(rr, web.name, fresh, 1))
+		for _, rr := range web.Answer {
+			answer = append(answer, strings.Replace(rr, web.Name, fresh, 1))
 		}
 		qs := append(slices.Clone(questions[ns]),
-			convertQuestion{fresh, dns.TypeA, dns.RcodeSuccess, answer},
-			convertQuestion{fmt.Sprintf("gone%d.%s.example.org.", attempt, ns), dns.TypeA, dns.RcodeNameError, nil})
+			harness.Question{Name: fresh, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: answer},
+			harness.Question{Name: fmt.Sprintf("gone%d.%s.example.org.", attempt, ns), Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil})
 		for _, other := range nss[1:] {
 			qs = append(qs, questions[other]...)
 		}
@@ -290,17 +291,17 @@ func TestK8sExternalSharded(t *testing.T) {
 // lb whose status has two ingress IPs, each namespace's addresses its
 // own, and returns the questions of its names with their answers: A and
 // SRV of web, A of lb, and a name that does not exist.
-func mkExternalNamespace(t *testing.T, c kubernetes.Interface, ns string, i int) []convertQuestion {
+func mkExternalNamespace(t *testing.T, c kubernetes.Interface, ns string, i int) []harness.Question {
 	t.Helper()
-	mkNamespace(t, c, ns, nil)
-	web := clusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+	harness.CreateNamespace(t, c, ns, nil)
+	web := harness.ClusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
 		corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
 	webIP := fmt.Sprintf("192.0.2.%d", 10+i)
 	web.Spec.ExternalIPs = []string{webIP}
-	mkService(t, c, web)
-	lb := clusterIPService(ns, "lb")
+	harness.CreateService(t, c, web)
+	lb := harness.ClusterIPService(ns, "lb")
 	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
-	lb = mkService(t, c, lb)
+	lb = harness.CreateService(t, c, lb)
 	lbIPs := []string{fmt.Sprintf("198.51.100.%d", 10+i), fmt.Sprintf("198.51.100.%d", 110+i)}
 	for _, ip := range lbIPs {
 		lb.Status.LoadBalancer.Ingress = append(lb.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
@@ -310,12 +311,12 @@ func mkExternalNamespace(t *testing.T, c kubernetes.Interface, ns string, i int)
 	}
 	// kubernetes.external.ttl and kubernetes.ttl are both 5 by default.
 	webName, lbName := "web."+ns+".example.org.", "lb."+ns+".example.org."
-	return []convertQuestion{
-		{webName, dns.TypeA, dns.RcodeSuccess, []string{webName + "\t5\tIN\tA\t" + webIP}},
-		{webName, dns.TypeSRV, dns.RcodeSuccess, []string{
+	return []harness.Question{
+		{Name: webName, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{webName + "\t5\tIN\tA\t" + webIP}},
+		{Name: webName, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{
 			webName + "\t5\tIN\tSRV\t0 50 80 " + webName, webName + "\t5\tIN\tSRV\t0 50 443 " + webName}},
-		{lbName, dns.TypeA, dns.RcodeSuccess, []string{lbName + "\t5\tIN\tA\t" + lbIPs[0], lbName + "\t5\tIN\tA\t" + lbIPs[1]}},
-		{"absent." + ns + ".example.org.", dns.TypeA, dns.RcodeNameError, nil},
+		{Name: lbName, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{lbName + "\t5\tIN\tA\t" + lbIPs[0], lbName + "\t5\tIN\tA\t" + lbIPs[1]}},
+		{Name: "absent." + ns + ".example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	}
 }
 
@@ -324,14 +325,14 @@ func mkExternalNamespace(t *testing.T, c kubernetes.Interface, ns string, i int)
 // same replica, and only that one serves it, and returns the owners by
 // namespace: the other replicas hold nothing of the namespace, so they
 // can answer its names only by asking the owner.
-func externalOwners(t *testing.T, rs []*replicaProcess, nss []string) map[string]string {
+func externalOwners(t *testing.T, rs []*harness.Replica, nss []string) map[string]string {
 	t.Helper()
 	owners := map[string]string{}
 	testutil.Eventually(t, 30*time.Second, func() error {
 		clear(owners)
 		served := map[string][]string{} // zone key → the replicas serving it
 		for _, r := range rs {
-			ring, err := r.ring(t)
+			ring, err := r.Ring(t)
 			if err != nil {
 				return err
 			}
@@ -365,23 +366,23 @@ func externalOwners(t *testing.T, rs []*replicaProcess, nss []string) map[string
 // TCP, and wants its answer from each, and the same response from all:
 // rcode, flags and sections (TTLs aside, which a replica relaying the
 // owner's cached answer counts down).
-func sameExternalAnswers(addrs []string, qs []convertQuestion) error {
+func sameExternalAnswers(addrs []string, qs []harness.Question) error {
 	for _, q := range qs {
 		for _, proto := range []string{"udp", "tcp"} {
 			var first, firstAddr string
 			for _, addr := range addrs {
-				r, err := testutil.Exchange(addr, proto, q.name, q.qtype)
+				r, err := testutil.Exchange(addr, proto, q.Name, q.Qtype)
 				if err != nil {
 					return err
 				}
-				if err := responseMatches(r, addr, proto, q); err != nil {
+				if err := harness.ResponseMatches(r, addr, proto, q); err != nil {
 					return err
 				}
 				text := msgText(r, false)
 				if first == "" {
 					first, firstAddr = text, addr
 				} else if text != first {
-					return fmt.Errorf("%s %s over %s:\n%s: %s\n%s: %s", q.name, dns.TypeToString[q.qtype], proto,
+					return fmt.Errorf("%s %s over %s:\n%s: %s\n%s: %s", q.Name, dns.TypeToString[q.Qtype], proto,
 						firstAddr, first, addr, text)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -36,9 +37,9 @@ func TestK8sExternalTransferBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	mkExternalServices(t, cp.Client, "k8sextxfr")
 	vars := map[string]string{"kubeconfig": cp.Kubeconfig}
-	shardns := serveCorefileText(t, renderCorefile(t, k8sExternalTransferCorefile, vars).text)
-	coreRun := renderCorefile(t, k8sExternalTransferCorefile, vars)
-	coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "web.k8sextxfr.example.org.")
+	shardns := serveCorefileText(t, harness.RenderCorefile(t, k8sExternalTransferCorefile, vars).Text)
+	coreRun := harness.RenderCorefile(t, k8sExternalTransferCorefile, vars)
+	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.k8sextxfr.example.org.")
 	want, err := transferText(coredns)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func transferText(addr string) ([]string, error) {
 // sameExternalTransfers wants the same AXFR of example.org from every
 // replica, one put together from namespaces each held by one replica:
 // every namespace's address records are in it.
-func sameExternalTransfers(t *testing.T, addrs []string, questions map[string][]convertQuestion) {
+func sameExternalTransfers(t *testing.T, addrs []string, questions map[string][]harness.Question) {
 	t.Helper()
 	var first []string
 	for i, addr := range addrs {
@@ -153,8 +154,8 @@ func sameExternalTransfers(t *testing.T, addrs []string, questions map[string][]
 	}
 	for ns, qs := range questions {
 		web := qs[0] // web's A
-		if !slices.Contains(first, web.answer[0]) {
-			t.Errorf("the transfer lacks %s's %s", ns, web.answer[0])
+		if !slices.Contains(first, web.Answer[0]) {
+			t.Errorf("the transfer lacks %s's %s", ns, web.Answer[0])
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -37,7 +38,7 @@ func startListenerTarget(t *testing.T) *listenerTarget {
 	l := &listenerTarget{pool: x509.NewCertPool()}
 	l.pool.AddCert(cert)
 	keys := fmt.Sprintf("tls: {certFile: %q, keyFile: %q}", certFile, keyFile)
-	dot, doh := freeTCPPort(t), freeTCPPort(t)
+	dot, doh := harness.FreePort(t), harness.FreePort(t)
 	l.hostileTarget = startHostileTarget(t, fmt.Sprintf(`servers:
 - {listen: ["127.0.0.1:%d"], transport: tls, %s}
 - {listen: ["127.0.0.1:%d"], transport: https, %s}
@@ -65,7 +66,7 @@ func TestDoHSlowBodies(t *testing.T) {
 			logAttackerNotes(t, r)
 			refused := map[string]float64{}
 			for _, reason := range []string{"streams", "inflight", "evicted", "body_timeout"} {
-				refused[reason] = metricSum(t, l.http, "shardns_dns_https_refused_total", `reason="`+reason+`"`)
+				refused[reason] = harness.MetricSum(t, l.http, "shardns_dns_https_refused_total", `reason="`+reason+`"`)
 			}
 			t.Logf("shardns_dns_https_refused_total: %v", refused)
 			if refused["streams"] == 0 {
@@ -86,12 +87,12 @@ func TestTCPSlowMessages(t *testing.T) {
 	for _, transport := range []string{"tcp", "tls"} {
 		t.Run(transport, func(t *testing.T) {
 			l := startListenerTarget(t)
-			target, files := l.p.addr, map[string]string(nil)
+			target, files := l.p.Addr, map[string]string(nil)
 			if transport == "tls" {
 				target, files = l.dot, map[string]string{"tls": "dot"}
 			}
 			tcp := probeEvery(func() error {
-				return isHostileAnswer(testutil.Exchange(l.p.addr, "tcp", hostileQuestion, dns.TypeA))
+				return isHostileAnswer(testutil.Exchange(l.p.Addr, "tcp", hostileQuestion, dns.TypeA))
 			})
 			dot := probeEvery(func() error { return isHostileAnswer(exchangeDoT(l.dot, hostileQuestion, l.pool)) })
 			r := runHostile(t, l.hostileTarget, hostileSpec{Kind: "tcp-slow-messages", Target: target, Conns: 1000,
@@ -99,7 +100,7 @@ func TestTCPSlowMessages(t *testing.T) {
 			tcp.check(t, "TCP")
 			dot.check(t, "DNS over TLS")
 			r.check(t, 32)
-			evicted := metricSum(t, l.http, "shardns_dns_tcp_evicted_total", `reason="buffer"`)
+			evicted := harness.MetricSum(t, l.http, "shardns_dns_tcp_evicted_total", `reason="buffer"`)
 			t.Logf("shardns_dns_tcp_evicted_total{reason=\"buffer\"}: %.0f", evicted)
 			if evicted == 0 {
 				t.Errorf("1000 messages of 64 KiB held at once closed none: shardns_dns_tcp_evicted_total{reason=\"buffer\"} is 0")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -22,10 +23,9 @@ import (
 // and afterwards the same process still answers 20 of 20 good queries
 // over each transport, having recovered no panic.
 func TestMalformedPackets(t *testing.T) {
-	p := startShardns(t, demoConfig)
-	p.waitReady(t)
-	httpAddr := p.httpAddr(t)
-	p.httpc <- httpAddr
+	p := harness.Start(t, harness.Options{Config: harness.DemoConfig})
+	p.WaitReady(t)
+	httpAddr := p.HTTPAddr(t)
 
 	t.Run("crafted", func(t *testing.T) {
 		for _, c := range craftedCases(t) {
@@ -33,7 +33,7 @@ func TestMalformedPackets(t *testing.T) {
 				if c.udpOnly && proto == "tcp" {
 					continue
 				}
-				r, err := exchangeRaw(p.addr, proto, c.req)
+				r, err := exchangeRaw(p.Addr, proto, c.req)
 				if err != nil {
 					t.Errorf("%s over %s: %v", c.name, proto, err)
 					continue
@@ -61,8 +61,8 @@ func TestMalformedPackets(t *testing.T) {
 		response := append([]byte(nil), good...)
 		response[2] |= 0x80
 		drops := [][]byte{{}, {0x12}, good[:11], response}
-		before := scrapeLabelled(t, httpAddr, `shardns_dns_dropped_total`, `reason="malformed"`)
-		conn, err := net.Dial("udp", p.addr)
+		before := harness.ScrapeLabelled(t, httpAddr, `shardns_dns_dropped_total`, `reason="malformed"`)
+		conn, err := net.Dial("udp", p.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestMalformedPackets(t *testing.T) {
 			}
 		}
 		testutil.Eventually(t, 10*time.Second, func() error {
-			if n := scrapeLabelled(t, httpAddr, `shardns_dns_dropped_total`, `reason="malformed"`) - before; n != float64(len(drops)) {
+			if n := harness.ScrapeLabelled(t, httpAddr, `shardns_dns_dropped_total`, `reason="malformed"`) - before; n != float64(len(drops)) {
 				return fmt.Errorf("%v packets dropped as malformed, want %d", n, len(drops))
 			}
 			return nil
@@ -85,12 +85,12 @@ func TestMalformedPackets(t *testing.T) {
 		t.Logf("random packets from seed %d", seed)
 		gen := newPacketGen(t, seed)
 		seen := func() float64 {
-			return scrapeLabelled(t, httpAddr, "shardns_dns_responses_total", "") +
-				scrapeLabelled(t, httpAddr, "shardns_dns_dropped_total", "")
+			return harness.ScrapeLabelled(t, httpAddr, "shardns_dns_responses_total", "") +
+				harness.ScrapeLabelled(t, httpAddr, "shardns_dns_dropped_total", "")
 		}
 		before := seen()
-		floodUDP(t, p.addr, gen, 98_000)
-		floodTCP(t, p.addr, gen, 40, 50)
+		floodUDP(t, p.Addr, gen, 98_000)
+		floodTCP(t, p.Addr, gen, 40, 50)
 		// Some datagrams may be lost in the kernel's buffers, but most
 		// must have reached the server: otherwise this tested nothing.
 		handled := seen() - before
@@ -103,7 +103,7 @@ func TestMalformedPackets(t *testing.T) {
 	for _, proto := range []string{"udp", "tcp"} {
 		good := 0
 		for range 20 {
-			r, err := testutil.Exchange(p.addr, proto, "frontend.shop.svc.cluster.local.", dns.TypeA)
+			r, err := testutil.Exchange(p.Addr, proto, "frontend.shop.svc.cluster.local.", dns.TypeA)
 			if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 &&
 				r.Answer[0].(*dns.A).A.String() == "10.96.10.10" {
 				good++
@@ -114,11 +114,11 @@ func TestMalformedPackets(t *testing.T) {
 		}
 	}
 	select {
-	case err := <-p.done:
+	case err := <-p.Done:
 		t.Fatalf("shardns exited: %v", err)
 	default:
 	}
-	if n := scrape(t, httpAddr, "shardns_panics_total"); n != 0 {
+	if n := harness.Scrape(t, httpAddr, "shardns_panics_total"); n != 0 {
 		t.Errorf("%v panics recovered while answering", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -26,16 +27,16 @@ func TestShardedMemory(t *testing.T) {
 	start := time.Now()
 	generateCluster(t, client, 100, 10000, 10)
 	t.Logf("generated 10000 services and 100000 endpoints in %v", time.Since(start).Round(time.Second))
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	var total float64        // records held by the one replica
 	var single replicaMemory // its memory
 	for i := range 3 {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
-		rs = append(rs, startReplicaProcessRF(t, cp, fmt.Sprintf("r%d", i), seeds, 1))
-		settled(t, rs, len(rs))
+		rs = append(rs, harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("r%d", i), Seeds: seeds, RF: 1, Cluster: harness.FastGossip}))
+		harness.Settled(t, rs, len(rs))
 		// Zones lost to the newcomer are held for the handoff grace (5 s
 		// here); once every record is held exactly once and each replica
 		// has returned the memory that loading and dropping zones freed,
@@ -43,9 +44,9 @@ func TestShardedMemory(t *testing.T) {
 		testutil.Eventually(t, 90*time.Second, func() error {
 			sum := 0.0
 			for _, r := range rs {
-				sum += scrape(t, r.http, "shardns_records_held")
-				if scrape(t, r.http, "shardns_memory_return_pending") != 0 {
-					return fmt.Errorf("%s has freed memory to return", r.http)
+				sum += harness.Scrape(t, r.HTTP, "shardns_records_held")
+				if harness.Scrape(t, r.HTTP, "shardns_memory_return_pending") != 0 {
+					return fmt.Errorf("%s has freed memory to return", r.HTTP)
 				}
 			}
 			if i == 0 {
@@ -65,7 +66,7 @@ func TestShardedMemory(t *testing.T) {
 			worst.rss, worst.anon = max(worst.rss, m.rss), max(worst.anon, m.anon)
 			t.Logf("%d replicas: %s holds %.0f records, RSS %.0f MB (%.0f MB anonymous), Go heap %.0f MB in use, "+
 				"%s; %.1f CPU-seconds since it started",
-				len(rs), r.http, m.records, m.rss, m.anon, m.heapInUse, m.heap(), m.cpu)
+				len(rs), r.HTTP, m.records, m.rss, m.anon, m.heapInUse, m.heap(), m.cpu)
 		}
 		if i == 0 {
 			single = worst
@@ -109,12 +110,12 @@ type replicaMemory struct {
 // serves profiles (profiled), it fetches a heap profile with a forced
 // collection, which leaves the live heap in the metrics, and keeps the
 // profile in SHARDNS_PROFILE_DIR.
-func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaMemory {
+func measureMemory(t *testing.T, r *harness.Replica, profileName string) replicaMemory {
 	t.Helper()
-	m := replicaMemory{records: scrape(t, r.http, "shardns_records_held")}
-	m.rss, m.anon = procMemory(t, r.cmd.Process.Pid)
-	m.cpu = cpuSeconds(t, r.cmd.Process.Pid)
-	page := samples(t, r.http) // one page: the heap's and the runtime's figures of one moment
+	m := replicaMemory{records: harness.Scrape(t, r.HTTP, "shardns_records_held")}
+	m.rss, m.anon = procMemory(t, r.Cmd.Process.Pid)
+	m.cpu = harness.CPUSeconds(t, r.Cmd.Process.Pid)
+	page := harness.Samples(t, r.HTTP) // one page: the heap's and the runtime's figures of one moment
 	read := func(metric string) float64 {
 		v, ok := page[metric]
 		if !ok {
@@ -129,21 +130,21 @@ func measureMemory(t *testing.T, r *replicaProcess, profileName string) replicaM
 		m.runtime += read(metric) / (1 << 20)
 	}
 	m.goroutines = read("go_goroutines")
-	if !profiled() {
+	if !harness.Profiled() {
 		m.live, m.spans = math.NaN(), math.NaN()
 		return m
 	}
-	resp, err := http.Get("http://" + r.http + "/debug/pprof/heap?gc=1")
+	resp, err := http.Get("http://" + r.HTTP + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	profile, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("heap profile of %s: %d %v", r.http, resp.StatusCode, err)
+		t.Fatalf("heap profile of %s: %d %v", r.HTTP, resp.StatusCode, err)
 	}
-	m.live = scrape(t, r.http, "go_memstats_heap_alloc_bytes") / (1 << 20)
-	m.spans = scrape(t, r.http, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	m.live = harness.Scrape(t, r.HTTP, "go_memstats_heap_alloc_bytes") / (1 << 20)
+	m.spans = harness.Scrape(t, r.HTTP, "go_memstats_heap_inuse_bytes") / (1 << 20)
 	if err := os.WriteFile(filepath.Join(os.Getenv("SHARDNS_PROFILE_DIR"), profileName), profile, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -242,8 +243,8 @@ func TestModifiersBufsize(t *testing.T) {
 
 	// bufsize's README: "the buffer size of outgoing query to the
 	// resolver": the forwarded question offers at most 1100 bytes.
-	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
-	f := serveBoth(t, forwardCorefile, map[string]string{"plugin": "bufsize 1100", "upstream": u.addr}, "www.example.test.", dns.RcodeSuccess)
+	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	f := serveBoth(t, forwardCorefile, map[string]string{"plugin": "bufsize 1100", "upstream": u.Addr}, "www.example.test.", dns.RcodeSuccess)
 	askAlike(t, f.shardns, f.coredns, []modQuestion{
 		{name: "www.example.test.", qtype: dns.TypeA, udp: 4096, rcode: dns.RcodeSuccess, answer: []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
 		{name: "www.example.test.", qtype: dns.TypeA, udp: 600, rcode: dns.RcodeSuccess, answer: []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
@@ -343,11 +344,11 @@ func onIPv6(t *testing.T, addr string) string {
 }
 
 func TestModifiersDNS64(t *testing.T) {
-	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "v6.example.test. 300 IN A 192.0.2.2",
+	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "v6.example.test. 300 IN A 192.0.2.2",
 		"v6.example.test. 300 IN AAAA 2001:db8::2")
 	db := writeModifiersZone(t)
 	serve := func(options string) (shardns, coredns string) {
-		s := serveBoth(t, dns64Corefile, map[string]string{"options": options, "db": db, "upstream": u.addr}, "www.example.org.", dns.RcodeSuccess)
+		s := serveBoth(t, dns64Corefile, map[string]string{"options": options, "db": db, "upstream": u.Addr}, "www.example.org.", dns.RcodeSuccess)
 		return s.shardns, s.coredns
 	}
 	// The README's examples: the well-known prefix, a prefix of its own
@@ -468,13 +469,13 @@ func TestModifiersBadOptions(t *testing.T) {
 		{"dns64 64:ff9b::/80", ":3: dns64 prefix 64:ff9b::/80: the length must be 32, 40, 48, 56, 64 or 96 (RFC 6052), got 80"},
 		{"timeouts {\n        read -1s\n    }", ":4: timeouts read -1s: must be between 1s and 24h"},
 	} {
-		run := renderCorefile(t, zoneCorefile, map[string]string{"plugin": c.plugin, "db": writeModifiersZone(t)})
+		run := harness.RenderCorefile(t, zoneCorefile, map[string]string{"plugin": c.plugin, "db": writeModifiersZone(t)})
 		path := filepath.Join(t.TempDir(), "Corefile")
-		if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, shardnsBin, "serve", "--corefile", path).CombinedOutput()
+		out, err := exec.CommandContext(ctx, harness.Bin, "serve", "--corefile", path).CombinedOutput()
 		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil || timedOut || !strings.Contains(string(out), path+c.want) {

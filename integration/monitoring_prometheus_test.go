@@ -19,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -47,28 +48,28 @@ func TestMonitoringQueriesHaveData(t *testing.T) {
 	webNamespaces(t, cp, "mon", 12)
 	namespaces := []string{"mon0", "mon1", "mon2"}
 	upstream := startMonitoringUpstream(t)
-	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	dead := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	key := nodeTierCredential(t)
 	prom := startPrometheus(t)
 
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	for i := range 3 {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
 		rs = append(rs, startMonitoredReplica(t, cp, fmt.Sprintf("m%d", i), seeds, key.keyFile, upstream, dead))
-		prom.target("shardns-peers", rs[i].http)
+		prom.target("shardns-peers", rs[i].HTTP)
 	}
-	settled(t, rs, len(rs))
+	harness.Settled(t, rs, len(rs))
 	nl := startMonitoredNodeLocal(t, remoteOf(t, rs[0]), key.credFile, upstream)
-	prom.target("shardns-nodelocal", nl.http)
-	settled(t, append(append([]*replicaProcess{}, rs...), nl), len(rs))
+	prom.target("shardns-nodelocal", nl.HTTP)
+	harness.Settled(t, append(append([]*harness.Replica{}, rs...), nl), len(rs))
 	prom.waitScraped(t, len(rs)+1)
 
-	servers := []string{nl.addr}
+	servers := []string{nl.Addr}
 	for _, r := range rs {
-		servers = append(servers, r.addr)
+		servers = append(servers, r.Addr)
 	}
 	traffic := startMonitoringTraffic(servers, namespaces, remoteOf(t, rs[0]))
 	defer traffic.stop()
@@ -83,7 +84,7 @@ func TestMonitoringQueriesHaveData(t *testing.T) {
 			}
 		}
 		for _, ns := range namespaces {
-			mkService(t, cp.Client, clusterIPService(ns, name))
+			harness.CreateService(t, cp.Client, harness.ClusterIPService(ns, name))
 		}
 		prom.waitFor(t, "every tier's programming duration",
 			`count(count by (tier) (shardns_dns_programming_duration_seconds_count{tier=~"owner|replica|nodelocal"}) > 0) == 3`)
@@ -92,7 +93,7 @@ func TestMonitoringQueriesHaveData(t *testing.T) {
 	// A replica is killed: the others find it down, gain its zones and
 	// load them from their sources (the gain load panel), while the
 	// node-local process's questions to it fail.
-	rs[2].cmd.Process.Signal(syscall.SIGKILL)
+	rs[2].Cmd.Process.Signal(syscall.SIGKILL)
 
 	checks := monitoringChecks(t)
 	missing := map[string]string{}
@@ -189,10 +190,10 @@ func monitoringChecks(t *testing.T) []monitoringCheck {
 // are unknown until their list comes, and shardns_cluster_handoffs_total
 // counts none of them (the Handoffs panel stays empty; Gain load time
 // and Zones in grace show the handoffs then).
-func startMonitoredReplica(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, keyFile, upstream, dead string) *replicaProcess {
+func startMonitoredReplica(t *testing.T, cp *kubeapi.ControlPlane, name string, seeds []string, keyFile, upstream, dead string) *harness.Replica {
 	t.Helper()
-	return launchReplica(t, name, seeds, func(join, gossip string, remote int) (*process, error) {
-		return tryStartShardns(t, fmt.Sprintf(`
+	return harness.LaunchReplica(t, name, seeds, func(join, gossip string, remote int) (*harness.Process, error) {
+		return harness.TryStart(t, harness.Options{Config: fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: true, kubeconfig: %q, shardedWatch: false}
@@ -207,15 +208,16 @@ cluster:
   gossip: fast
   handoffGrace: 2s
   secretKeyFile: %s
-`, cp.Kubeconfig, upstream, dead, name, join, gossip, remote, keyFile))
+`, cp.Kubeconfig, upstream, dead, name, join, gossip, remote, keyFile)})
+
 	})
 }
 
 // startMonitoredNodeLocal starts a node-local process with the
 // credential, reading the ring from seedRemote and forwarding to upstream.
-func startMonitoredNodeLocal(t *testing.T, seedRemote, credFile, upstream string) *replicaProcess {
+func startMonitoredNodeLocal(t *testing.T, seedRemote, credFile, upstream string) *harness.Replica {
 	t.Helper()
-	p := startShardns(t, fmt.Sprintf(`
+	p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 mode: nodelocal
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
@@ -226,8 +228,9 @@ cluster:
   remote: "127.0.0.1:%d"
   gossip: fast
   credentialFile: %s
-`, upstream, seedRemote, freeTCPPort(t), credFile))
-	return &replicaProcess{process: p, http: p.httpAddr(t)}
+`, upstream, seedRemote, harness.FreePort(t), credFile)})
+
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 }
 
 // startMonitoringUpstream serves, on loopback UDP, an A record for every
@@ -322,7 +325,7 @@ func startPrometheus(t *testing.T) *promServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &promServer{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), dir: t.TempDir(), targets: map[string][]string{}}
+	p := &promServer{addr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), dir: t.TempDir(), targets: map[string][]string{}}
 	var jobs strings.Builder
 	for _, job := range []string{"shardns-peers", "shardns-nodelocal"} {
 		p.writeTargets(job)

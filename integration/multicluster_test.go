@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -76,9 +77,9 @@ func importPort(name, protocol string, port int64) map[string]any {
 
 // mkImportedSlice creates an EndpointSlice imported for service svc from
 // cluster, labelled as MCS implementations label them.
-func mkImportedSlice(t *testing.T, cp *kubeapi.ControlPlane, ns, svc, cluster, name string, family discoveryv1.AddressType, eps ...ep) {
+func mkImportedSlice(t *testing.T, cp *kubeapi.ControlPlane, ns, svc, cluster, name string, family discoveryv1.AddressType, eps ...harness.Endpoint) {
 	t.Helper()
-	mkSliceLabelled(t, cp.Client, ns, name, map[string]string{
+	harness.CreateEndpointSliceLabelled(t, cp.Client, ns, name, map[string]string{
 		"multicluster.kubernetes.io/service-name":   svc,
 		"multicluster.kubernetes.io/source-cluster": cluster,
 	}, family, eps...)
@@ -90,15 +91,15 @@ func mkImportedSlice(t *testing.T, cp *kubeapi.ControlPlane, ns, svc, cluster, n
 // ports (bare), and the cluster's own Service web beside them.
 func mkMulticlusterServices(t *testing.T, cp *kubeapi.ControlPlane, dyn dynamic.Interface, ns string) {
 	t.Helper()
-	mkNamespace(t, cp.Client, ns, nil)
-	mkService(t, cp.Client, clusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}))
+	harness.CreateNamespace(t, cp.Client, ns, nil)
+	harness.CreateService(t, cp.Client, harness.ClusterIPService(ns, "web", corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}))
 	mkServiceImport(t, dyn, ns, "web", "ClusterSetIP", []string{"10.42.0.10", "fd00:42::10"},
 		importPort("http", "TCP", 80), importPort("dns", "UDP", 53))
 	mkServiceImport(t, dyn, ns, "db", "Headless", nil, importPort("http", "TCP", 80))
 	mkServiceImport(t, dyn, ns, "bare", "ClusterSetIP", []string{"10.42.0.11"})
 	mkImportedSlice(t, cp, ns, "db", "east", "db-east", discoveryv1.AddressTypeIPv4,
-		ep{ip: "172.20.0.1", hostname: "db-0"}, ep{ip: "172.20.0.2"}, ep{ip: "172.20.0.3", hostname: "db-2", notReady: true})
-	mkImportedSlice(t, cp, ns, "db", "west", "db-west", discoveryv1.AddressTypeIPv6, ep{ip: "fd00:20::1", hostname: "db-0"})
+		harness.Endpoint{IP: "172.20.0.1", Hostname: "db-0"}, harness.Endpoint{IP: "172.20.0.2"}, harness.Endpoint{IP: "172.20.0.3", Hostname: "db-2", NotReady: true})
+	mkImportedSlice(t, cp, ns, "db", "west", "db-west", discoveryv1.AddressTypeIPv6, harness.Endpoint{IP: "fd00:20::1", Hostname: "db-0"})
 }
 
 // clusterset.local names get, from `shardns serve --corefile`, the
@@ -110,27 +111,27 @@ func TestMulticlusterBesideCoreDNS(t *testing.T) {
 	dyn := installServiceImportCRD(t, cp)
 	mkMulticlusterServices(t, cp, dyn, "mcs")
 	vars := map[string]string{"kubeconfig": cp.Kubeconfig}
-	shardns := serveCorefileText(t, renderCorefile(t, multiclusterCorefile, vars).text)
-	coreRun := renderCorefile(t, multiclusterCorefile, vars)
-	coredns := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "web.mcs.svc.clusterset.local.")
+	shardns := serveCorefileText(t, harness.RenderCorefile(t, multiclusterCorefile, vars).Text)
+	coreRun := harness.RenderCorefile(t, multiclusterCorefile, vars)
+	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.mcs.svc.clusterset.local.")
 
 	// What a user sees first, then every other question asked of both
 	// and compared whole.
 	const db = "db.mcs.svc.clusterset.local."
-	askBoth(t, shardns, coredns, []convertQuestion{
-		{"web.mcs.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, []string{"web.mcs.svc.clusterset.local.\t5\tIN\tA\t10.42.0.10"}},
-		{"web.mcs.svc.clusterset.local.", dns.TypeAAAA, dns.RcodeSuccess, []string{"web.mcs.svc.clusterset.local.\t5\tIN\tAAAA\tfd00:42::10"}},
-		{"_dns._udp.web.mcs.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess, []string{
+	harness.AskBoth(t, shardns, coredns, []harness.Question{
+		{Name: "web.mcs.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.mcs.svc.clusterset.local.\t5\tIN\tA\t10.42.0.10"}},
+		{Name: "web.mcs.svc.clusterset.local.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{"web.mcs.svc.clusterset.local.\t5\tIN\tAAAA\tfd00:42::10"}},
+		{Name: "_dns._udp.web.mcs.svc.clusterset.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{
 			"_dns._udp.web.mcs.svc.clusterset.local.\t5\tIN\tSRV\t0 50 53 web.mcs.svc.clusterset.local."}},
-		{db, dns.TypeA, dns.RcodeSuccess, []string{db + "\t5\tIN\tA\t172.20.0.1", db + "\t5\tIN\tA\t172.20.0.2"}},
-		{db, dns.TypeAAAA, dns.RcodeSuccess, []string{db + "\t5\tIN\tAAAA\tfd00:20::1"}},
-		{"_http._tcp." + db, dns.TypeSRV, dns.RcodeSuccess, []string{
+		{Name: db, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{db + "\t5\tIN\tA\t172.20.0.1", db + "\t5\tIN\tA\t172.20.0.2"}},
+		{Name: db, Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{db + "\t5\tIN\tAAAA\tfd00:20::1"}},
+		{Name: "_http._tcp." + db, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{
 			"_http._tcp." + db + "\t5\tIN\tSRV\t0 33 80 db-0.east." + db,
 			"_http._tcp." + db + "\t5\tIN\tSRV\t0 33 80 172-20-0-2.east." + db,
 			"_http._tcp." + db + "\t5\tIN\tSRV\t0 33 80 db-0.west." + db}},
-		{"db-0.east." + db, dns.TypeA, dns.RcodeSuccess, []string{"db-0.east." + db + "\t5\tIN\tA\t172.20.0.1"}},
-		{"db-0.west." + db, dns.TypeAAAA, dns.RcodeSuccess, []string{"db-0.west." + db + "\t5\tIN\tAAAA\tfd00:20::1"}},
-		{"none.mcs.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{Name: "db-0.east." + db, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"db-0.east." + db + "\t5\tIN\tA\t172.20.0.1"}},
+		{Name: "db-0.west." + db, Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{"db-0.west." + db + "\t5\tIN\tAAAA\tfd00:20::1"}},
+		{Name: "none.mcs.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	})
 	var qs []externalQuestion
 	for _, n := range []string{"web", "db", "bare", "none", "db-0.east.db", "172-20-0-2.east.db", "db-0.west.db",
@@ -161,13 +162,13 @@ func TestMulticlusterBesideCoreDNS(t *testing.T) {
 func TestMulticlusterMalformedImport(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	dyn := installServiceImportCRD(t, cp)
-	mkNamespace(t, cp.Client, "mcsbad", nil)
+	harness.CreateNamespace(t, cp.Client, "mcsbad", nil)
 	mkServiceImport(t, dyn, "mcsbad", "odd", "ClusterSetIP", []string{"10.42.1.300", "10.42.1.1"}, importPort("http", "TCP", 80))
 	mkServiceImport(t, dyn, "mcsbad", "good", "ClusterSetIP", []string{"10.42.1.2"}, importPort("http", "TCP", 80))
-	shardns := serveCorefileText(t, renderCorefile(t, multiclusterCorefile, map[string]string{"kubeconfig": cp.Kubeconfig}).text)
-	answersAre(t, shardns,
-		convertQuestion{"odd.mcsbad.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, []string{"odd.mcsbad.svc.clusterset.local.\t5\tIN\tA\t10.42.1.1"}},
-		convertQuestion{"good.mcsbad.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, []string{"good.mcsbad.svc.clusterset.local.\t5\tIN\tA\t10.42.1.2"}})
+	shardns := serveCorefileText(t, harness.RenderCorefile(t, multiclusterCorefile, map[string]string{"kubeconfig": cp.Kubeconfig}).Text)
+	harness.AnswersAre(t, shardns,
+		harness.Question{Name: "odd.mcsbad.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"odd.mcsbad.svc.clusterset.local.\t5\tIN\tA\t10.42.1.1"}},
+		harness.Question{Name: "good.mcsbad.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"good.mcsbad.svc.clusterset.local.\t5\tIN\tA\t10.42.1.2"}})
 }
 
 // A cluster without the ServiceImport CRD: kubernetes.multicluster does
@@ -175,17 +176,17 @@ func TestMulticlusterMalformedImport(t *testing.T) {
 // clusterset.local names do not exist.
 func TestMulticlusterWithoutServiceImportCRD(t *testing.T) {
 	cp := kubeapi.Start(t)
-	mkNamespace(t, cp.Client, "plain", nil)
-	svc := mkService(t, cp.Client, clusterIPService("plain", "web"))
-	n := startNodeYAML(t, fmt.Sprintf(`
+	harness.CreateNamespace(t, cp.Client, "plain", nil)
+	svc := harness.CreateService(t, cp.Client, harness.ClusterIPService("plain", "web"))
+	n := harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0"}
 kubernetes: {enabled: true, kubeconfig: %q, multicluster: [clusterset.local]}
 cluster: {replicationFactor: 0}
 forward: {upstreams: []}
 `, cp.Kubeconfig), true)
-	n.eventually(t, "web.plain.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, svc.Spec.ClusterIP)
-	n.eventually(t, "web.plain.svc.clusterset.local", dns.TypeA, dns.RcodeNameError)
+	n.Eventually(t, "web.plain.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, svc.Spec.ClusterIP)
+	n.Eventually(t, "web.plain.svc.clusterset.local", dns.TypeA, dns.RcodeNameError)
 }
 
 // With an apiserver that shards watches, three replicas (replication
@@ -198,20 +199,20 @@ func TestShardedMulticlusterWatches(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	dyn := installServiceImportCRD(t, cp)
 	const mcs = "multicluster: [clusterset.local]"
-	a := startReplicaProcessKube(t, cp, "m0", nil, 1, "gossip: fast\n  handoffGrace: 5s", 0, mcs)
-	b := startReplicaProcessKube(t, cp, "m1", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 0, mcs)
-	d := startReplicaProcessKube(t, cp, "m2", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 0, mcs)
-	rs := []*replicaProcess{a, b, d}
-	settled(t, rs, 3)
-	imports := func(r *replicaProcess) (float64, float64) {
-		m := mustMetrics(t, r.http)
-		if m.sum("shardns_kubernetes_sharded_watch") != 1 {
-			t.Fatalf("%s does not shard its watches", r.http)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m0", Seeds: nil, RF: 1, Cluster: harness.FastGossip, Kube: mcs})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip, Kube: mcs})
+	d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m2", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip, Kube: mcs})
+	rs := []*harness.Replica{a, b, d}
+	harness.Settled(t, rs, 3)
+	imports := func(r *harness.Replica) (float64, float64) {
+		m := harness.MustMetrics(t, r.HTTP)
+		if m.Sum("shardns_kubernetes_sharded_watch") != 1 {
+			t.Fatalf("%s does not shard its watches", r.HTTP)
 		}
-		return m.sumWith("shardns_kubernetes_events_total", `kind="ServiceImport"`),
-			m.sumWith("shardns_kubernetes_events_total", `kind="MultiClusterSlice"`)
+		return m.SumWith("shardns_kubernetes_events_total", `kind="ServiceImport"`),
+			m.SumWith("shardns_kubernetes_events_total", `kind="MultiClusterSlice"`)
 	}
-	before := map[*replicaProcess][2]float64{}
+	before := map[*harness.Replica][2]float64{}
 	for _, r := range rs {
 		i, s := imports(r)
 		before[r] = [2]float64{i, s}
@@ -220,14 +221,14 @@ func TestShardedMulticlusterWatches(t *testing.T) {
 	const n = 18
 	for i := range n {
 		ns := fmt.Sprintf("mcsshard%d", i)
-		mkNamespace(t, cp.Client, ns, nil)
+		harness.CreateNamespace(t, cp.Client, ns, nil)
 		mkServiceImport(t, dyn, ns, "web", "ClusterSetIP", []string{fmt.Sprintf("10.43.%d.10", i)}, importPort("http", "TCP", 80))
-		mkImportedSlice(t, cp, ns, "web", "east", "web-east", discoveryv1.AddressTypeIPv4, ep{ip: fmt.Sprintf("172.21.%d.1", i)})
+		mkImportedSlice(t, cp, ns, "web", "east", "web-east", discoveryv1.AddressTypeIPv4, harness.Endpoint{IP: fmt.Sprintf("172.21.%d.1", i)})
 	}
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, r := range rs {
 			for i := range n {
-				if err := answerIs(r.addr, fmt.Sprintf("web.mcsshard%d.svc.clusterset.local.", i), fmt.Sprintf("10.43.%d.10", i)); err != nil {
+				if err := harness.AnswerIs(r.Addr, fmt.Sprintf("web.mcsshard%d.svc.clusterset.local.", i), fmt.Sprintf("10.43.%d.10", i)); err != nil {
 					return err
 				}
 			}

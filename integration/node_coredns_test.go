@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubenode"
 )
 
@@ -977,7 +978,7 @@ func (c *nodeCluster) coreDNSImageOnNode(t *testing.T) string {
 	if c.coreDNSImage != "" {
 		return c.coreDNSImage
 	}
-	bin := buildCoreDNS(t)
+	bin := harness.BuildCoreDNS(t)
 	out, err := exec.Command(bin, "-version").Output()
 	if err != nil {
 		t.Fatalf("%s -version: %v", bin, err)

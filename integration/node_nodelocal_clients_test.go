@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubenode"
 )
 
@@ -184,12 +185,12 @@ func (c *nodeCluster) restoreBase(t *testing.T, base string) {
 func checkNoPodWatched(t *testing.T, replicas []corev1.Pod) {
 	t.Helper()
 	for _, r := range replicas {
-		m := mustMetrics(t, net.JoinHostPort(r.Status.PodIP, "8080"))
-		services := m.sumWith("shardns_kubernetes_events_total", `kind="Service"`)
-		pods := m.sumWith("shardns_kubernetes_events_total", `kind="Pod"`)
+		m := harness.MustMetrics(t, net.JoinHostPort(r.Status.PodIP, "8080"))
+		services := m.SumWith("shardns_kubernetes_events_total", `kind="Service"`)
+		pods := m.SumWith("shardns_kubernetes_events_total", `kind="Pod"`)
 		if services == 0 || pods != 0 {
 			t.Errorf("%s with kubernetes.pods: disabled received %v Service and %v Pod events, want Services and no Pod:\n%s",
-				r.Name, services, pods, m.series("shardns_kubernetes_events_total"))
+				r.Name, services, pods, m.Series("shardns_kubernetes_events_total"))
 		}
 	}
 }
@@ -230,11 +231,11 @@ func (c *nodeCluster) checkClientPodsHeld(t *testing.T, metrics, node string) {
 				onNode++
 			}
 		}
-		m, err := scrapeMetrics(metrics)
+		m, err := harness.ScrapeMetrics(metrics)
 		if err != nil {
 			return err
 		}
-		if held = m.sum("shardns_client_pods_held"); held != float64(onNode) || all == onNode {
+		if held = m.Sum("shardns_client_pods_held"); held != float64(onNode) || all == onNode {
 			return fmt.Errorf("the node-local process holds %v pods; the API lists %d on node %s and %d in all", held, onNode, node, all)
 		}
 		return nil
@@ -270,7 +271,7 @@ func (c *nodeCluster) checkClientSearches(t *testing.T, linkLocal, metrics strin
 		Searches:    []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local"},
 		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptrTo("5")}},
 	}
-	before := mustMetrics(t, metrics)
+	before := harness.MustMetrics(t, metrics)
 	c.runChecks(t, ns, "glibc", []podCheck{
 		{"the node-local process knows the pod", wait, []string{
 			"canonical name = " + kubenode.ExternalName, `text = "` + kubenode.ExternalTXT + `"`}},
@@ -278,11 +279,11 @@ func (c *nodeCluster) checkClientSearches(t *testing.T, linkLocal, metrics strin
 			kubenode.ExternalIPv4 + " STREAM " + kubenode.ExternalName}},
 		{"short name of the namespace", "getent ahosts web", []string{web.Spec.ClusterIP + " STREAM " + webFQDN}},
 	}, withDNSConfig(dnsConfig))
-	after := mustMetrics(t, metrics)
+	after := harness.MustMetrics(t, metrics)
 
 	const names = 2
-	asked := after.byLabel("shardns_dns_requests_total", "type", "")
-	for qtype, n := range before.byLabel("shardns_dns_requests_total", "type", "") {
+	asked := after.ByLabel("shardns_dns_requests_total", "type", "")
+	for qtype, n := range before.ByLabel("shardns_dns_requests_total", "type", "") {
 		asked[qtype] -= n
 	}
 	for qtype, n := range asked {

@@ -9,10 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubenode"
 )
 
@@ -134,16 +133,16 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 	late := c.createService(t, "nl2", "late", "http", 80, nil, false)
 	lateRecord := record{"late.nl2.svc.cluster.local", dns.TypeA, late.Spec.ClusterIP}
 	c.waitRecords(t, []record{lateRecord})
-	before := mustMetrics(t, metrics)
+	before := harness.MustMetrics(t, metrics)
 	if err := askRecord(server, lateRecord); err != nil {
 		t.Fatalf("%s, a Service made after the node-local process started: %v", server, err)
 	}
-	after := mustMetrics(t, metrics)
-	if d := after.sum("shardns_cluster_cache_misses_total") - before.sum("shardns_cluster_cache_misses_total"); d < 1 {
+	after := harness.MustMetrics(t, metrics)
+	if d := after.Sum("shardns_cluster_cache_misses_total") - before.Sum("shardns_cluster_cache_misses_total"); d < 1 {
 		t.Errorf("a name never asked before: shardns_cluster_cache_misses_total rose by %v, want at least 1", d)
 	}
-	asked := after.byLabel("shardns_cluster_owner_dispatches_total", "owner", `result="ok"`)
-	askedBefore := before.byLabel("shardns_cluster_owner_dispatches_total", "owner", `result="ok"`)
+	asked := after.ByLabel("shardns_cluster_owner_dispatches_total", "owner", `result="ok"`)
+	askedBefore := before.ByLabel("shardns_cluster_owner_dispatches_total", "owner", `result="ok"`)
 	replicas := replicaNames(c.replicaPods(t))
 	var owners []string
 	for owner, n := range asked {
@@ -162,7 +161,7 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 	if err := askRecord(server, lateRecord); err != nil {
 		t.Fatalf("%s, asked again: %v", server, err)
 	}
-	if d := mustMetrics(t, metrics).sum("shardns_cluster_cache_hits_total") - after.sum("shardns_cluster_cache_hits_total"); d < 1 {
+	if d := harness.MustMetrics(t, metrics).Sum("shardns_cluster_cache_hits_total") - after.Sum("shardns_cluster_cache_hits_total"); d < 1 {
 		t.Errorf("a name asked twice: shardns_cluster_cache_hits_total rose by %v, want the repeat answered from the cache", d)
 	}
 	t.Logf("%s asked of %v, then answered from the cache", lateRecord.name, owners)
@@ -548,20 +547,20 @@ func (c *nodeCluster) removeNodeLocal(t *testing.T, objs []*unstructured.Unstruc
 // allowed for.
 func (c *nodeCluster) checkServedByNodeLocal(t *testing.T, q *querier, metrics string, n int, phase string) {
 	t.Helper()
-	var before metricSamples
+	var before harness.MetricSamples
 	c.eventually(t, podTimeout, func() error {
 		var err error
-		before, err = scrapeMetrics(metrics)
+		before, err = harness.ScrapeMetrics(metrics)
 		return err
 	})
 	first, _ := q.count(t)
 	q.seen = first
 	q.waitAnswers(t, n, phase)
-	after := mustMetrics(t, metrics)
-	noerror := after.sumWith("shardns_dns_responses_total", `rcode="NOERROR"`) - before.sumWith("shardns_dns_responses_total", `rcode="NOERROR"`)
+	after := harness.MustMetrics(t, metrics)
+	noerror := after.SumWith("shardns_dns_responses_total", `rcode="NOERROR"`) - before.SumWith("shardns_dns_responses_total", `rcode="NOERROR"`)
 	if answers := q.seen - first; noerror < float64(2*(answers-1)) {
 		t.Fatalf("%s: the pod got %d answers, the node-local process gave %v NOERROR answers, want two for each: the pod resolved elsewhere; its answers:\n%s",
-			phase, answers, noerror, after.series("shardns_dns_responses_total", "shardns_dns_requests_total"))
+			phase, answers, noerror, after.Series("shardns_dns_responses_total", "shardns_dns_requests_total"))
 	}
 	t.Logf("%s: %v NOERROR answers from the node-local process for %d of the pod's", phase, noerror, q.seen-first)
 }
@@ -574,95 +573,9 @@ func (c *nodeCluster) replicaQuestions(t *testing.T) float64 {
 	t.Helper()
 	total := 0.0
 	for _, p := range c.replicaPods(t) {
-		total += mustMetrics(t, net.JoinHostPort(p.Status.PodIP, "8080")).sum("shardns_dns_requests_total")
+		total += harness.MustMetrics(t, net.JoinHostPort(p.Status.PodIP, "8080")).Sum("shardns_dns_requests_total")
 	}
 	return total
-}
-
-// metricSamples are the samples of a /metrics page, by series.
-type metricSamples map[string]float64
-
-// scrapeMetrics reads a /metrics page; unlike samples, it returns its
-// error, for a poll across a pod's restart.
-func scrapeMetrics(addr string) (metricSamples, error) {
-	resp, err := nodeHTTP.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	m := metricSamples{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", line, err)
-		}
-		m[line[:i]] = v
-	}
-	return m, nil
-}
-
-// mustMetrics is scrapeMetrics that fails t.
-func mustMetrics(t *testing.T, addr string) metricSamples {
-	t.Helper()
-	m, err := scrapeMetrics(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// sum adds the series of metric, with or without labels.
-func (m metricSamples) sum(metric string) float64 { return m.sumWith(metric, "") }
-
-// sumWith adds the series of metric whose labels contain label.
-func (m metricSamples) sumWith(metric, label string) float64 {
-	total := 0.0
-	for k, v := range m {
-		if (k == metric || strings.HasPrefix(k, metric+"{")) && strings.Contains(k, label) {
-			total += v
-		}
-	}
-	return total
-}
-
-// byLabel adds the series of metric whose labels contain filter, by the
-// value of label.
-func (m metricSamples) byLabel(metric, label, filter string) map[string]float64 {
-	by := map[string]float64{}
-	for k, v := range m {
-		if !strings.HasPrefix(k, metric+"{") || !strings.Contains(k, filter) {
-			continue
-		}
-		_, rest, ok := strings.Cut(k, label+`="`)
-		if !ok {
-			continue
-		}
-		value, _, _ := strings.Cut(rest, `"`)
-		by[value] += v
-	}
-	return by
-}
-
-// series lists the samples of the metrics, one a line, sorted.
-func (m metricSamples) series(metrics ...string) string {
-	var lines []string
-	for k, v := range m {
-		for _, metric := range metrics {
-			if strings.HasPrefix(k, metric+"{") {
-				lines = append(lines, fmt.Sprintf("%s %v", k, v))
-			}
-		}
-	}
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
 }
 
 func replicaNames(pods []corev1.Pod) []string {

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubenode"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -115,8 +116,8 @@ func (c *nodeCluster) testApplyAndResolve(t *testing.T) {
 		{alphaFQDN, dns.TypeA, alphaIP},
 		{"_http._tcp.web." + ns + ".svc.cluster.local", dns.TypeSRV, "0 100 80 " + webFQDN + "."},
 		{"_http._tcp.hl." + ns + ".svc.cluster.local", dns.TypeSRV, "0 100 80 " + alphaFQDN + "."},
-		{reverse(alphaIP), dns.TypePTR, alphaFQDN + "."},
-		{reverse(web.Spec.ClusterIP), dns.TypePTR, webFQDN + "."},
+		{harness.ReverseName(alphaIP), dns.TypePTR, alphaFQDN + "."},
+		{harness.ReverseName(web.Spec.ClusterIP), dns.TypePTR, webFQDN + "."},
 	})
 
 	// busybox's nslookup tries the search path only for names without a

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -48,8 +49,8 @@ func mkNodePod(t *testing.T, c kubernetes.Interface, ns, name, node string, host
 func TestNodeLocalKnowsItsClients(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	c := cp.Client
-	mkNamespace(t, c, "nlc", nil)
-	web := mkService(t, c, clusterIPService("nlc", "web"))
+	harness.CreateNamespace(t, c, "nlc", nil)
+	web := harness.CreateService(t, c, harness.ClusterIPService("nlc", "web"))
 	const nodeA, nodeB = "nlc-node-a", "nlc-node-b"
 	mkNodePod(t, c, "nlc", "client", nodeA, false, "127.0.0.51")
 	mkNodePod(t, c, "nlc", "dual", nodeA, false, "127.0.0.52", "fd00:10:244::52")
@@ -57,11 +58,11 @@ func TestNodeLocalKnowsItsClients(t *testing.T) {
 	mkNodePod(t, c, "nlc", "host", nodeA, true, "127.0.0.54")
 	mkNodePod(t, c, "nlc", "gone", nodeA, false, "127.0.0.55")
 	mkNodePod(t, c, "nlc", "pending", nodeA, false)
-	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN AAAA 2001:db8::1")
+	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN AAAA 2001:db8::1")
 
-	r := startReplicaProcessKube(t, cp, "r0", nil, 2, "gossip: fast", 0, "pods: disabled")
-	settled(t, []*replicaProcess{r}, 1)
-	p := startShardns(t, fmt.Sprintf(`
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: "gossip: fast", Kube: "pods: disabled"})
+	harness.Settled(t, []*harness.Replica{r}, 1)
+	p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 mode: nodelocal
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
@@ -74,12 +75,13 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, cp.Kubeconfig, nodeA, u.addr, remoteOf(t, r), freeTCPPort(t)))
-	nl := &replicaProcess{process: p, http: p.httpAddr(t)}
+`, cp.Kubeconfig, nodeA, u.Addr, remoteOf(t, r), harness.FreePort(t))})
+
+	nl := &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 	held := func(want float64) {
 		t.Helper()
 		testutil.Eventually(t, 20*time.Second, func() error {
-			if got := scrape(t, nl.http, "shardns_client_pods_held"); got != want {
+			if got := harness.Scrape(t, nl.HTTP, "shardns_client_pods_held"); got != want {
 				return fmt.Errorf("the node-local process holds %v pods, want %v (node A's)", got, want)
 			}
 			return nil
@@ -115,7 +117,7 @@ cluster:
 			// difference fails at once.
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				err := answersFrom(nl.addr, tc.from, tc.qname, tc.qtype, tc.rcode, tc.want)
+				err := answersFrom(nl.Addr, tc.from, tc.qname, tc.qtype, tc.rcode, tc.want)
 				if err == nil {
 					return
 				}
@@ -127,13 +129,13 @@ cluster:
 	}
 
 	t.Run("the replica watches no pod", func(t *testing.T) {
-		if got := scrapeLabelled(t, r.http, "shardns_kubernetes_events_total", `kind="Pod"`); got != 0 {
+		if got := harness.ScrapeLabelled(t, r.HTTP, "shardns_kubernetes_events_total", `kind="Pod"`); got != 0 {
 			t.Fatalf("the replica received %v Pod events, want none", got)
 		}
 	})
 
 	t.Run("a deleted pod's address gets ordinary answers", func(t *testing.T) {
-		if err := answersFrom(nl.addr, "127.0.0.55", "web.nlc.nlc.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{
+		if err := answersFrom(nl.Addr, "127.0.0.55", "web.nlc.nlc.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{
 			"web.nlc.nlc.svc.cluster.local.\tCNAME\tweb.nlc.svc.cluster.local.", "web.nlc.svc.cluster.local.\tA\t" + web.Spec.ClusterIP}); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +143,7 @@ cluster:
 			t.Fatal(err)
 		}
 		held(4)
-		if err := answersFrom(nl.addr, "127.0.0.55", "web.nlc.nlc.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil); err != nil {
+		if err := answersFrom(nl.Addr, "127.0.0.55", "web.nlc.nlc.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shardns/shardns/integration/harness"
 )
 
 // TestNodeLocalPerf is part of `make bench`: the node tier's cache-hit
@@ -23,7 +25,7 @@ func TestNodeLocalPerf(t *testing.T) {
 	if os.Getenv("SHARDNS_BENCH") == "" {
 		t.Skip("set SHARDNS_BENCH=1 (make bench)")
 	}
-	corednsBin := buildCoreDNS(t)
+	corednsBin := harness.BuildCoreDNS(t)
 	dir := t.TempDir()
 	manifest, queries := nodeLocalManifest(20, 50)
 	mfile := filepath.Join(dir, "cluster.yaml")
@@ -31,9 +33,9 @@ func TestNodeLocalPerf(t *testing.T) {
 	os.WriteFile(mfile, []byte(manifest), 0o644)
 	os.WriteFile(qfile, []byte(strings.Join(queries, "\n")+"\n"), 0o644)
 
-	replicaDNS := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	remote := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	replica := startShardns(t, fmt.Sprintf(`
+	replicaDNS := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	remote := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	replica := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 dns: {listen: [%q]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: false}
@@ -46,11 +48,12 @@ cluster:
   remote: %q
   replicationFactor: 1
   gossip: fast
-`, replicaDNS, mfile, freeTCPPort(t), remote))
-	replica.waitReady(t)
+`, replicaDNS, mfile, harness.FreePort(t), remote)})
+
+	replica.WaitReady(t)
 	nl := startNodeLocalProcess(t, "nl0", remote)
 	servers := []*benchServer{
-		{name: "shardns-nodelocal", addr: nl.addr, pid: nl.cmd.Process.Pid},
+		{name: "shardns-nodelocal", addr: nl.Addr, pid: nl.Cmd.Process.Pid},
 		startNodeLocalDNS(t, corednsBin, replicaDNS),
 	}
 	sideBySide(t, servers, "svc0.nl0.svc.cluster.local.", qfile, queries)
@@ -127,7 +130,7 @@ const nodeLocalCorefile = `cluster.local:%d {
 // upstream, and stops it at test end.
 func startNodeLocalDNS(t *testing.T, bin, upstream string) *benchServer {
 	t.Helper()
-	port := freePort(t)
-	text := fmt.Sprintf(nodeLocalCorefile, port, upstream, freePort(t), freePort(t))
+	port := harness.FreePort(t)
+	text := fmt.Sprintf(nodeLocalCorefile, port, upstream, harness.FreePort(t), harness.FreePort(t))
 	return runCoreDNS(t, bin, "coredns-nodelocaldns", port, []byte(text))
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -27,14 +28,14 @@ import (
 func TestNodeLocalRolledBesideItself(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	names := webNamespaces(t, cp, "roll", 3)
-	a := startReplicaProcess(t, cp, "r0", nil)
-	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
-	settled(t, []*replicaProcess{a, b}, 2)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
 	seed := remoteOf(t, a)
-	dnsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	start := func() *process {
-		p := startShardns(t, fmt.Sprintf(`
+	dnsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	start := func() *harness.Process {
+		p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 mode: nodelocal
 dns: {listen: [%q]}
 http: {listen: %q, lameduck: 1s}
@@ -44,7 +45,8 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:0"
   gossip: fast
-`, dnsAddr, httpAddr, seed))
+`, dnsAddr, httpAddr, seed)})
+
 		waitStatus(t, httpAddr, 200)
 		return p
 	}
@@ -55,15 +57,15 @@ cluster:
 	for round := range 3 {
 		next := start() // ready: the shared HTTP address answers for it
 		asked := s.asked.Load()
-		old.cmd.Process.Signal(syscall.SIGTERM)
-		err := <-old.done
-		old.done <- err // for the test's cleanup
+		old.Cmd.Process.Signal(syscall.SIGTERM)
+		err := <-old.Done
+		old.Done <- err // for the test's cleanup
 		if err != nil {
 			t.Fatalf("round %d: the old process exited with %v", round, err)
 		}
 		// The survivor takes the address back from the program the old
 		// one left, before a later rollout replaces it in turn.
-		next.waitLog(t, "its address is this process's alone", 10*time.Second)
+		next.WaitLog(t, "its address is this process's alone", 10*time.Second)
 		s.enough(t, asked+200)
 		old = next
 	}
@@ -111,7 +113,7 @@ func startSteady(addr string, names map[string]string) *steady {
 			for i := 0; !s.stop.Load(); i++ {
 				err := nxdomain(addr, fmt.Sprintf("miss%d-%d.roll%d.svc.cluster.local.", c, i, i%3))
 				if name := known[i%len(known)]; err == nil {
-					err = answerIs(addr, name, names[name])
+					err = harness.AnswerIs(addr, name, names[name])
 				}
 				s.asked.Add(2)
 				if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
@@ -19,7 +20,7 @@ import (
 
 // startNodeLocalProcess starts the binary in mode nodelocal, reading the
 // ring from the replica whose actor remote listens on seedRemote.
-func startNodeLocalProcess(t *testing.T, name, seedRemote string) *replicaProcess {
+func startNodeLocalProcess(t *testing.T, name, seedRemote string) *harness.Replica {
 	t.Helper()
 	cfg := fmt.Sprintf(`
 mode: nodelocal
@@ -31,15 +32,15 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, name, seedRemote, freeTCPPort(t))
-	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t)}
+`, name, seedRemote, harness.FreePort(t))
+	p := harness.Start(t, harness.Options{Config: cfg})
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 }
 
 // remoteOf is the actor remote address of the replica r.
-func remoteOf(t *testing.T, r *replicaProcess) string {
+func remoteOf(t *testing.T, r *harness.Replica) string {
 	t.Helper()
-	ring, err := r.ring(t)
+	ring, err := r.Ring(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +62,11 @@ func selfRemote(t testing.TB, ring httpapi.Ring) string {
 // ownerDispatches is how many questions the node-local process sent to
 // owner, answered or not.
 func ownerDispatches(t testing.TB, addr, owner string) float64 {
-	return scrapeLabelled(t, addr, "shardns_cluster_owner_dispatches_total", fmt.Sprintf("owner=%q", owner))
+	return harness.ScrapeLabelled(t, addr, "shardns_cluster_owner_dispatches_total", fmt.Sprintf("owner=%q", owner))
 }
 
 func totalDispatches(t testing.TB, addr string) float64 {
-	return scrapeLabelled(t, addr, "shardns_cluster_dispatches_total", "result=")
+	return harness.ScrapeLabelled(t, addr, "shardns_cluster_dispatches_total", "result=")
 }
 
 // A node-local process beside three replicas on the real apiserver: it
@@ -75,14 +76,14 @@ func totalDispatches(t testing.TB, addr string) float64 {
 func TestNodeLocalAsksOwners(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	names := webNamespaces(t, cp, "nodelocal", 6)
-	a := startReplicaProcess(t, cp, "r0", nil)
-	b := startReplicaProcess(t, cp, "r1", []string{a.gossip})
-	c := startReplicaProcess(t, cp, "r2", []string{a.gossip})
-	settled(t, []*replicaProcess{a, b, c}, 3)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b, c}, 3)
 	nl := startNodeLocalProcess(t, "nl0", remoteOf(t, a))
 	// The node-local process is no member: it sees the three replicas.
-	settled(t, []*replicaProcess{a, b, c, nl}, 3)
-	ring, err := nl.ring(t)
+	harness.Settled(t, []*harness.Replica{a, b, c, nl}, 3)
+	ring, err := nl.Ring(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,16 +119,16 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 			{"not-an-ip.nodelocal4.pod.cluster.local.", dns.TypeA},
 			// Reverse names: with sharded watches every replica holds a
 			// share of each reverse zone, and the node-local asks them all.
-			{reverse(names["web.nodelocal0.svc.cluster.local."]), dns.TypePTR},
-			{reverse(names["web.nodelocal3.svc.cluster.local."]), dns.TypePTR},
-			{reverse("10.96.255.254"), dns.TypePTR},
+			{harness.ReverseName(names["web.nodelocal0.svc.cluster.local."]), dns.TypePTR},
+			{harness.ReverseName(names["web.nodelocal3.svc.cluster.local."]), dns.TypePTR},
+			{harness.ReverseName("10.96.255.254"), dns.TypePTR},
 		}
 		for _, q := range questions {
-			want, err := testutil.Exchange(a.addr, "udp", q.name, q.qtype)
+			want, err := testutil.Exchange(a.Addr, "udp", q.name, q.qtype)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := testutil.Exchange(nl.addr, "udp", q.name, q.qtype)
+			got, err := testutil.Exchange(nl.Addr, "udp", q.name, q.qtype)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,21 +149,21 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 	})
 
 	t.Run("pod names", func(t *testing.T) {
-		if err := podNamesAnswer(nl.addr, 0); err != nil {
+		if err := podNamesAnswer(nl.Addr, 0); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	t.Run("cache hits need no dispatch", func(t *testing.T) {
 		for _, name := range []string{"web.nodelocal0.svc.cluster.local.", "gone.nodelocal0.svc.cluster.local."} {
-			first, err := testutil.Exchange(nl.addr, "udp", name, dns.TypeA)
+			first, err := testutil.Exchange(nl.Addr, "udp", name, dns.TypeA)
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := totalDispatches(t, nl.http)
-			hits := scrape(t, nl.http, "shardns_cluster_cache_hits_total")
+			before := totalDispatches(t, nl.HTTP)
+			hits := harness.Scrape(t, nl.HTTP, "shardns_cluster_cache_hits_total")
 			for range 5 {
-				again, err := testutil.Exchange(nl.addr, "udp", name, dns.TypeA)
+				again, err := testutil.Exchange(nl.Addr, "udp", name, dns.TypeA)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -170,10 +171,10 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 					t.Fatalf("%s: cached %v, first %v", name, again, first)
 				}
 			}
-			if after := totalDispatches(t, nl.http); after != before {
+			if after := totalDispatches(t, nl.HTTP); after != before {
 				t.Errorf("%s: %v dispatches for 5 repeats, want 0", name, after-before)
 			}
-			if got := scrape(t, nl.http, "shardns_cluster_cache_hits_total") - hits; got != 5 {
+			if got := harness.Scrape(t, nl.HTTP, "shardns_cluster_cache_hits_total") - hits; got != 5 {
 				t.Errorf("%s: %v cache hits, want 5", name, got)
 			}
 			if name == "gone.nodelocal0.svc.cluster.local." && first.Rcode != dns.RcodeNameError {
@@ -184,44 +185,44 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 
 	t.Run("an owner killed, then a replica joining", func(t *testing.T) {
 		var targets atomic.Value
-		targets.Store([]string{nl.addr})
+		targets.Store([]string{nl.Addr})
 		withPods := maps.Clone(names)
 		for i := range 6 {
 			withPods[fmt.Sprintf("10-244-7-%d.nodelocal%d.pod.cluster.local.", i+1, i)] = fmt.Sprintf("10.244.7.%d", i+1)
 		}
 		l := startLoad(func() []string { return targets.Load().([]string) }, withPods)
-		c.cmd.Process.Kill()
-		settled(t, []*replicaProcess{a, b, nl}, 2)
+		c.Cmd.Process.Kill()
+		harness.Settled(t, []*harness.Replica{a, b, nl}, 2)
 		enough(t, l, 300)
 		l.finish(t, "kill -9 of an owner, asked through the node-local process")
 
 		// The ring no longer has r2: no question goes there any more.
-		before := ownerDispatches(t, nl.http, "r2")
+		before := ownerDispatches(t, nl.HTTP, "r2")
 		for i := range 60 {
-			if err := nxdomain(nl.addr, fmt.Sprintf("after-kill%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+			if err := nxdomain(nl.Addr, fmt.Sprintf("after-kill%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
 				t.Fatal(err)
 			}
-			if err := podNamesAnswer(nl.addr, i+1); err != nil {
+			if err := podNamesAnswer(nl.Addr, i+1); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if after := ownerDispatches(t, nl.http, "r2"); after != before {
+		if after := ownerDispatches(t, nl.HTTP, "r2"); after != before {
 			t.Fatalf("%v questions went to the killed replica after the ring dropped it", after-before)
 		}
 
 		l = startLoad(func() []string { return targets.Load().([]string) }, names)
-		d := startReplicaProcess(t, cp, "r3", []string{a.gossip})
-		settled(t, []*replicaProcess{a, b, d, nl}, 3)
+		d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r3", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+		harness.Settled(t, []*harness.Replica{a, b, d, nl}, 3)
 		// New questions reach the new owner within seconds.
 		i := 0
 		testutil.Eventually(t, 10*time.Second, func() error {
 			for range 30 {
 				i++
-				if err := nxdomain(nl.addr, fmt.Sprintf("after-join%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+				if err := nxdomain(nl.Addr, fmt.Sprintf("after-join%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
 					return err
 				}
 			}
-			if n := ownerDispatches(t, nl.http, "r3"); n == 0 {
+			if n := ownerDispatches(t, nl.HTTP, "r3"); n == 0 {
 				return fmt.Errorf("no question went to the new replica r3 yet")
 			}
 			return nil
@@ -237,7 +238,7 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 func podNamesAnswer(addr string, n int) error {
 	ip := fmt.Sprintf("10.244.%d.%d", n/250, n%250+1)
 	dashed := strings.ReplaceAll(ip, ".", "-")
-	if err := answerIs(addr, fmt.Sprintf("%s.nodelocal%d.pod.cluster.local.", dashed, n%6), ip); err != nil {
+	if err := harness.AnswerIs(addr, fmt.Sprintf("%s.nodelocal%d.pod.cluster.local.", dashed, n%6), ip); err != nil {
 		return err
 	}
 	return nxdomain(addr, fmt.Sprintf("%s.nosuchns%d.pod.cluster.local.", dashed, n))
@@ -269,26 +270,26 @@ cluster:
   remote: "127.0.0.1:%d"
   replicas: [%q]
   gossip: fast
-`, name, freeTCPPort(t), seedRemote)
-	return startNodeIn(t, name, t.TempDir(), text)
+`, name, harness.FreePort(t), seedRemote)
+	return harness.StartNodeIn(t, name, t.TempDir(), text)
 }
 
 // The latency of a cluster name asked through a node-local process,
 // cached and not, beside the same question asked of a replica that holds
 // the zone and of one that does not (make bench).
 func BenchmarkNodeLocal(b *testing.B) {
-	a := startReplica(b, "a", 1, nil)
-	c := startReplica(b, "b", 1, []string{a.GossipAddr()})
-	nl := startNodeLocal(b, "nl", selfRemote(b, debugRing(b, a)))
+	a := harness.StartNodeReplica(b, "a", 1, nil)
+	c := harness.StartNodeReplica(b, "b", 1, []string{a.GossipAddr()})
+	nl := startNodeLocal(b, "nl", selfRemote(b, harness.DebugRing(b, a)))
 	testutil.Eventually(b, 15*time.Second, func() error {
-		if !a.Ready() || !c.Ready() || !nl.Ready() || len(debugRing(b, a).Members) != 2 || len(debugRing(b, nl).Members) != 2 {
+		if !a.Ready() || !c.Ready() || !nl.Ready() || len(harness.DebugRing(b, a).Members) != 2 || len(harness.DebugRing(b, nl).Members) != 2 {
 			return fmt.Errorf("not settled")
 		}
 		return nil
 	})
 	const zoneKey = "shop.svc.cluster.local."
 	owner, other := a, c
-	if !slices.Contains(debugRing(b, a).Served, zoneKey) {
+	if !slices.Contains(harness.DebugRing(b, a).Served, zoneKey) {
 		owner, other = c, a
 	}
 	const cached = "cart.shop.svc.cluster.local."

@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -68,56 +69,56 @@ const nodeLocalToKubeDNS = `    reload
 // in mode: nodelocal asks the replicas directly and answers the same.
 func TestNodeLocalDNSCorefile(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	mkNamespace(t, cp.Client, "nldns", nil)
-	web := mkService(t, cp.Client, clusterIPService("nldns", "web"))
-	mkService(t, cp.Client, headlessService("nldns", "db"))
-	mkSlice(t, cp.Client, "nldns", "db", "db-v4", discoveryv1.AddressTypeIPv4, ep{ip: "10.244.9.10", hostname: "db-0"})
-	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1",
+	harness.CreateNamespace(t, cp.Client, "nldns", nil)
+	web := harness.CreateService(t, cp.Client, harness.ClusterIPService("nldns", "web"))
+	harness.CreateService(t, cp.Client, harness.HeadlessService("nldns", "db"))
+	harness.CreateEndpointSlice(t, cp.Client, "nldns", "db", "db-v4", discoveryv1.AddressTypeIPv4, harness.Endpoint{IP: "10.244.9.10", Hostname: "db-0"})
+	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1",
 		"77.2.0.192.in-addr.arpa. 300 IN PTR printer.example.test.")
-	a := startKubeDNSReplica(t, cp, "kd0", "", u.addr)
-	b := startKubeDNSReplica(t, cp, "kd1", a.gossip, u.addr)
-	settled(t, []*replicaProcess{a, b}, 2)
-	kubeDNS := a.addr // the kube-dns-upstream Service: any replica answers any name
+	a := startKubeDNSReplica(t, cp, "kd0", "", u.Addr)
+	b := startKubeDNSReplica(t, cp, "kd1", a.Gossip, u.Addr)
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
+	kubeDNS := a.Addr // the kube-dns-upstream Service: any replica answers any name
 
 	ip := web.Spec.ClusterIP
-	questions := []convertQuestion{
-		{"web.nldns.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"web.nldns.svc.cluster.local.\t30\tIN\tA\t" + ip}},
-		{"web.nldns.svc.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, nil},
-		{"db.nldns.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"db.nldns.svc.cluster.local.\t30\tIN\tA\t10.244.9.10"}},
-		{"_http._tcp.web.nldns.svc.cluster.local.", dns.TypeSRV, dns.RcodeSuccess,
-			[]string{"_http._tcp.web.nldns.svc.cluster.local.\t30\tIN\tSRV\t0 100 80 web.nldns.svc.cluster.local."}},
-		{reverse(ip), dns.TypePTR, dns.RcodeSuccess, []string{reverse(ip) + "\t30\tIN\tPTR\tweb.nldns.svc.cluster.local."}},
-		{"nope.nldns.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
-		{"web.no-such-namespace.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
-		{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
-		{"missing.example.test.", dns.TypeA, dns.RcodeNameError, nil},
+	questions := []harness.Question{
+		{Name: "web.nldns.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.nldns.svc.cluster.local.\t30\tIN\tA\t" + ip}},
+		{Name: "web.nldns.svc.cluster.local.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: nil},
+		{Name: "db.nldns.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"db.nldns.svc.cluster.local.\t30\tIN\tA\t10.244.9.10"}},
+		{Name: "_http._tcp.web.nldns.svc.cluster.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
+			Answer: []string{"_http._tcp.web.nldns.svc.cluster.local.\t30\tIN\tSRV\t0 100 80 web.nldns.svc.cluster.local."}},
+		{Name: harness.ReverseName(ip), Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{harness.ReverseName(ip) + "\t30\tIN\tPTR\tweb.nldns.svc.cluster.local."}},
+		{Name: "nope.nldns.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		{Name: "web.no-such-namespace.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
+		{Name: "missing.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 		// A reverse name the cluster does not know: kube-dns falls
 		// through to its upstream, the node tier to the node's.
-		{"77.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"77.2.0.192.in-addr.arpa.\t300\tIN\tPTR\tprinter.example.test."}},
+		{Name: "77.2.0.192.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{"77.2.0.192.in-addr.arpa.\t300\tIN\tPTR\tprinter.example.test."}},
 	}
 
 	// CoreDNS runs the file as node-cache writes it, without loop: its
 	// probe of the root block would send Unbound to the internet.
-	fill := strings.NewReplacer("__PILLAR__CLUSTER__DNS__", kubeDNS, "__PILLAR__UPSTREAM__SERVERS__", u.addr, "    loop\n", "")
-	coreRun := renderCorefile(t, fill.Replace(nodeLocalDNSTemplate), nil)
-	core := startCoreDNSCorefile(t, coreRun.text, coreRun.addrs["dns"], "web.nldns.svc.cluster.local.")
+	fill := strings.NewReplacer("__PILLAR__CLUSTER__DNS__", kubeDNS, "__PILLAR__UPSTREAM__SERVERS__", u.Addr, "    loop\n", "")
+	coreRun := harness.RenderCorefile(t, fill.Replace(nodeLocalDNSTemplate), nil)
+	core := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.nldns.svc.cluster.local.")
 	nodeCacheFlags := []string{"--localip", "127.0.0.1,127.0.0.2", "--upstreamsvc", "kube-dns-upstream",
-		"--cluster-dns", kubeDNS, "--upstream-servers", u.addr}
+		"--cluster-dns", kubeDNS, "--upstream-servers", u.Addr}
 
 	t.Run("forwarding to kube-dns", func(t *testing.T) {
-		run := renderCorefile(t, nodeLocalDNSTemplate, nil)
+		run := harness.RenderCorefile(t, nodeLocalDNSTemplate, nil)
 		path := filepath.Join(t.TempDir(), "Corefile")
-		if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := startServe(t, append([]string{"--corefile", path}, nodeCacheFlags...)...)
-		p.waitReady(t)
-		askBoth(t, p.addr, core, questions)
-		alikeResponses(t, p.addr, core, questions)
+		p := harness.Start(t, harness.Options{Args: append([]string{"--corefile", path}, nodeCacheFlags...)})
+		p.WaitReady(t)
+		harness.AskBoth(t, p.Addr, core, questions)
+		alikeResponses(t, p.Addr, core, questions)
 	})
 
 	t.Run("asking the owners (mode: nodelocal)", func(t *testing.T) {
-		run := renderCorefile(t, nodeLocalDNSTemplate, nil)
+		run := harness.RenderCorefile(t, nodeLocalDNSTemplate, nil)
 		dir := t.TempDir()
 		path := filepath.Join(dir, "Corefile")
 		base := filepath.Join(dir, "base.yaml")
@@ -127,18 +128,18 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, remoteOf(t, a), freeTCPPort(t))
-		for file, text := range map[string]string{path: run.text, base: baseYAML} {
+`, remoteOf(t, a), harness.FreePort(t))
+		for file, text := range map[string]string{path: run.Text, base: baseYAML} {
 			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		p := startServe(t, append([]string{"--corefile", path, "--config", base}, nodeCacheFlags...)...)
-		p.waitReady(t)
-		http := p.httpAddr(t)
+		p := harness.Start(t, harness.Options{Args: append([]string{"--corefile", path, "--config", base}, nodeCacheFlags...)})
+		p.WaitReady(t)
+		http := p.HTTPAddr(t)
 		before := totalDispatches(t, http)
-		askBoth(t, p.addr, core, questions)
-		alikeResponses(t, p.addr, core, questions)
+		harness.AskBoth(t, p.Addr, core, questions)
+		alikeResponses(t, p.Addr, core, questions)
 		if after := totalDispatches(t, http); after <= before {
 			t.Errorf("the node tier asked the owners %v times, want the cluster's names asked of them", after-before)
 		}
@@ -150,14 +151,14 @@ cluster:
 // above NodeLocal's 5 s cap on cluster.local denials), others forwarded
 // to upstream (kube-dns's forward . /etc/resolv.conf), joining seed
 // unless "".
-func startKubeDNSReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed, upstream string) *replicaProcess {
+func startKubeDNSReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed, upstream string) *harness.Replica {
 	t.Helper()
 	join := "enabled: true"
 	if seed != "" {
 		join = fmt.Sprintf("join: [%q]", seed)
 	}
-	gossip := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	p := startShardns(t, fmt.Sprintf(`
+	gossip := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: true, kubeconfig: %q, ttl: 30}
@@ -169,6 +170,7 @@ cluster:
   remote: "127.0.0.1:%d"
   replicationFactor: 2
   gossip: fast
-`, cp.Kubeconfig, upstream, name, join, gossip, freeTCPPort(t)))
-	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+`, cp.Kubeconfig, upstream, name, join, gossip, harness.FreePort(t))})
+
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t), Gossip: gossip}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -24,7 +25,7 @@ import (
 // rate without invalidations.
 type nodeLocalProbe struct {
 	label  string
-	p      *process
+	p      *harness.Process
 	http   string
 	asked  atomic.Int64 // questions its clients asked
 	failed atomic.Int64 // questions not answered NOERROR with records
@@ -47,14 +48,14 @@ cluster:
   replicas: [%s]
   remote: "127.0.0.1:%d"
   credentialFile: %s
-`, label, strings.Join(quoted, ", "), freeTCPPort(t), credFile)
+`, label, strings.Join(quoted, ", "), harness.FreePort(t), credFile)
 	path := filepath.Join(t.TempDir(), "shardns.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startCmd(t, exec.Command(bin, "serve", "--config", path))
-	p.waitReady(t)
-	return &nodeLocalProbe{label: label, p: p, http: p.httpAddr(t)}
+	p := harness.Start(t, harness.Options{Cmd: exec.Command(bin, "serve", "--config", path)})
+	p.WaitReady(t)
+	return &nodeLocalProbe{label: label, p: p, http: p.HTTPAddr(t)}
 }
 
 // askProbes has each probe's clients ask every name once every interval
@@ -68,7 +69,7 @@ func askProbes(probes []*nodeLocalProbe, names []simName, every time.Duration, q
 			for {
 				for _, n := range names {
 					p.asked.Add(1)
-					r, err := testutil.Exchange(p.p.addr, "udp", n.fqdn, dns.TypeA)
+					r, err := testutil.Exchange(p.p.Addr, "udp", n.fqdn, dns.TypeA)
 					if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
 						p.failed.Add(1)
 					}
@@ -97,7 +98,7 @@ func startProbeWindow(t *testing.T, probes []*nodeLocalProbe) probeWindow {
 	var w probeWindow
 	for _, p := range probes {
 		w.asked, w.failed = append(w.asked, p.asked.Load()), append(w.failed, p.failed.Load())
-		w.missed = append(w.missed, scrape(t, p.http, "shardns_cluster_cache_misses_total"))
+		w.missed = append(w.missed, harness.Scrape(t, p.http, "shardns_cluster_cache_misses_total"))
 	}
 	return w
 }
@@ -111,7 +112,7 @@ func (w probeWindow) hitRates(t *testing.T, probes []*nodeLocalProbe) (map[strin
 	rates, failed := map[string]float64{}, int64(0)
 	for i, p := range probes {
 		if asked := p.asked.Load() - w.asked[i]; asked > 0 {
-			rates[p.label] = 1 - (scrape(t, p.http, "shardns_cluster_cache_misses_total")-w.missed[i])/float64(asked)
+			rates[p.label] = 1 - (harness.Scrape(t, p.http, "shardns_cluster_cache_misses_total")-w.missed[i])/float64(asked)
 		}
 		failed += p.failed.Load() - w.failed[i]
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shardns/shardns/integration/harness"
 )
 
 // nodeTierRow is one window's measurement.
@@ -44,7 +46,7 @@ func (r nodeTierRow) String() string {
 // node-local processes, the simulated nodes' counts and the churn.
 type nodeTierBench struct {
 	t      *testing.T
-	rs     []*replicaProcess
+	rs     []*harness.Replica
 	probes []*nodeLocalProbe
 	cfg    *simConfig
 	churn  *nodeChurn
@@ -63,9 +65,9 @@ type nodeTierStart struct {
 func (b *nodeTierBench) measure(n int, d time.Duration) nodeTierRow {
 	t := b.t
 	t.Helper()
-	w := nodeTierStart{self: cpuSeconds(t, os.Getpid()), churned: b.churn.done.Load()}
+	w := nodeTierStart{self: harness.CPUSeconds(t, os.Getpid()), churned: b.churn.done.Load()}
 	for _, r := range b.rs {
-		w.cpu = append(w.cpu, cpuSeconds(t, r.cmd.Process.Pid))
+		w.cpu = append(w.cpu, harness.CPUSeconds(t, r.Cmd.Process.Pid))
 	}
 	w.busy, w.total = machineCPU(t)
 	b.cfg.stats.snapshot()
@@ -100,12 +102,12 @@ func (b *nodeTierBench) finish(w nodeTierStart, n int, inv bool) nodeTierRow {
 	rates, failed := w.probed.hitRates(t, b.probes)
 	secs := time.Since(w.at).Seconds()
 	row := nodeTierRow{nodes: n, invalidations: inv, churn: float64(b.churn.done.Load()-w.churned) / secs,
-		simCPU: (cpuSeconds(t, os.Getpid()) - w.self) / secs}
+		simCPU: (harness.CPUSeconds(t, os.Getpid()) - w.self) / secs}
 	busy, total := machineCPU(t)
 	row.busy = (busy - w.busy) / (total - w.total)
 	for i, r := range b.rs {
-		c := (cpuSeconds(t, r.cmd.Process.Pid) - w.cpu[i]) / secs
-		m, _ := procMemory(t, r.cmd.Process.Pid)
+		c := (harness.CPUSeconds(t, r.Cmd.Process.Pid) - w.cpu[i]) / secs
+		m, _ := procMemory(t, r.Cmd.Process.Pid)
 		row.cpu, row.cpuMax = row.cpu+c, max(row.cpuMax, c)
 		row.rss, row.rssMax = row.rss+m, max(row.rssMax, m)
 	}

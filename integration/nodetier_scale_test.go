@@ -21,6 +21,7 @@ import (
 
 	"github.com/shardns/shardns/actors/dispatch"
 	"github.com/shardns/shardns/cluster/trust"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -91,7 +92,7 @@ func TestNodeTierScale(t *testing.T) {
 // until the test ends.
 func startNodeTierProbes(t *testing.T, replicas []string, credFile string, names []simName, every time.Duration) []*nodeLocalProbe {
 	t.Helper()
-	probes := []*nodeLocalProbe{startNodeLocalProbe(t, shardnsBin, "current", replicas, credFile)}
+	probes := []*nodeLocalProbe{startNodeLocalProbe(t, harness.Bin, "current", replicas, credFile)}
 	if bin := os.Getenv("SHARDNS_NODE_BASELINE_BIN"); bin != "" {
 		probes = append(probes, startNodeLocalProbe(t, bin, "baseline", replicas, credFile))
 	}
@@ -122,7 +123,7 @@ func nodeTierCredential(t *testing.T) keyedCredential {
 	key := make([]byte, 32)
 	rand.Read(key)
 	keyFile := writeIn(t, dir, "gossip.key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"))
-	out, err := exec.Command(shardnsBin, "credential", "--secret-key-file", keyFile).Output()
+	out, err := exec.Command(harness.Bin, "credential", "--secret-key-file", keyFile).Output()
 	if err != nil {
 		t.Fatalf("shardns credential: %v", err)
 	}
@@ -143,24 +144,23 @@ type keyedCredential struct {
 
 // startKeyedReplicas starts n replicas (replicationFactor 1) with the
 // replica key in keyFile, gossiping with the default timing, as deployed.
-func startKeyedReplicas(t *testing.T, cp *kubeapi.ControlPlane, n int, keyFile string) []*replicaProcess {
+func startKeyedReplicas(t *testing.T, cp *kubeapi.ControlPlane, n int, keyFile string) []*harness.Replica {
 	t.Helper()
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	for i := range n {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
-		rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("r%d", i), seeds, 1,
-			"gossip: lan\n  secretKeyFile: "+keyFile))
+		rs = append(rs, harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("r%d", i), Seeds: seeds, RF: 1, Cluster: "gossip: lan\n  secretKeyFile: " + keyFile}))
 	}
-	settled(t, rs, n)
+	harness.Settled(t, rs, n)
 	handedOver(t, rs)
 	return rs
 }
 
 // servedBy waits until every replica answers name.
-func servedBy(t *testing.T, rs []*replicaProcess, name string) {
+func servedBy(t *testing.T, rs []*harness.Replica, name string) {
 	t.Helper()
 	testutil.Eventually(t, 5*time.Minute, func() error {
 		for _, addr := range addrs(rs) {

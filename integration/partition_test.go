@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -38,7 +39,7 @@ const (
 
 // nsReplica is a replica process in a namespace of its own.
 type nsReplica struct {
-	*replicaProcess
+	*harness.Replica
 	ns, ip string
 }
 
@@ -121,8 +122,8 @@ cluster:
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := startCmd(t, exec.Command("ip", "netns", "exec", nss[i], shardnsBin, "serve", "--config", path))
-		rs = append(rs, &nsReplica{replicaProcess: &replicaProcess{process: p, http: p.httpAddr(t)}, ns: nss[i], ip: ips[i]})
+		p := harness.Start(t, harness.Options{Cmd: exec.Command("ip", "netns", "exec", nss[i], harness.Bin, "serve", "--config", path)})
+		rs = append(rs, &nsReplica{Replica: &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}, ns: nss[i], ip: ips[i]})
 	}
 	return rs
 }
@@ -132,7 +133,7 @@ cluster:
 // question right.
 func converged(rs []*nsReplica, qs []loadQuestion) error {
 	for _, r := range rs {
-		ring, err := r.ring(nil)
+		ring, err := r.Ring(nil)
 		if err != nil {
 			return err
 		}
@@ -147,12 +148,12 @@ func converged(rs []*nsReplica, qs []loadQuestion) error {
 	}
 	for _, r := range rs {
 		for _, q := range qs {
-			m, err := testutil.Exchange(r.addr, "udp", q.name, q.qtype)
+			m, err := testutil.Exchange(r.Addr, "udp", q.name, q.qtype)
 			if err != nil {
 				return err
 			}
 			if got := canonical(m); got != q.want {
-				return fmt.Errorf("%s %s from %s: %q, want %q", q.name, dns.TypeToString[q.qtype], r.addr, got, q.want)
+				return fmt.Errorf("%s %s from %s: %q, want %q", q.name, dns.TypeToString[q.qtype], r.Addr, got, q.want)
 			}
 		}
 	}
@@ -166,7 +167,7 @@ func converged(rs []*nsReplica, qs []loadQuestion) error {
 func servedOnce(rs []*nsReplica) error {
 	by := map[string][]string{}
 	for _, r := range rs {
-		ring, err := r.ring(nil)
+		ring, err := r.Ring(nil)
 		if err != nil {
 			return err
 		}
@@ -190,9 +191,9 @@ func servedOnce(rs []*nsReplica) error {
 func logRings(t *testing.T, when string, rs []*nsReplica) {
 	t.Helper()
 	for _, r := range rs {
-		ring, err := r.ring(nil)
+		ring, err := r.Ring(nil)
 		if err != nil {
-			t.Logf("%s: %s: %v", when, r.http, err)
+			t.Logf("%s: %s: %v", when, r.HTTP, err)
 			continue
 		}
 		var ms []string
@@ -221,18 +222,18 @@ func TestPartition(t *testing.T) {
 	testutil.Eventually(t, 60*time.Second, func() error { return converged(rs, named) })
 	victim := rs[1]
 	peers := []string{rs[0].ip, rs[2].ip}
-	if n := servedServiceZones(t, victim.replicaProcess); n == 0 {
+	if n := servedServiceZones(t, victim.Replica); n == 0 {
 		t.Fatalf("the replica to cut off serves no service zone: the test would prove nothing")
 	}
 	testutil.Eventually(t, 60*time.Second, func() error { return servedOnce(rs) })
 	for _, r := range rs {
-		ring, _ := r.ring(nil)
+		ring, _ := r.Ring(nil)
 		t.Logf("%s serves %v", ring.Self, ring.Served)
 	}
 
 	var targets []string
 	for _, r := range rs {
-		targets = append(targets, r.addr)
+		targets = append(targets, r.Addr)
 	}
 	next := func(i int) loadQuestion {
 		if i%3 == 2 { // asked once: no cache on the way can hide a failure
@@ -275,7 +276,7 @@ func TestPartition(t *testing.T) {
 	}
 	settle()
 	rep := l.finish()
-	t.Logf("cut off %s (%s); %s", victim.ns, victim.addr, rep)
+	t.Logf("cut off %s (%s); %s", victim.ns, victim.Addr, rep)
 	for _, ph := range phases {
 		ph.report(t, rep)
 	}

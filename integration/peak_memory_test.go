@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -79,19 +80,19 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	cp := kubeapi.StartWith(t, api)
 	start := time.Now()
 	for n := range namespaces {
-		mkNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
+		harness.CreateNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
 	}
 	loadBenchServices(t, cp, 0, services, namespaces, endpoints)
 	t.Logf("%s: generated %d services × %d endpoints in %v", mode, services, endpoints, time.Since(start).Round(time.Second))
-	coredns := startCoreDNS(t, buildCoreDNS(t), cp.Kubeconfig)
+	coredns := startCoreDNS(t, harness.BuildCoreDNS(t), cp.Kubeconfig)
 	cluster := "gossip: fast\n  handoffGrace: 5s"
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	add := func() {
 		var seeds []string
 		if len(rs) > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
-		rs = append(rs, startReplicaProcessWith(t, cp, fmt.Sprintf("r%d", len(rs)), seeds, 1, cluster))
+		rs = append(rs, harness.StartReplica(t, cp, harness.ReplicaOptions{Name: fmt.Sprintf("r%d", len(rs)), Seeds: seeds, RF: 1, Cluster: cluster}))
 	}
 	last := fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services-1, (services-1)%namespaces)
 	var table []phasePeaks
@@ -103,10 +104,10 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	for range 3 {
 		add()
 		if serial {
-			settledWithin(t, rs, len(rs), 5*time.Minute)
+			harness.SettledWithin(t, rs, len(rs), 5*time.Minute)
 		}
 	}
-	settledWithin(t, rs, len(rs), 5*time.Minute)
+	harness.SettledWithin(t, rs, len(rs), 5*time.Minute)
 	settledIngest(t, coredns.addr, rs, last)
 	table = append(table, readPeaks(t, coredns.pid, rs))
 
@@ -124,7 +125,7 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	// they are the handoff's (cluster.handoffGrace), not the restart's.
 	ring := startPacedLoad(func() []string { return addrs(rs[:3]) }, names, 1000)
 	add()
-	settledWithin(t, rs, len(rs), 5*time.Minute)
+	harness.SettledWithin(t, rs, len(rs), 5*time.Minute)
 	settledIngest(t, coredns.addr, rs, last)
 	table = append(table, readPeaks(t, coredns.pid, rs))
 	ringAsked, ringFailed, ringExample, _ := ring.stop()
@@ -151,7 +152,7 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 // under 1,000 verified queries a second to rs, waits until a service made
 // after it (svc<services>) answers everywhere, and returns the peaks
 // through it and what the queries asked and how many failed.
-func restartUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, corePID int, coreAddr string, rs []*replicaProcess,
+func restartUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, corePID int, coreAddr string, rs []*harness.Replica,
 	names map[string]string, mode string, services int) (p phasePeaks, asked, failed int64) {
 	t.Helper()
 	const namespaces, endpoints = peakNamespaces, peakEndpoints
@@ -197,12 +198,12 @@ func (p phasePeaks) replicasString() string {
 
 // readPeaks reads the peak RSS of CoreDNS and of each replica, then
 // resets it, so that the next reading covers the next moment alone.
-func readPeaks(t *testing.T, coredns int, rs []*replicaProcess) phasePeaks {
+func readPeaks(t *testing.T, coredns int, rs []*harness.Replica) phasePeaks {
 	t.Helper()
 	var p phasePeaks
 	p.coredns = takePeak(t, coredns)
 	for _, r := range rs {
-		p.replicas = append(p.replicas, takePeak(t, r.cmd.Process.Pid))
+		p.replicas = append(p.replicas, takePeak(t, r.Cmd.Process.Pid))
 	}
 	return p
 }
@@ -269,8 +270,8 @@ func startPacedLoad(targets func() []string, names map[string]string, perSecond 
 				q, addr := qs[i%len(qs)], ts[i%len(ts)]
 				i++
 				l.asked.Add(1)
-				if err := answerIs(addr, q.name, q.ip); err != nil {
-					if err = answerIs(addr, q.name, q.ip); err != nil {
+				if err := harness.AnswerIs(addr, q.name, q.ip); err != nil {
+					if err = harness.AnswerIs(addr, q.name, q.ip); err != nil {
 						l.failed.Add(1)
 						l.mu.Lock()
 						l.example = err.Error()

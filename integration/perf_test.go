@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -38,7 +38,7 @@ func TestDNSPerf(t *testing.T) {
 	if os.Getenv("SHARDNS_BENCH") == "" {
 		t.Skip("set SHARDNS_BENCH=1 (make bench)")
 	}
-	corednsBin := buildCoreDNS(t)
+	corednsBin := harness.BuildCoreDNS(t)
 	cp := kubeapi.Start(t)
 	client, err := kubernetes.NewForConfig(cp.RESTConfig())
 	if err != nil {
@@ -60,20 +60,21 @@ func TestDNSPerf(t *testing.T) {
 	// Both servers run with what a cluster runs: shardns's defaults, and
 	// the Corefile of kubeadm's CoreDNS. Neither has an upstream: every
 	// name of the query mix is inside the cluster zones.
-	var p *process
+	var p *harness.Process
 	if templated {
 		// shardns serves the Corefile CoreDNS runs, on ports of its own.
-		p = startServe(t, "--corefile", writeFile(t, "Corefile", benchCorefile(t, freePort(t), cp.Kubeconfig)))
+		p = harness.Start(t, harness.Options{Args: []string{"--corefile", writeFile(t, "Corefile", benchCorefile(t, harness.FreePort(t), cp.Kubeconfig))}})
 	} else {
-		p = startShardns(t, fmt.Sprintf(`
+		p = harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: true, kubeconfig: %q}
 forward: {upstreams: []}
-`, cp.Kubeconfig))
+`, cp.Kubeconfig)})
+
 	}
 	servers := []*benchServer{
-		{name: "shardns", addr: p.addr, pid: p.cmd.Process.Pid},
+		{name: "shardns", addr: p.Addr, pid: p.Cmd.Process.Pid},
 		startCoreDNS(t, corednsBin, cp.Kubeconfig),
 	}
 	// svc0 is a ClusterIP service: both servers have synced when it answers.
@@ -138,18 +139,18 @@ const fixedRateSeconds = 10
 // measure runs dnsperf at full load (20 s, -c 4 -q 200) and at a fixed
 // 20k qps (10 s), reading the server's CPU time around each run.
 func (s *benchServer) measure(t *testing.T, round int, qfile string) {
-	cpu0 := cpuSeconds(t, s.pid)
+	cpu0 := harness.CPUSeconds(t, s.pid)
 	out := s.dnsperf(t, qfile, "-l", "20", "-c", "4", "-q", "200")
-	run := benchRun{cpu: cpuSeconds(t, s.pid) - cpu0, queries: field(out, `Queries completed:\s+(\d+)`)}
+	run := benchRun{cpu: harness.CPUSeconds(t, s.pid) - cpu0, queries: field(out, `Queries completed:\s+(\d+)`)}
 	t.Logf("%s round %d: max throughput %.0f qps, server CPU %.1f s, %.0f queries per server CPU-second, "+
 		"latency avg %s s max %s s, lost %s, RSS %s",
 		s.name, round, field(out, `Queries per second:\s+([\d.]+)`), run.cpu, run.perCPUSecond(),
 		fieldStr(out, `Average Latency \(s\):\s+([\d.]+)`), fieldStr(out, `Latency.*max ([\d.]+)`),
-		fieldStr(out, `Queries lost:\s+(\d+)`), rss(t, s.pid))
+		fieldStr(out, `Queries lost:\s+(\d+)`), harness.RSS(t, s.pid))
 
-	cpu0 = cpuSeconds(t, s.pid)
+	cpu0 = harness.CPUSeconds(t, s.pid)
 	out = s.dnsperf(t, qfile, "-l", strconv.Itoa(fixedRateSeconds), "-Q", "20000")
-	run.fixedCPU = cpuSeconds(t, s.pid) - cpu0
+	run.fixedCPU = harness.CPUSeconds(t, s.pid) - cpu0
 	t.Logf("%s round %d: at 20k qps: %.2f cores, latency avg %s s, lost %s",
 		s.name, round, run.fixedCPU/fixedRateSeconds, fieldStr(out, `Average Latency \(s\):\s+([\d.]+)`),
 		fieldStr(out, `Queries lost:\s+(\d+)`))
@@ -160,22 +161,6 @@ func (s *benchServer) dnsperf(t *testing.T, file string, args ...string) string 
 	t.Helper()
 	host, port, _ := strings.Cut(s.addr, ":")
 	return dnsperf(t, host, port, file, args...)
-}
-
-// buildCoreDNS returns the CoreDNS binary of integration/scripts/build-coredns.sh
-// (built once into the cache folder), or $SHARDNS_COREDNS if set.
-func buildCoreDNS(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SHARDNS_COREDNS"); p != "" {
-		return p
-	}
-	cmd := exec.Command("scripts/build-coredns.sh")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("scripts/build-coredns.sh: %v", err)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // corefile is kubeadm's default Corefile for the settings of the shardns
@@ -211,7 +196,7 @@ func corefileExtras(t *testing.T) string {
 		t.Log("coredns without prometheus and loadbalance (SHARDNS_BENCH_COREDNS=bare)")
 		return extras
 	}
-	return extras + fmt.Sprintf("    prometheus 127.0.0.1:%d\n    loadbalance\n", freePort(t))
+	return extras + fmt.Sprintf("    prometheus 127.0.0.1:%d\n    loadbalance\n", harness.FreePort(t))
 }
 
 // benchCorefile is corefile on dnsPort with its extras.
@@ -236,7 +221,7 @@ func withAAAA(queries []string) []string {
 // it at test end.
 func startCoreDNS(t *testing.T, bin, kubeconfig string) *benchServer {
 	t.Helper()
-	dnsPort := freePort(t)
+	dnsPort := harness.FreePort(t)
 	return runCoreDNS(t, bin, "coredns", dnsPort, benchCorefile(t, dnsPort, kubeconfig))
 }
 
@@ -275,17 +260,6 @@ func runCoreDNS(t *testing.T, bin, name string, dnsPort int, text []byte) *bench
 		}
 	})
 	return &benchServer{name: name, addr: fmt.Sprintf("127.0.0.1:%d", dnsPort), pid: cmd.Process.Pid}
-}
-
-// freePort is a loopback port that was free for UDP and TCP a moment ago
-// (testutil.FreePort).
-func freePort(t testing.TB) int {
-	t.Helper()
-	port, err := testutil.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }
 
 // compareAnswers asks both servers every question of the query mix, the
@@ -410,7 +384,7 @@ func documentedDifference(name string, qtype uint16) bool {
 func generateCluster(t *testing.T, c kubernetes.Interface, namespaces, services, endpoints int) []string {
 	t.Helper()
 	for n := range namespaces {
-		mkNamespace(t, c, fmt.Sprintf("bench%d", n), nil)
+		harness.CreateNamespace(t, c, fmt.Sprintf("bench%d", n), nil)
 	}
 	return generateServices(t, c, 0, services, namespaces, endpoints)
 }
@@ -465,7 +439,7 @@ func benchEndpoints(i, endpoints int) []discoveryv1.Endpoint {
 
 func createBenchService(t *testing.T, c kubernetes.Interface, i, namespaces, endpoints int) []string {
 	ns, name, headless := benchService(i, namespaces)
-	svc := clusterIPService(ns, name)
+	svc := harness.ClusterIPService(ns, name)
 	if headless {
 		svc.Spec.ClusterIP = corev1.ClusterIPNone
 	}
@@ -502,7 +476,7 @@ func benchQueries(name, ns string, headless bool, clusterIP string) []string {
 	if headless {
 		return append(qs, "host-3."+fqdn+" A")
 	}
-	return append(qs, reverse(clusterIP)+" PTR")
+	return append(qs, harness.ReverseName(clusterIP)+" PTR")
 }
 
 func dnsperf(t *testing.T, host, port, file string, args ...string) string {
@@ -528,34 +502,6 @@ func fieldStr(out, re string) string {
 	return m[1]
 }
 
-// cpuSeconds is the user+system CPU time of pid.
-func cpuSeconds(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100 // USER_HZ
-}
-
-func rss(t *testing.T, pid int) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "VmRSS:") {
-			return strings.TrimSpace(strings.TrimPrefix(sc.Text(), "VmRSS:"))
-		}
-	}
-	return "?"
-}
-
 // TestPropagation is part of `make bench`: from a Service's creation
 // through the API to its first correct answer, over 200 services.
 func TestPropagation(t *testing.T) {
@@ -563,15 +509,15 @@ func TestPropagation(t *testing.T) {
 		t.Skip("set SHARDNS_BENCH=1 (make bench)")
 	}
 	cp := kubeapi.Start(t)
-	mkNamespace(t, cp.Client, "prop", nil)
-	n := startKubeNode(t, cp, "", true)
+	harness.CreateNamespace(t, cp.Client, "prop", nil)
+	n := harness.StartKubeNode(t, cp, "", true)
 	var took []time.Duration
 	for i := range 200 {
 		start := time.Now()
-		svc := mkService(t, cp.Client, clusterIPService("prop", fmt.Sprintf("s%d", i)))
+		svc := harness.CreateService(t, cp.Client, harness.ClusterIPService("prop", fmt.Sprintf("s%d", i)))
 		name := fmt.Sprintf("s%d.prop.svc.cluster.local.", i)
 		for {
-			if answerIs(n.addr, name, svc.Spec.ClusterIP) == nil {
+			if harness.AnswerIs(n.Addr, name, svc.Spec.ClusterIP) == nil {
 				break
 			}
 			if time.Since(start) > 10*time.Second {

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -29,13 +30,13 @@ func TestRelistSkipsMalformed(t *testing.T) {
 	}
 	cp := kubeapi.Start(t)
 	c := cp.Client
-	mkNamespace(t, c, "relist", nil)
-	web := mkService(t, c, clusterIPService("relist", "web"))
-	mkService(t, c, headlessService("relist", "db"))
-	slice := mkSlice(t, c, "relist", "db", "db-1", discoveryv1.AddressTypeIPv4, ep{ip: "10.1.2.3", hostname: "host-0"})
-	n := startKubeNode(t, cp, "", true)
-	n.eventually(t, "web.relist.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, web.Spec.ClusterIP)
-	n.eventually(t, "host-0.db.relist.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, "10.1.2.3")
+	harness.CreateNamespace(t, c, "relist", nil)
+	web := harness.CreateService(t, c, harness.ClusterIPService("relist", "web"))
+	harness.CreateService(t, c, harness.HeadlessService("relist", "db"))
+	slice := harness.CreateEndpointSlice(t, c, "relist", "db", "db-1", discoveryv1.AddressTypeIPv4, harness.Endpoint{IP: "10.1.2.3", Hostname: "host-0"})
+	n := harness.StartKubeNode(t, cp, "", true)
+	n.Eventually(t, "web.relist.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, web.Spec.ClusterIP)
+	n.Eventually(t, "host-0.db.relist.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, "10.1.2.3")
 
 	cp.StopAPIServer(t)
 	bad := web.DeepCopy()
@@ -50,12 +51,12 @@ func TestRelistSkipsMalformed(t *testing.T) {
 
 	// A service made after the restart answers once the watches are back,
 	// past the relist.
-	added := mkService(t, c, clusterIPService("relist", "added"))
-	n.eventually(t, "added.relist.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, added.Spec.ClusterIP)
+	added := harness.CreateService(t, c, harness.ClusterIPService("relist", "added"))
+	n.Eventually(t, "added.relist.svc.cluster.local", dns.TypeA, dns.RcodeSuccess, added.Spec.ClusterIP)
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, kind := range []string{"Service", "EndpointSlice"} {
 			label := fmt.Sprintf(`kind="%s",what="object"`, kind)
-			if got := scrapeLabelled(t, n.HTTPAddr(), "shardns_kubernetes_skipped_total", label); got < 1 {
+			if got := harness.ScrapeLabelled(t, n.HTTPAddr(), "shardns_kubernetes_skipped_total", label); got < 1 {
 				return fmt.Errorf("shardns_kubernetes_skipped_total{%s} = %v, want at least 1", label, got)
 			}
 		}
@@ -66,7 +67,7 @@ func TestRelistSkipsMalformed(t *testing.T) {
 		{"host-0.db.relist.svc.cluster.local", "10.1.2.3"},
 		{"db.relist.svc.cluster.local", "10.1.2.3"},
 	} {
-		if err := n.answers(check.name, dns.TypeA, dns.RcodeSuccess, check.want); err != nil {
+		if err := n.Answers(check.name, dns.TypeA, dns.RcodeSuccess, check.want); err != nil {
 			t.Errorf("after the relist: %v", err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
+	"github.com/shardns/shardns/integration/harness"
 )
 
 // The actor remote port (cluster.remote) is reachable, with the
@@ -44,11 +45,11 @@ const remoteAttackHold = 10 * time.Second
 func TestRemoteBigHeaders(t *testing.T) {
 	h := startHostileTarget(t, "")
 	for _, c := range []struct{ conns, streams int }{{16, 4}, {64, 4}} {
-		before := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-limit"`)
+		before := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-limit"`)
 		r := runHostile(t, h, hostileSpec{Kind: "remote-big-headers", Target: h.remote, Conns: c.conns,
 			Streams: c.streams, Size: 2 << 20, Files: map[string]string{"credential": h.credentialFile}}, remoteAttackHold)
 		r.check(t, 32)
-		after := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-limit"`)
+		after := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-limit"`)
 		t.Logf("remote-limit refusals during the attack: %.0f", after-before)
 		if after <= before {
 			t.Errorf("%d streams declaring 2 MiB were not refused: shardns_cluster_rejected_members_total{reason=\"remote-limit\"} stayed %.0f",
@@ -65,11 +66,11 @@ func TestRemoteBigHeaders(t *testing.T) {
 // client throughout, and counts the replies it drops.
 func TestRemoteSilentSender(t *testing.T) {
 	h := startHostileTarget(t, "")
-	before := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-queue"`)
+	before := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-queue"`)
 	r := runHostile(t, h, hostileSpec{Kind: "remote-silent-sender", Target: h.remote, Conns: 8, Streams: 1,
 		Files: map[string]string{"credential": h.credentialFile}}, remoteAttackHold)
 	r.check(t, 32)
-	after := metricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-queue"`)
+	after := harness.MetricSum(t, h.http, "shardns_cluster_rejected_members_total", `reason="remote-queue"`)
 	t.Logf("replies dropped to silent senders: %.0f", after-before)
 	if after <= before {
 		t.Errorf("no reply to a silent sender was dropped: shardns_cluster_rejected_members_total{reason=\"remote-queue\"} stayed %.0f", after)

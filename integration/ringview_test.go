@@ -22,6 +22,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -34,11 +35,11 @@ import (
 func TestRingViewInBrowser(t *testing.T) {
 	requireChromium(t)
 	r0 := startRingReplica(t, "r0", "")
-	settled(t, []*replicaProcess{r0}, 1) // r0 owns every zone
-	r1 := startRingReplica(t, "r1", r0.gossip)
-	settled(t, []*replicaProcess{r0, r1}, 2) // still: two replicas own each
-	r2 := startRingReplica(t, "r2", r0.gossip)
-	settled(t, []*replicaProcess{r0, r1, r2}, 3)
+	harness.Settled(t, []*harness.Replica{r0}, 1) // r0 owns every zone
+	r1 := startRingReplica(t, "r1", r0.Gossip)
+	harness.Settled(t, []*harness.Replica{r0, r1}, 2) // still: two replicas own each
+	r2 := startRingReplica(t, "r2", r0.Gossip)
+	harness.Settled(t, []*harness.Replica{r0, r1, r2}, 3)
 
 	// The zones r0 lost stay in their grace period for a minute: long
 	// enough for the page to be read while nothing changes.
@@ -53,17 +54,17 @@ func TestRingViewInBrowser(t *testing.T) {
 	})
 	t.Logf("r0 hands over %v", want.Grace)
 	start := time.Now()
-	dom := domWhileStable(t, r0, want, "http://"+r0.http+"/debug/ring/view")
+	dom := domWhileStable(t, r0, want, "http://"+r0.HTTP+"/debug/ring/view")
 	t.Logf("the page was read and drawn in %v", time.Since(start).Round(time.Millisecond))
 	checkRingDOM(t, dom, want)
 
 	// The terminal's picture of the same ring: printed once, as its
 	// output is no terminal here.
-	out, err := exec.Command(shardnsBin, "ring", "--http", r0.http, "--view").CombinedOutput()
+	out, err := exec.Command(harness.Bin, "ring", "--http", r0.HTTP, "--view").CombinedOutput()
 	if err != nil {
 		t.Fatalf("shardns ring --view: %v\n%s", err, out)
 	}
-	if after, err := r0.ring(t); err != nil || !sameRing(want, after) {
+	if after, err := r0.Ring(t); err != nil || !sameRing(want, after) {
 		t.Fatalf("the ring changed while shardns ring --view read it (%v)", err)
 	}
 	checkRingTerminal(t, string(out), want)
@@ -179,10 +180,10 @@ func requireChromium(t *testing.T) {
 // startRingReplica starts a replica process of a cluster serving the demo
 // cluster from its manifests, every zone owned by two replicas, joining
 // the member whose gossip address is seed unless "".
-func startRingReplica(t *testing.T, name, seed string) *replicaProcess {
+func startRingReplica(t *testing.T, name, seed string) *harness.Replica {
 	t.Helper()
-	return launchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*process, error) {
-		return tryStartShardns(t, fmt.Sprintf(`
+	return harness.LaunchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*harness.Process, error) {
+		return harness.TryStart(t, harness.Options{Config: fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: "127.0.0.1:0", lameduck: 0s}
 kubernetes: {enabled: false}
@@ -196,20 +197,21 @@ cluster:
   replicationFactor: 2
   gossip: fast
   handoffGrace: 60s
-`, name, join, gossip, remote))
+`, name, join, gossip, remote)})
+
 	})
 }
 
 // stableRing polls r's /debug/ring until it passes ready and has read
 // the same for more than its one-second cache, and returns it.
-func stableRing(t *testing.T, r *replicaProcess, ready func(httpapi.Ring) error) httpapi.Ring {
+func stableRing(t *testing.T, r *harness.Replica, ready func(httpapi.Ring) error) httpapi.Ring {
 	t.Helper()
 	var (
 		since  time.Time // when the ring first read as stable does
 		stable httpapi.Ring
 	)
 	testutil.Eventually(t, 20*time.Second, func() error {
-		now, err := r.ring(t)
+		now, err := r.Ring(t)
 		if err != nil {
 			return err
 		}
@@ -238,11 +240,11 @@ func sameRing(a, b httpapi.Ring) bool {
 // domWhileStable loads page in the browser until /debug/ring reads as
 // want after the page was drawn as well as before, so the page drew the
 // ring want is.
-func domWhileStable(t *testing.T, r *replicaProcess, want httpapi.Ring, page string) string {
+func domWhileStable(t *testing.T, r *harness.Replica, want httpapi.Ring, page string) string {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		dom := dumpDOM(t, page)
-		after, err := r.ring(t)
+		after, err := r.Ring(t)
 		if err != nil {
 			t.Fatal(err)
 		}

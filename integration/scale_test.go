@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -61,10 +62,10 @@ func TestScaleCurve(t *testing.T) {
 	}
 	defer tsv.Close()
 	fmt.Fprintln(tsv, scaleHeader)
-	coredns := buildCoreDNS(t)
+	coredns := harness.BuildCoreDNS(t)
 	const namespaces, endpoints = 100, 10
 	for n := range namespaces {
-		mkNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
+		harness.CreateNamespace(t, cp.Client, fmt.Sprintf("bench%d", n), nil)
 	}
 	s := &scaleRun{t: t, cp: cp, settle: settle, kind: "sharded", namespaces: namespaces}
 	made := 0
@@ -159,7 +160,7 @@ func (s *scaleRun) coreDNS(bin string) scalePoint {
 	c := startCoreDNS(s.t, bin, s.cp.Kubeconfig)
 	testutil.Eventually(s.t, 20*time.Minute, func() error { return answers(c.addr, s.last) })
 	p := scalePoint{server: "coredns", watch: "all", replicas: 1, ready: time.Since(start).Seconds()}
-	p.syncCPU = cpuSeconds(s.t, c.pid)
+	p.syncCPU = harness.CPUSeconds(s.t, c.pid)
 	p.syncTotal = p.syncCPU
 	time.Sleep(s.settle) // what an operator reads once it has served a while
 	p.steady, p.peak = residentMB(s.t, c.pid)
@@ -172,48 +173,48 @@ func (s *scaleRun) coreDNS(bin string) scalePoint {
 func (s *scaleRun) replicas(n int) scalePoint {
 	t := s.t
 	t.Helper()
-	var rs []*replicaProcess
+	var rs []*harness.Replica
 	started := make([]time.Time, n)
 	for i := range n {
 		var seeds []string
 		if i > 0 {
-			seeds = []string{rs[0].gossip}
+			seeds = []string{rs[0].Gossip}
 		}
 		started[i] = time.Now()
-		rs = append(rs, startReplicaProcessRF(t, s.cp, fmt.Sprintf("r%d", i), seeds, 1))
+		rs = append(rs, harness.StartReplica(t, s.cp, harness.ReplicaOptions{Name: fmt.Sprintf("r%d", i), Seeds: seeds, RF: 1, Cluster: harness.FastGossip}))
 	}
 	p := scalePoint{server: "shardns", watch: s.kind, replicas: n, ready: readyAfter(t, rs, started)}
-	settled(t, rs, n)
+	harness.Settled(t, rs, n)
 	// settledIngest asks a CoreDNS too: r0 stands in for the one
 	// stopped.
-	settledIngest(t, rs[0].addr, rs, s.last)
+	settledIngest(t, rs[0].Addr, rs, s.last)
 	want := 1.0
 	if s.kind == "unsharded" {
 		want = 0
 	}
 	for _, r := range rs {
-		cpu := cpuSeconds(t, r.cmd.Process.Pid)
+		cpu := harness.CPUSeconds(t, r.Cmd.Process.Pid)
 		p.syncCPU, p.syncTotal = max(p.syncCPU, cpu), p.syncTotal+cpu
-		p.records += scrape(t, r.http, "shardns_records_held")
-		if got := scrape(t, r.http, "shardns_kubernetes_sharded_watch"); got != want {
-			t.Fatalf("%s: shardns_kubernetes_sharded_watch %v with %s watches", r.http, got, s.kind)
+		p.records += harness.Scrape(t, r.HTTP, "shardns_records_held")
+		if got := harness.Scrape(t, r.HTTP, "shardns_kubernetes_sharded_watch"); got != want {
+			t.Fatalf("%s: shardns_kubernetes_sharded_watch %v with %s watches", r.HTTP, got, s.kind)
 		}
 	}
 	time.Sleep(s.settle)
 	for _, r := range rs {
-		steady, peak := residentMB(t, r.cmd.Process.Pid)
+		steady, peak := residentMB(t, r.Cmd.Process.Pid)
 		p.steady, p.peak = max(p.steady, steady), max(p.peak, peak)
 	}
 	for _, r := range rs {
-		r.cmd.Process.Kill()
-		<-r.done
+		r.Cmd.Process.Kill()
+		<-r.Done
 	}
 	return p
 }
 
 // readyAfter waits until every replica's /ready is 200 and returns the
 // longest time one took from its start, to the polling's resolution.
-func readyAfter(t *testing.T, rs []*replicaProcess, started []time.Time) float64 {
+func readyAfter(t *testing.T, rs []*harness.Replica, started []time.Time) float64 {
 	t.Helper()
 	took := make([]time.Duration, len(rs))
 	testutil.Eventually(t, 20*time.Minute, func() error {
@@ -222,11 +223,11 @@ func readyAfter(t *testing.T, rs []*replicaProcess, started []time.Time) float64
 			if took[i] > 0 {
 				continue
 			}
-			if httpStatus(t, "http://"+r.http+"/ready") == 200 {
+			if harness.HTTPStatus(t, "http://"+r.HTTP+"/ready") == 200 {
 				took[i] = time.Since(started[i])
 				continue
 			}
-			waiting = append(waiting, r.http)
+			waiting = append(waiting, r.HTTP)
 		}
 		if len(waiting) > 0 {
 			return fmt.Errorf("not ready: %v", waiting)

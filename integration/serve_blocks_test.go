@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -69,7 +70,7 @@ func manualCorefile(t *testing.T) string {
 func TestServeManualServerBlocksBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	ip := mkRealWorldServices(t, cp.Client)
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.coredns.io. 300 IN A 6.6.6.6",
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.coredns.io. 300 IN A 6.6.6.6",
 		"1.2.0.192.in-addr.arpa. 300 IN PTR printer.example.test.")
 
 	zoneFiles := map[string]string{}
@@ -78,7 +79,7 @@ func TestServeManualServerBlocksBesideCoreDNS(t *testing.T) {
 	}
 	shardnsAt, corednsAt := besideCorefile{
 		tmpl:    manualCorefile(t),
-		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr},
+		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr},
 		files:   func(func(string) string) map[string]string { return zoneFiles },
 		probe:   "www.example.io.",
 		convert: true,
@@ -89,47 +90,47 @@ func TestServeManualServerBlocksBesideCoreDNS(t *testing.T) {
 	onMain := append(manualZoneQuestions("example.io"), manualZoneQuestions("example.net")...)
 	web, db := "web.realworld.svc.", "db.realworld.svc."
 	onMain = append(onMain,
-		convertQuestion{web, dns.TypeA, dns.RcodeSuccess, []string{fmtRR(web, 5, "A", ip)}},
-		convertQuestion{db, dns.TypeA, dns.RcodeSuccess, []string{fmtRR(db, 5, "A", "10.244.8.10"), fmtRR(db, 5, "A", "10.244.8.11")}},
-		convertQuestion{"_http._tcp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{fmtRR("_http._tcp."+web, 5, "SRV", "0 100 80 "+web)}},
-		convertQuestion{"nope.realworld.svc.", dns.TypeA, dns.RcodeNameError, nil},
-		convertQuestion{"web.realworld.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		harness.Question{Name: web, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR(web, 5, "A", ip)}},
+		harness.Question{Name: db, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR(db, 5, "A", "10.244.8.10"), fmtRR(db, 5, "A", "10.244.8.11")}},
+		harness.Question{Name: "_http._tcp." + web, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("_http._tcp."+web, 5, "SRV", "0 100 80 "+web)}},
+		harness.Question{Name: "nope.realworld.svc.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		harness.Question{Name: "web.realworld.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 		// Names of no block but the root's: the kubernetes plugin of
 		// the root zone denies them before forward, even where the
 		// upstream has them.
-		convertQuestion{"www.example.test.", dns.TypeA, dns.RcodeNameError, nil},
-		convertQuestion{"www.coredns.io.", dns.TypeA, dns.RcodeNameError, nil},
+		harness.Question{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		harness.Question{Name: "www.coredns.io.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 		// A reverse name too, though the upstream has its PTR. (A
 		// Service's reverse name gets no answer from CoreDNS 1.15: its
 		// PTR target, web.realworld.svc.. with the root zone appended,
 		// does not pack, and nothing is sent.)
-		convertQuestion{"1.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, nil},
+		harness.Question{Name: "1.2.0.192.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeNameError, Answer: nil},
 	)
-	askBoth(t, shardns, coredns, onMain)
+	harness.AskBoth(t, shardns, coredns, onMain)
 	alikeResponses(t, shardns, coredns, onMain, negativeSOATTL)
 
 	onAlt := append(manualZoneQuestions("coredns.io"),
-		convertQuestion{"www.example.io.", dns.TypeA, dns.RcodeRefused, nil},
-		convertQuestion{web, dns.TypeA, dns.RcodeRefused, nil},
-		convertQuestion{"www.example.test.", dns.TypeA, dns.RcodeRefused, nil},
+		harness.Question{Name: "www.example.io.", Qtype: dns.TypeA, Rcode: dns.RcodeRefused, Answer: nil},
+		harness.Question{Name: web, Qtype: dns.TypeA, Rcode: dns.RcodeRefused, Answer: nil},
+		harness.Question{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeRefused, Answer: nil},
 	)
-	askBoth(t, shardnsAlt, corednsAlt, onAlt)
+	harness.AskBoth(t, shardnsAlt, corednsAlt, onAlt)
 	alikeResponses(t, shardnsAlt, corednsAlt, onAlt, negativeSOATTL)
 }
 
 // manualZoneQuestions are the questions for the zone file of zone and
 // the answer records its file gives.
-func manualZoneQuestions(zone string) []convertQuestion {
+func manualZoneQuestions(zone string) []harness.Question {
 	www, apex := "www."+zone+".", zone+"."
 	addr := fmt.Sprintf("192.0.2.%d", manualZoneAddr[zone])
-	return []convertQuestion{
-		{www, dns.TypeA, dns.RcodeSuccess, []string{fmtRR(www, 3600, "A", addr)}},
-		{www, dns.TypeAAAA, dns.RcodeSuccess, []string{fmtRR(www, 3600, "AAAA", fmt.Sprintf("2001:db8::%d", manualZoneAddr[zone]))}},
-		{"mail." + apex, dns.TypeMX, dns.RcodeSuccess, []string{fmtRR("mail."+apex, 3600, "MX", "10 "+www)}},
-		{"alias." + apex, dns.TypeA, dns.RcodeSuccess, []string{fmtRR("alias."+apex, 3600, "CNAME", www), fmtRR(www, 3600, "A", addr)}},
-		{apex, dns.TypeNS, dns.RcodeSuccess, []string{fmtRR(apex, 3600, "NS", "ns1."+apex)}},
-		{apex, dns.TypeSOA, dns.RcodeSuccess, []string{fmtRR(apex, 3600, "SOA", "ns1."+apex+" hostmaster."+apex+" 2024010101 7200 3600 1209600 300")}},
-		{www, dns.TypeTXT, dns.RcodeSuccess, nil},
-		{"nothere." + apex, dns.TypeA, dns.RcodeNameError, nil},
+	return []harness.Question{
+		{Name: www, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR(www, 3600, "A", addr)}},
+		{Name: www, Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR(www, 3600, "AAAA", fmt.Sprintf("2001:db8::%d", manualZoneAddr[zone]))}},
+		{Name: "mail." + apex, Qtype: dns.TypeMX, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("mail."+apex, 3600, "MX", "10 "+www)}},
+		{Name: "alias." + apex, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("alias."+apex, 3600, "CNAME", www), fmtRR(www, 3600, "A", addr)}},
+		{Name: apex, Qtype: dns.TypeNS, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR(apex, 3600, "NS", "ns1."+apex)}},
+		{Name: apex, Qtype: dns.TypeSOA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR(apex, 3600, "SOA", "ns1."+apex+" hostmaster."+apex+" 2024010101 7200 3600 1209600 300")}},
+		{Name: www, Qtype: dns.TypeTXT, Rcode: dns.RcodeSuccess, Answer: nil},
+		{Name: "nothere." + apex, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	}
 }

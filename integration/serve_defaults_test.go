@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -64,7 +65,7 @@ const k3sNodeHosts = "192.168.1.10 node-a\n192.168.1.11 node-b\n6.6.6.6 printer.
 func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	ip := mkRealWorldServices(t, cp.Client)
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
 	text := readDistribution(t, "k3s")
 	if n := strings.Count(text, "/etc/coredns/"); n != 3 {
 		t.Fatalf("k3s's Corefile names /etc/coredns/ %d times, want 3 (NodeHosts and two imports):\n%s", n, text)
@@ -72,7 +73,7 @@ func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 
 	shardnsAt, corednsAt := besideCorefile{
 		tmpl: loopbackCorefile(strings.ReplaceAll(text, "/etc/coredns/", "{{dir}}/")),
-		vars: map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr},
+		vars: map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr},
 		files: func(render func(string) string) map[string]string {
 			return map[string]string{
 				"NodeHosts":         k3sNodeHosts,
@@ -86,28 +87,28 @@ func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 	shardns, coredns := shardnsAt["dns"], corednsAt["dns"]
 
 	qs := append(realWorldQuestions(t, text, ip, false, false),
-		convertQuestion{"printer.lan.test.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("printer.lan.test.", 20, "A", "192.0.2.50")}},
-		convertQuestion{"nas.lan.test.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("nas.lan.test.", 20, "A", "192.0.2.51")}},
-		convertQuestion{"nas.lan.test.", dns.TypeAAAA, dns.RcodeSuccess, []string{fmtRR("nas.lan.test.", 20, "AAAA", "2001:db8::51")}},
-		convertQuestion{"printer.lan.test.", dns.TypeAAAA, dns.RcodeSuccess, nil},
-		convertQuestion{"printer.lan.test.", dns.TypeMX, dns.RcodeSuccess, nil},
-		convertQuestion{"missing.lan.test.", dns.TypeA, dns.RcodeServerFailure, nil},
+		harness.Question{Name: "printer.lan.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("printer.lan.test.", 20, "A", "192.0.2.50")}},
+		harness.Question{Name: "nas.lan.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("nas.lan.test.", 20, "A", "192.0.2.51")}},
+		harness.Question{Name: "nas.lan.test.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("nas.lan.test.", 20, "AAAA", "2001:db8::51")}},
+		harness.Question{Name: "printer.lan.test.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: nil},
+		harness.Question{Name: "printer.lan.test.", Qtype: dns.TypeMX, Rcode: dns.RcodeSuccess, Answer: nil},
+		harness.Question{Name: "missing.lan.test.", Qtype: dns.TypeA, Rcode: dns.RcodeServerFailure, Answer: nil},
 		// The .server block's address has no PTR in the main block: its
 		// reverse name goes upstream, whose zone has no such name.
-		convertQuestion{reverse("192.0.2.50"), dns.TypePTR, dns.RcodeNameError, nil},
+		harness.Question{Name: harness.ReverseName("192.0.2.50"), Qtype: dns.TypePTR, Rcode: dns.RcodeNameError, Answer: nil},
 	)
-	askBoth(t, shardns, coredns, qs)
+	harness.AskBoth(t, shardns, coredns, qs)
 	alikeResponses(t, shardns, coredns, qs)
 
 	// NodeHosts names: CoreDNS's cache, before hosts in its plugin
 	// order, keeps hosts' answers too, so cache 30 caps NodeHosts' ttl 60.
 	t.Run("NodeHosts", func(t *testing.T) {
-		nodeHosts := []convertQuestion{
-			{"node-a.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("node-a.", 30, "A", "192.168.1.10")}},
-			{"node-b.", dns.TypeA, dns.RcodeSuccess, []string{fmtRR("node-b.", 30, "A", "192.168.1.11")}},
-			{"node-b.", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		nodeHosts := []harness.Question{
+			{Name: "node-a.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("node-a.", 30, "A", "192.168.1.10")}},
+			{Name: "node-b.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{fmtRR("node-b.", 30, "A", "192.168.1.11")}},
+			{Name: "node-b.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: nil},
 		}
-		answersAre(t, coredns, nodeHosts...)
+		harness.AnswersAre(t, coredns, nodeHosts...)
 		alikeResponses(t, shardns, coredns, nodeHosts)
 	})
 }
@@ -142,43 +143,43 @@ func TestServeKubesprayCorefileBesideCoreDNS(t *testing.T) {
 		data = append(data, kubesprayBig+" 300 IN TXT "+txt)
 		bigAnswer = append(bigAnswer, fmtRR(kubesprayBig, 30, "TXT", `"`+txt+`"`))
 	}
-	upstream := startUnbound(t, data...)
+	upstream := harness.StartUnbound(t, data...)
 	text := readDistribution(t, "kubespray")
 	if !strings.Contains(text, "prefer_udp") {
 		t.Fatalf("kubespray's Corefile has no prefer_udp:\n%s", text)
 	}
 	shardnsAt, corednsAt := besideCorefile{
 		tmpl:    loopbackCorefile(text),
-		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr},
+		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr},
 		probe:   "web.realworld.svc.cluster.local.",
 		convert: true,
 	}.serve(t)
 	shardns, coredns := shardnsAt["dns"], corednsAt["dns"]
 
 	qs := realWorldQuestions(t, text, ip, false, false)
-	askBoth(t, shardns, coredns, qs)
+	harness.AskBoth(t, shardns, coredns, qs)
 	alikeResponses(t, shardns, coredns, qs)
 
-	big := convertQuestion{kubesprayBig, dns.TypeTXT, dns.RcodeSuccess, bigAnswer}
-	askBothWith(t, shardns, coredns, func(addr, proto string) error {
+	big := harness.Question{Name: kubesprayBig, Qtype: dns.TypeTXT, Rcode: dns.RcodeSuccess, Answer: bigAnswer}
+	harness.AskBothWith(t, shardns, coredns, func(addr, proto string) error {
 		if proto == "tcp" {
-			return answerMatches(addr, proto, big)
+			return harness.AnswerMatches(addr, proto, big)
 		}
 		return truncated(addr, big)
 	})
-	alikeResponses(t, shardns, coredns, []convertQuestion{big})
+	alikeResponses(t, shardns, coredns, []harness.Question{big})
 }
 
 // truncated checks that addr answers q over UDP, without EDNS0, with TC
 // set and q's rcode.
-func truncated(addr string, q convertQuestion) error {
-	r, err := testutil.Exchange(addr, "udp", q.name, q.qtype)
+func truncated(addr string, q harness.Question) error {
+	r, err := testutil.Exchange(addr, "udp", q.Name, q.Qtype)
 	if err != nil {
 		return err
 	}
-	if !r.Truncated || r.Rcode != q.rcode {
-		return fmt.Errorf("%s %s from %s over udp: %s tc=%v, want %s tc=true", q.name, dns.TypeToString[q.qtype], addr,
-			dns.RcodeToString[r.Rcode], r.Truncated, dns.RcodeToString[q.rcode])
+	if !r.Truncated || r.Rcode != q.Rcode {
+		return fmt.Errorf("%s %s from %s over udp: %s tc=%v, want %s tc=true", q.Name, dns.TypeToString[q.Qtype], addr,
+			dns.RcodeToString[r.Rcode], r.Truncated, dns.RcodeToString[q.Rcode])
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -62,26 +63,26 @@ const (
 func TestServeK3sCorefileBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	c := cp.Client
-	mkNamespace(t, c, "k3s", nil)
-	web := mkService(t, c, clusterIPService("k3s", "web"))
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
-	corp := startUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
+	harness.CreateNamespace(t, c, "k3s", nil)
+	web := harness.CreateService(t, c, harness.ClusterIPService("k3s", "web"))
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	corp := harness.StartUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
 
 	// start writes the Corefile and its files into a folder of their
 	// own, on ports of their own, and starts serve with it.
-	start := func(serve func(t *testing.T, path string, run corefileRun) string) string {
+	start := func(serve func(t *testing.T, path string, run harness.Corefile) string) string {
 		dir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(dir, "custom"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "corp": corp.addr, "dir": dir}
-		run := renderCorefile(t, k3sCorefile, vars)
-		vars["dns"] = strings.TrimPrefix(run.addrs["dns"], "127.0.0.1:")
+		vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr, "corp": corp.Addr, "dir": dir}
+		run := harness.RenderCorefile(t, k3sCorefile, vars)
+		vars["dns"] = strings.TrimPrefix(run.Addrs["dns"], "127.0.0.1:")
 		files := map[string]string{
-			"Corefile":               run.text,
+			"Corefile":               run.Text,
 			"NodeHosts":              "192.168.1.10 node-a\n192.168.1.11 node-b\n",
 			"custom/nodes.override":  k3sOverride,
-			"custom/corp.server":     renderCorefile(t, k3sServer, vars).text,
+			"custom/corp.server":     harness.RenderCorefile(t, k3sServer, vars).Text,
 			"custom/README.disabled": "not matched by the imports\n",
 		}
 		for name, text := range files {
@@ -91,27 +92,27 @@ func TestServeK3sCorefileBesideCoreDNS(t *testing.T) {
 		}
 		return serve(t, filepath.Join(dir, "Corefile"), run)
 	}
-	shardns := start(func(t *testing.T, path string, run corefileRun) string {
-		return startServe(t, "--corefile", path).addr
+	shardns := start(func(t *testing.T, path string, run harness.Corefile) string {
+		return harness.Start(t, harness.Options{Args: []string{"--corefile", path}}).Addr
 	})
-	coredns := start(func(t *testing.T, path string, run corefileRun) string {
+	coredns := start(func(t *testing.T, path string, run harness.Corefile) string {
 		text, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// CoreDNS reads imports from its working directory's view of the
 		// Corefile's folder: run it from there.
-		return startCoreDNSCorefileIn(t, filepath.Dir(path), string(text), run.addrs["dns"], "web.k3s.svc.cluster.local.")
+		return harness.StartCoreDNSCorefileIn(t, filepath.Dir(path), string(text), run.Addrs["dns"], "web.k3s.svc.cluster.local.")
 	})
 
 	ip := web.Spec.ClusterIP
-	askBoth(t, shardns, coredns, []convertQuestion{
-		{"web.k3s.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"web.k3s.svc.cluster.local.\t5\tIN\tA\t" + ip}},
-		{"nope.k3s.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
-		{reverse(ip), dns.TypePTR, dns.RcodeSuccess, []string{reverse(ip) + "\t5\tIN\tPTR\tweb.k3s.svc.cluster.local."}},
-		{"node-b.", dns.TypeA, dns.RcodeSuccess, []string{"node-b.\t60\tIN\tA\t192.168.1.11"}},
-		{"nodes.internal.", dns.TypeA, dns.RcodeSuccess, []string{"nodes.internal.\t60\tIN\tA\t192.168.1.10"}},
-		{"wiki.corp.test.", dns.TypeA, dns.RcodeSuccess, []string{"wiki.corp.test.\t300\tIN\tA\t192.0.2.80"}},
-		{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
+	harness.AskBoth(t, shardns, coredns, []harness.Question{
+		{Name: "web.k3s.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.k3s.svc.cluster.local.\t5\tIN\tA\t" + ip}},
+		{Name: "nope.k3s.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		{Name: harness.ReverseName(ip), Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{harness.ReverseName(ip) + "\t5\tIN\tPTR\tweb.k3s.svc.cluster.local."}},
+		{Name: "node-b.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"node-b.\t60\tIN\tA\t192.168.1.11"}},
+		{Name: "nodes.internal.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"nodes.internal.\t60\tIN\tA\t192.168.1.10"}},
+		{Name: "wiki.corp.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"wiki.corp.test.\t300\tIN\tA\t192.0.2.80"}},
+		{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	corefileconv "github.com/shardns/shardns/corefile"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 )
 
@@ -84,8 +85,8 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 	c := cp.Client
 	// The main upstream has a wrong address for the stub domain's name:
 	// only the stub's upstream gives the right one.
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "wiki.corp.test. 300 IN A 6.6.6.6")
-	corp := startUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "wiki.corp.test. 300 IN A 6.6.6.6")
+	corp := harness.StartUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
 	web := mkRealWorldServices(t, c)
 
 	for _, path := range files {
@@ -110,14 +111,14 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 			}
 			shardnsAt, corednsAt := besideCorefile{
 				tmpl:  loopbackCorefile(text),
-				vars:  map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "corp": corp.addr},
+				vars:  map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr, "corp": corp.Addr},
 				files: files,
 				probe: "web.realworld.svc.cluster.local.",
 			}.serve(t)
 			shardns, coredns := shardnsAt["dns"], corednsAt["dns"]
 
 			qs := realWorldQuestions(t, text, web, custom, hosts)
-			askBoth(t, shardns, coredns, qs)
+			harness.AskBoth(t, shardns, coredns, qs)
 			sameSummaries(t, shardns, coredns, qs)
 		})
 	}
@@ -127,19 +128,19 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 // does beyond the answer's records askBoth checks: the same
 // authoritative flag and the same kinds of authority records (a
 // negative answer's SOA).
-func sameSummaries(t *testing.T, shardns, coredns string, qs []convertQuestion) {
+func sameSummaries(t *testing.T, shardns, coredns string, qs []harness.Question) {
 	t.Helper()
 	for _, q := range qs {
-		got, err := answerSummary(shardns, q.name, q.qtype)
+		got, err := answerSummary(shardns, q.Name, q.Qtype)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := answerSummary(coredns, q.name, q.qtype)
+		want, err := answerSummary(coredns, q.Name, q.Qtype)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Errorf("%s %s:\n  shardns: %s\n  coredns: %s", q.name, dns.TypeToString[q.qtype], got, want)
+			t.Errorf("%s %s:\n  shardns: %s\n  coredns: %s", q.Name, dns.TypeToString[q.Qtype], got, want)
 		}
 	}
 }
@@ -150,11 +151,11 @@ func sameSummaries(t *testing.T, shardns, coredns string, qs []convertQuestion) 
 func mkRealWorldServices(t *testing.T, c kubernetes.Interface) string {
 	t.Helper()
 	realWorldOnce.Do(func() {
-		mkNamespace(t, c, "realworld", nil)
-		mkService(t, c, clusterIPService("realworld", "web"))
-		mkService(t, c, headlessService("realworld", "db"))
-		mkSlice(t, c, "realworld", "db", "db-v4", discoveryv1.AddressTypeIPv4,
-			ep{ip: "10.244.8.10", hostname: "db-0"}, ep{ip: "10.244.8.11", hostname: "db-1"})
+		harness.CreateNamespace(t, c, "realworld", nil)
+		harness.CreateService(t, c, harness.ClusterIPService("realworld", "web"))
+		harness.CreateService(t, c, harness.HeadlessService("realworld", "db"))
+		harness.CreateEndpointSlice(t, c, "realworld", "db", "db-v4", discoveryv1.AddressTypeIPv4,
+			harness.Endpoint{IP: "10.244.8.10", Hostname: "db-0"}, harness.Endpoint{IP: "10.244.8.11", Hostname: "db-1"})
 	})
 	web, err := c.CoreV1().Services("realworld").Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
@@ -169,7 +170,7 @@ var realWorldOnce sync.Once
 // the Corefile text, with the answers its TTLs give: the kubernetes
 // plugin's ttl (5 unless set), cache 30 capping forwarded answers,
 // NodeHosts' ttl 60; the coredns-custom names where it imports them.
-func realWorldQuestions(t *testing.T, text, ip string, custom, hosts bool) []convertQuestion {
+func realWorldQuestions(t *testing.T, text, ip string, custom, hosts bool) []harness.Question {
 	t.Helper()
 	ttl := "5"
 	if m := regexp.MustCompile(`kubernetes [^{]*\{[^}]*\bttl (\d+)`).FindStringSubmatch(text); m != nil {
@@ -179,24 +180,24 @@ func realWorldQuestions(t *testing.T, text, ip string, custom, hosts bool) []con
 		t.Fatal("the Corefile has no cache 30: the forwarded answers' TTL below is its")
 	}
 	web, db := "web.realworld.svc.cluster.local.", "db.realworld.svc.cluster.local."
-	qs := []convertQuestion{
-		{web, dns.TypeA, dns.RcodeSuccess, []string{web + "\t" + ttl + "\tIN\tA\t" + ip}},
-		{db, dns.TypeA, dns.RcodeSuccess, []string{db + "\t" + ttl + "\tIN\tA\t10.244.8.10", db + "\t" + ttl + "\tIN\tA\t10.244.8.11"}},
-		{"db-1." + db, dns.TypeA, dns.RcodeSuccess, []string{"db-1." + db + "\t" + ttl + "\tIN\tA\t10.244.8.11"}},
-		{"_http._tcp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{"_http._tcp." + web + "\t" + ttl + "\tIN\tSRV\t0 100 80 " + web}},
-		{"nope.realworld.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
-		{reverse(ip), dns.TypePTR, dns.RcodeSuccess, []string{reverse(ip) + "\t" + ttl + "\tIN\tPTR\t" + web}},
-		{"10-244-1-1.realworld.pod.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"10-244-1-1.realworld.pod.cluster.local.\t" + ttl + "\tIN\tA\t10.244.1.1"}},
-		{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t30\tIN\tA\t192.0.2.1"}},
-		{"missing.example.test.", dns.TypeA, dns.RcodeNameError, nil},
+	qs := []harness.Question{
+		{Name: web, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{web + "\t" + ttl + "\tIN\tA\t" + ip}},
+		{Name: db, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{db + "\t" + ttl + "\tIN\tA\t10.244.8.10", db + "\t" + ttl + "\tIN\tA\t10.244.8.11"}},
+		{Name: "db-1." + db, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"db-1." + db + "\t" + ttl + "\tIN\tA\t10.244.8.11"}},
+		{Name: "_http._tcp." + web, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess, Answer: []string{"_http._tcp." + web + "\t" + ttl + "\tIN\tSRV\t0 100 80 " + web}},
+		{Name: "nope.realworld.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		{Name: harness.ReverseName(ip), Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{harness.ReverseName(ip) + "\t" + ttl + "\tIN\tPTR\t" + web}},
+		{Name: "10-244-1-1.realworld.pod.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"10-244-1-1.realworld.pod.cluster.local.\t" + ttl + "\tIN\tA\t10.244.1.1"}},
+		{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.test.\t30\tIN\tA\t192.0.2.1"}},
+		{Name: "missing.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	}
 	if hosts {
-		qs = append(qs, convertQuestion{"node-b.", dns.TypeA, dns.RcodeSuccess, []string{"node-b.\t60\tIN\tA\t192.168.1.11"}})
+		qs = append(qs, harness.Question{Name: "node-b.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"node-b.\t60\tIN\tA\t192.168.1.11"}})
 	}
 	if custom {
 		qs = append(qs,
-			convertQuestion{"web.corp.internal.", dns.TypeA, dns.RcodeSuccess, []string{"web.corp.internal.\t" + ttl + "\tIN\tA\t" + ip}},
-			convertQuestion{"wiki.corp.test.", dns.TypeA, dns.RcodeSuccess, []string{"wiki.corp.test.\t30\tIN\tA\t192.0.2.80"}})
+			harness.Question{Name: "web.corp.internal.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.corp.internal.\t" + ttl + "\tIN\tA\t" + ip}},
+			harness.Question{Name: "wiki.corp.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"wiki.corp.test.\t30\tIN\tA\t192.0.2.80"}})
 	}
 	return qs
 }
@@ -233,36 +234,36 @@ func TestServeKubeDNSConfigMapBesideCoreDNS(t *testing.T) {
 	web := mkRealWorldServices(t, cp.Client)
 	// The upstream has wrong addresses for the stub domains' names: only
 	// their own nameservers give the right ones.
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1",
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1",
 		"www.acme.test. 300 IN A 6.6.6.6", "wiki.corp.test. 300 IN A 6.6.6.6")
-	acme := startUnbound(t, "www.acme.test. 300 IN A 192.0.2.90")
-	corp := startUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
-	vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr, "acme": acme.addr, "corp": corp.addr}
-	configMap := renderCorefile(t, kubeDNSConfigMap, vars).text
+	acme := harness.StartUnbound(t, "www.acme.test. 300 IN A 192.0.2.90")
+	corp := harness.StartUnbound(t, "wiki.corp.test. 300 IN A 192.0.2.80")
+	vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr, "acme": acme.Addr, "corp": corp.Addr}
+	configMap := harness.RenderCorefile(t, kubeDNSConfigMap, vars).Text
 
 	dir := t.TempDir()
 	path, basePath := filepath.Join(dir, "kube-dns.yaml"), filepath.Join(dir, "base.yaml")
-	base := renderCorefile(t, kubeDNSBase, vars)
-	for name, data := range map[string]string{path: configMap, basePath: base.text} {
+	base := harness.RenderCorefile(t, kubeDNSBase, vars)
+	for name, data := range map[string]string{path: configMap, basePath: base.Text} {
 		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	shardns := startServe(t, "--kube-dns-configmap", path, "--config", basePath)
-	shardns.waitReady(t)
+	shardns := harness.Start(t, harness.Options{Args: []string{"--kube-dns-configmap", path, "--config", basePath}})
+	shardns.WaitReady(t)
 
 	text, err := corefileconv.KubeDNSCorefile([]byte(configMap), corefileconv.KubeDNSOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := renderCorefile(t, loopbackCorefile(string(text)), vars)
-	coredns := startCoreDNSCorefile(t, run.text, run.addrs["dns"], "web.realworld.svc.cluster.local.")
+	run := harness.RenderCorefile(t, loopbackCorefile(string(text)), vars)
+	coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "web.realworld.svc.cluster.local.")
 
 	qs := append(realWorldQuestions(t, string(text), web, false, false),
-		convertQuestion{"www.acme.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.acme.test.\t30\tIN\tA\t192.0.2.90"}},
-		convertQuestion{"wiki.corp.test.", dns.TypeA, dns.RcodeSuccess, []string{"wiki.corp.test.\t30\tIN\tA\t192.0.2.80"}})
-	askBoth(t, shardns.addr, coredns, qs)
-	sameSummaries(t, shardns.addr, coredns, qs)
+		harness.Question{Name: "www.acme.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.acme.test.\t30\tIN\tA\t192.0.2.90"}},
+		harness.Question{Name: "wiki.corp.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"wiki.corp.test.\t30\tIN\tA\t192.0.2.80"}})
+	harness.AskBoth(t, shardns.Addr, coredns, qs)
+	sameSummaries(t, shardns.Addr, coredns, qs)
 }
 
 // The seeds' example, corefile/testdata/seeds.Corefile: a kubernetes
@@ -277,32 +278,32 @@ func TestServeRootKubernetesBesideCoreDNS(t *testing.T) {
 	}
 	cp := kubeapi.Shared(t)
 	ip := mkRealWorldServices(t, cp.Client)
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
 	text := strings.Replace(string(src), "proxy . 8.8.8.8", "forward . {{upstream}}", 1)
-	run := renderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
+	run := harness.RenderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
 	dir := t.TempDir()
 	path := filepath.Join(dir, "Corefile")
-	if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shardns := startServeIn(t, dir, "--corefile", path).addr
-	coreRun := renderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.addr})
-	coredns := startCoreDNSCorefileIn(t, t.TempDir(), coreRun.text, coreRun.addrs["dns"], "web.realworld.svc.")
+	shardns := harness.Start(t, harness.Options{Dir: dir, Args: []string{"--corefile", path}}).Addr
+	coreRun := harness.RenderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
+	coredns := harness.StartCoreDNSCorefileIn(t, t.TempDir(), coreRun.Text, coreRun.Addrs["dns"], "web.realworld.svc.")
 
-	qs := []convertQuestion{
-		{"web.realworld.svc.", dns.TypeA, dns.RcodeSuccess, []string{"web.realworld.svc.\t5\tIN\tA\t" + ip}},
-		{"db-1.db.realworld.svc.", dns.TypeA, dns.RcodeSuccess, []string{"db-1.db.realworld.svc.\t5\tIN\tA\t10.244.8.11"}},
-		{"realworld.svc.", dns.TypeA, dns.RcodeSuccess, nil},
-		{"nope.realworld.svc.", dns.TypeA, dns.RcodeNameError, nil},
-		{"web.realworld.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
-		{"www.example.test.", dns.TypeA, dns.RcodeNameError, nil},
+	qs := []harness.Question{
+		{Name: "web.realworld.svc.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.realworld.svc.\t5\tIN\tA\t" + ip}},
+		{Name: "db-1.db.realworld.svc.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"db-1.db.realworld.svc.\t5\tIN\tA\t10.244.8.11"}},
+		{Name: "realworld.svc.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: nil},
+		{Name: "nope.realworld.svc.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		{Name: "web.realworld.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
+		{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	}
-	askBoth(t, shardns, coredns, qs)
+	harness.AskBoth(t, shardns, coredns, qs)
 	sameSummaries(t, shardns, coredns, qs)
 	// The reverse name of the service is where the two part: CoreDNS 1.15
 	// gives no answer within 8 s (its kubernetes plugin leaves reverse
 	// names in the root zone to forward, and the test's Unbound, with no
 	// internet to recurse to, answers nothing in time); shardns denies it
 	// as every other name of the root zone it does not hold.
-	answersAre(t, shardns, convertQuestion{reverse(ip), dns.TypePTR, dns.RcodeNameError, nil})
+	harness.AnswersAre(t, shardns, harness.Question{Name: harness.ReverseName(ip), Qtype: dns.TypePTR, Rcode: dns.RcodeNameError, Answer: nil})
 }

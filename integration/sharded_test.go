@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -32,11 +33,11 @@ func newShardedCluster(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n,
 	c := &shardedCluster{names: webNamespaces(t, cp, prefix, n), ptrs: map[string]string{}, n: n, net: net}
 	for i := range n {
 		ns := fmt.Sprintf("%s%d", prefix, i)
-		mkSlice(t, cp.Client, ns, "web", "web-1", discoveryv1.AddressTypeIPv4,
-			ep{ip: fmt.Sprintf("10.%d.%d.1", net, i), hostname: "a"}, ep{ip: fmt.Sprintf("10.%d.%d.2", net, i), hostname: "b"})
-		c.ptrs[reverse(fmt.Sprintf("10.%d.%d.1", net, i))] = "a.web." + ns + ".svc.cluster.local."
-		c.ptrs[reverse(fmt.Sprintf("10.%d.%d.2", net, i))] = "b.web." + ns + ".svc.cluster.local."
-		c.ptrs[reverse(c.names["web."+ns+".svc.cluster.local."])] = "web." + ns + ".svc.cluster.local."
+		harness.CreateEndpointSlice(t, cp.Client, ns, "web", "web-1", discoveryv1.AddressTypeIPv4,
+			harness.Endpoint{IP: fmt.Sprintf("10.%d.%d.1", net, i), Hostname: "a"}, harness.Endpoint{IP: fmt.Sprintf("10.%d.%d.2", net, i), Hostname: "b"})
+		c.ptrs[harness.ReverseName(fmt.Sprintf("10.%d.%d.1", net, i))] = "a.web." + ns + ".svc.cluster.local."
+		c.ptrs[harness.ReverseName(fmt.Sprintf("10.%d.%d.2", net, i))] = "b.web." + ns + ".svc.cluster.local."
+		c.ptrs[harness.ReverseName(c.names["web."+ns+".svc.cluster.local."])] = "web." + ns + ".svc.cluster.local."
 	}
 	return c
 }
@@ -45,7 +46,7 @@ func newShardedCluster(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n,
 // unknown address of the endpoints' range.
 func (c *shardedCluster) check(addr string) error {
 	for name, ip := range c.names {
-		if err := answerIs(addr, name, ip); err != nil {
+		if err := harness.AnswerIs(addr, name, ip); err != nil {
 			return err
 		}
 		if err := nxdomain(addr, "missing"+name[len("web"):]); err != nil {
@@ -61,7 +62,7 @@ func (c *shardedCluster) check(addr string) error {
 			return fmt.Errorf("PTR %s from %s: %s %v, want %s", rev, addr, dns.RcodeToString[r.Rcode], r.Answer, target)
 		}
 	}
-	r, err := testutil.Exchange(addr, "udp", reverse(fmt.Sprintf("10.%d.0.99", c.net)), dns.TypePTR)
+	r, err := testutil.Exchange(addr, "udp", harness.ReverseName(fmt.Sprintf("10.%d.0.99", c.net)), dns.TypePTR)
 	if err != nil {
 		return err
 	}
@@ -72,13 +73,13 @@ func (c *shardedCluster) check(addr string) error {
 }
 
 // events is how many Services and EndpointSlices r's watches delivered.
-func events(t *testing.T, r *replicaProcess) (services, slices float64) {
-	return eventCounts(mustMetrics(t, r.http))
+func events(t *testing.T, r *harness.Replica) (services, slices float64) {
+	return eventCounts(harness.MustMetrics(t, r.HTTP))
 }
 
 // eventCounts is events from a page of metrics already read.
-func eventCounts(m metricSamples) (services, slices float64) {
-	return m.sumWith("shardns_kubernetes_events_total", `kind="Service"`), m.sumWith("shardns_kubernetes_events_total", `kind="EndpointSlice"`)
+func eventCounts(m harness.MetricSamples) (services, slices float64) {
+	return m.SumWith("shardns_kubernetes_events_total", `kind="Service"`), m.SumWith("shardns_kubernetes_events_total", `kind="EndpointSlice"`)
 }
 
 // With an apiserver that shards watches, three replicas (replication
@@ -90,19 +91,19 @@ func eventCounts(m metricSamples) (services, slices float64) {
 func TestShardedWatches(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	c := newShardedCluster(t, cp, "sharded", 24, 240)
-	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
-	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
-	d := startReplicaProcessRF(t, cp, "r2", []string{a.gossip}, 1)
-	rs := []*replicaProcess{a, b, d}
-	settled(t, rs, 3)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
+	d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
+	rs := []*harness.Replica{a, b, d}
+	harness.Settled(t, rs, 3)
 	// How soon a change propagates is TestKubernetesChangesWithinASecond's
 	// to say; here a busy machine may take its time, and only the answers
 	// count.
-	checkAll := func(c *shardedCluster, rs []*replicaProcess) {
+	checkAll := func(c *shardedCluster, rs []*harness.Replica) {
 		t.Helper()
 		testutil.Eventually(t, 30*time.Second, func() error {
 			for _, r := range rs {
-				if err := c.check(r.addr); err != nil {
+				if err := c.check(r.Addr); err != nil {
 					return err
 				}
 			}
@@ -110,10 +111,10 @@ func TestShardedWatches(t *testing.T) {
 		})
 	}
 	checkAll(c, rs)
-	before := map[*replicaProcess][2]float64{}
+	before := map[*harness.Replica][2]float64{}
 	for _, r := range rs {
-		if mustMetrics(t, r.http).sum("shardns_kubernetes_sharded_watch") != 1 {
-			t.Fatalf("%s does not shard its watches", r.http)
+		if harness.MustMetrics(t, r.HTTP).Sum("shardns_kubernetes_sharded_watch") != 1 {
+			t.Fatalf("%s does not shard its watches", r.HTTP)
 		}
 		s, e := events(t, r)
 		before[r] = [2]float64{s, e}
@@ -150,12 +151,12 @@ func TestShardedWatches(t *testing.T) {
 		names[k] = v
 	}
 	var targets atomic.Value
-	targets.Store([]string{a.addr, b.addr, d.addr})
+	targets.Store([]string{a.Addr, b.Addr, d.Addr})
 	l := startLoad(func() []string { return targets.Load().([]string) }, names)
-	e := startReplicaProcessRF(t, cp, "r3", []string{a.gossip}, 1)
+	e := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r3", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
 	rs = append(rs, e)
-	settled(t, rs, 4)
-	targets.Store([]string{a.addr, b.addr, d.addr, e.addr})
+	harness.Settled(t, rs, 4)
+	targets.Store([]string{a.Addr, b.Addr, d.Addr, e.Addr})
 	checkAll(c, rs)
 	l.finish(t, "a fourth replica joining with sharded watches")
 	checkAll(lateCluster, rs)
@@ -170,31 +171,31 @@ func TestShardedWatches(t *testing.T) {
 func TestShardedScaleInListsNothing(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	c := newShardedCluster(t, cp, "scalein", 12, 242)
-	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
-	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
-	d := startReplicaProcessLameduck(t, cp, "r2", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 4*time.Second)
-	rs := []*replicaProcess{a, b, d}
-	settled(t, rs, 3)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
+	d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip, Lameduck: 4 * time.Second})
+	rs := []*harness.Replica{a, b, d}
+	harness.Settled(t, rs, 3)
 	for _, r := range rs {
-		testutil.Eventually(t, 30*time.Second, func() error { return c.check(r.addr) })
+		testutil.Eventually(t, 30*time.Second, func() error { return c.check(r.Addr) })
 	}
 	services, slices := events(t, d)
-	l := startLoad(func() []string { return []string{a.addr, b.addr} }, c.names)
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	l := startLoad(func() []string { return []string{a.Addr, b.Addr} }, c.names)
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	read := 0
 	for exited := false; !exited; {
 		select {
-		case <-d.done:
+		case <-d.Done:
 			exited = true
 		case <-time.After(100 * time.Millisecond):
-			m, err := scrapeMetrics(d.http)
+			m, err := harness.ScrapeMetrics(d.HTTP)
 			if err != nil {
 				continue // its HTTP server closes at the end of the lameduck
 			}
 			read++
-			if m.sum("shardns_kubernetes_sharded_watch") != 1 {
+			if m.Sum("shardns_kubernetes_sharded_watch") != 1 {
 				t.Fatal("r2 widened its watches to every namespace while r0 and r1 stay")
 			}
 			// At most a list again of what it held; widened, it would
@@ -208,9 +209,9 @@ func TestShardedScaleInListsNothing(t *testing.T) {
 	if read < 10 {
 		t.Fatalf("r2's metrics read %d times while it left, through a lameduck of 4 s: the test checks nothing", read)
 	}
-	settled(t, rs[:2], 2)
+	harness.Settled(t, rs[:2], 2)
 	for _, r := range rs[:2] {
-		testutil.Eventually(t, 30*time.Second, func() error { return c.check(r.addr) })
+		testutil.Eventually(t, 30*time.Second, func() error { return c.check(r.Addr) })
 	}
 	l.finish(t, "a replica leaving with sharded watches while two stay")
 }
@@ -221,24 +222,24 @@ func TestShardedScaleInListsNothing(t *testing.T) {
 func TestShardedWatchesFallBack(t *testing.T) {
 	cp := kubeapi.StartWith(t, kubeapi.Unsharded)
 	c := newShardedCluster(t, cp, "unsharded", 6, 242)
-	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
-	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
-	settled(t, []*replicaProcess{a, b}, 2)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
 	testutil.Eventually(t, 10*time.Second, func() error {
-		for _, r := range []*replicaProcess{a, b} {
-			if err := c.check(r.addr); err != nil {
+		for _, r := range []*harness.Replica{a, b} {
+			if err := c.check(r.Addr); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	for _, r := range []*replicaProcess{a, b} {
-		m := mustMetrics(t, r.http)
-		if m.sum("shardns_kubernetes_sharded_watch") != 0 {
-			t.Fatalf("%s says its watches are sharded on an apiserver that ignores shard selectors", r.http)
+	for _, r := range []*harness.Replica{a, b} {
+		m := harness.MustMetrics(t, r.HTTP)
+		if m.Sum("shardns_kubernetes_sharded_watch") != 0 {
+			t.Fatalf("%s says its watches are sharded on an apiserver that ignores shard selectors", r.HTTP)
 		}
-		if s := m.sumWith("shardns_kubernetes_events_total", `kind="Service"`); s < float64(c.n) {
-			t.Fatalf("%s received %.0f Service events, want every one of the %d", r.http, s, c.n)
+		if s := m.SumWith("shardns_kubernetes_events_total", `kind="Service"`); s < float64(c.n) {
+			t.Fatalf("%s received %.0f Service events, want every one of the %d", r.HTTP, s, c.n)
 		}
 	}
 }
@@ -254,20 +255,20 @@ func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 	owners := map[string]int{}
 	for i := range 8 {
 		ns := fmt.Sprintf("noservices%d", i)
-		mkNamespace(t, cp.Client, ns, nil)
+		harness.CreateNamespace(t, cp.Client, ns, nil)
 		empty = append(empty, ns)
 		owners[ring.Order(ns + ".svc.cluster.local.")[0]]++
 	}
 	if owners["r0"] == 0 || owners["r1"] == 0 {
 		t.Fatalf("owners of the empty namespaces %v: the test checks one replica only", owners)
 	}
-	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
-	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
-	settled(t, []*replicaProcess{a, b}, 2)
-	for _, r := range []*replicaProcess{a, b} {
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
+	for _, r := range []*harness.Replica{a, b} {
 		testutil.Eventually(t, 10*time.Second, func() error {
 			for name, ip := range full {
-				if err := answerIs(r.addr, name, ip); err != nil {
+				if err := harness.AnswerIs(r.Addr, name, ip); err != nil {
 					return err
 				}
 			}
@@ -275,7 +276,7 @@ func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 		})
 		for _, ns := range empty {
 			for _, name := range []string{"web." + ns + ".svc.cluster.local.", "api.github.com." + ns + ".svc.cluster.local."} {
-				if err := nxdomain(r.addr, name); err != nil {
+				if err := nxdomain(r.Addr, name); err != nil {
 					t.Error(err)
 				}
 			}
@@ -296,14 +297,14 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	var empty []string
 	for i := range 6 {
 		ns := fmt.Sprintf("handover-empty%d", i)
-		mkNamespace(t, cp.Client, ns, nil)
+		harness.CreateNamespace(t, cp.Client, ns, nil)
 		empty = append(empty, ns)
 	}
-	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
-	b := startReplicaProcessLameduck(t, cp, "r1", []string{a.gossip}, 1, "gossip: fast\n  handoffGrace: 5s", 4*time.Second)
-	settled(t, []*replicaProcess{a, b}, 2)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip, Lameduck: 4 * time.Second})
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
 	for name, ip := range names {
-		if err := answerIs(a.addr, name, ip); err != nil {
+		if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -322,7 +323,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 		if ring.Owns("r1", ns+".svc.cluster.local.") {
 			emptyGained++
 		}
-		if err := nxdomain(a.addr, "web."+ns+".svc.cluster.local."); err != nil {
+		if err := nxdomain(a.Addr, "web."+ns+".svc.cluster.local."); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,12 +332,12 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	}
 
 	cp.StopAPIServer(t)
-	l := startLoad(func() []string { return []string{a.addr} }, names)
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	l := startLoad(func() []string { return []string{a.Addr} }, names)
+	if err := b.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-b.done:
+	case <-b.Done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("r1 did not exit within 30 s of SIGTERM")
 	}
@@ -344,16 +345,16 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	// answer its namespaces now.
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
 		for name, ip := range names {
-			if err := answerIs(a.addr, name, ip); err != nil {
+			if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 				t.Fatalf("after r1 left, with the API server down: %v", err)
 			}
-			if err := pointsTo(a.addr, ip, name); err != nil {
+			if err := pointsTo(a.Addr, ip, name); err != nil {
 				t.Fatalf("after r1 left, with the API server down: %v", err)
 			}
 		}
 		for _, ns := range empty {
 			for _, name := range []string{"web." + ns + ".svc.cluster.local.", "api.github.com." + ns + ".svc.cluster.local."} {
-				if err := nxdomain(a.addr, name); err != nil {
+				if err := nxdomain(a.Addr, name); err != nil {
 					t.Fatalf("after r1 left, with the API server down: %v", err)
 				}
 			}
@@ -370,7 +371,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	testutil.Eventually(t, 60*time.Second, func() error {
 		for _, set := range []map[string]string{names, created} {
 			for name, ip := range set {
-				if err := answerIs(a.addr, name, ip); err != nil {
+				if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 					return err
 				}
 			}
@@ -388,12 +389,12 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 	cp := kubeapi.Start(t)
 	names := webNamespaces(t, cp, "twokills", 8)
-	a := startReplicaProcessRF(t, cp, "r0", nil, 2)
-	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 2)
-	c := startReplicaProcessRF(t, cp, "r2", []string{a.gossip}, 2)
-	settled(t, []*replicaProcess{a, b, c}, 3)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b, c}, 3)
 	for name, ip := range names {
-		if err := answerIs(a.addr, name, ip); err != nil {
+		if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -409,22 +410,22 @@ func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 	}
 
 	cp.StopAPIServer(t)
-	l := startLoad(func() []string { return []string{a.addr} }, names)
-	c.cmd.Process.Kill()
+	l := startLoad(func() []string { return []string{a.Addr} }, names)
+	c.Cmd.Process.Kill()
 	testutil.Eventually(t, 30*time.Second, func() error {
-		m, err := scrapeMetrics(a.http)
+		m, err := harness.ScrapeMetrics(a.HTTP)
 		if err != nil {
 			return err
 		}
-		if n := m.sumWith("shardns_cluster_zones_handed_over_total", `result="loaded"`); n < float64(gains) {
+		if n := m.SumWith("shardns_cluster_zones_handed_over_total", `result="loaded"`); n < float64(gains) {
 			return fmt.Errorf("r0 loaded %.0f zones from r1, want at least %d", n, gains)
 		}
 		return nil
 	})
-	b.cmd.Process.Kill()
+	b.Cmd.Process.Kill()
 	ownsAlone(t, a)
 	for name, ip := range names {
-		if err := answerIs(a.addr, name, ip); err != nil {
+		if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 			t.Fatalf("r0 alone, the API server down: %v", err)
 		}
 	}
@@ -438,11 +439,11 @@ func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 func TestShardedGainWithAPIDown(t *testing.T) {
 	cp := kubeapi.Start(t)
 	names := webNamespaces(t, cp, "apidown", 8)
-	a := startReplicaProcessRF(t, cp, "r0", nil, 1)
-	b := startReplicaProcessRF(t, cp, "r1", []string{a.gossip}, 1)
-	settled(t, []*replicaProcess{a, b}, 2)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
+	harness.Settled(t, []*harness.Replica{a, b}, 2)
 	for name, ip := range names {
-		if err := answerIs(a.addr, name, ip); err != nil {
+		if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -458,7 +459,7 @@ func TestShardedGainWithAPIDown(t *testing.T) {
 	}
 
 	cp.StopAPIServer(t)
-	b.cmd.Process.Kill()
+	b.Cmd.Process.Kill()
 	// r0 finds r1 gone and takes its namespaces, which it cannot list.
 	ownsAlone(t, a)
 	// A name of a zone loading here, with no other replica to ask, waits
@@ -468,7 +469,7 @@ func TestShardedGainWithAPIDown(t *testing.T) {
 	servfails := 0
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
 		for name, ip := range names {
-			r, _, err := client.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), a.addr)
+			r, _, err := client.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), a.Addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -486,7 +487,7 @@ func TestShardedGainWithAPIDown(t *testing.T) {
 	cp.StartAPIServer(t)
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for name, ip := range names {
-			if err := answerIs(a.addr, name, ip); err != nil {
+			if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 				return err
 			}
 		}
@@ -496,10 +497,10 @@ func TestShardedGainWithAPIDown(t *testing.T) {
 
 // ownsAlone waits until r counts no other replica as a live owner: the
 // others were killed, and it found them gone.
-func ownsAlone(t *testing.T, r *replicaProcess) {
+func ownsAlone(t *testing.T, r *harness.Replica) {
 	t.Helper()
 	testutil.Eventually(t, 30*time.Second, func() error {
-		ring, err := r.ring(t)
+		ring, err := r.Ring(t)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -51,25 +52,25 @@ func TestSoak(t *testing.T) {
 	stable := map[string]string{}
 	for i := range 5 {
 		ns := fmt.Sprintf("soak%d", i)
-		mkNamespace(t, cp.Client, ns, nil)
+		harness.CreateNamespace(t, cp.Client, ns, nil)
 		for j := range 10 {
-			svc := mkService(t, cp.Client, clusterIPService(ns, fmt.Sprintf("svc%d", j)))
+			svc := harness.CreateService(t, cp.Client, harness.ClusterIPService(ns, fmt.Sprintf("svc%d", j)))
 			stable[fmt.Sprintf("svc%d.%s.svc.cluster.local.", j, ns)] = svc.Spec.ClusterIP
 		}
 	}
-	mkNamespace(t, cp.Client, "churn", nil)
+	harness.CreateNamespace(t, cp.Client, "churn", nil)
 
-	a := startReplicaProcess(t, cp, "s0", nil)
-	b := startReplicaProcess(t, cp, "s1", []string{a.gossip})
-	c := startReplicaProcess(t, cp, "s2", []string{a.gossip})
-	replicas := []*replicaProcess{a, b, c}
-	settled(t, replicas, 3)
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "s0", RF: 2, Cluster: harness.FastGossip})
+	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "s1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "s2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
+	replicas := []*harness.Replica{a, b, c}
+	harness.Settled(t, replicas, 3)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	churn := &soakChurn{client: cp.Client}
 	wg.Go(func() { churn.run(stop) })
-	q := &soakQueries{stable: stable, replicas: []string{a.addr, b.addr, c.addr}}
+	q := &soakQueries{stable: stable, replicas: []string{a.Addr, b.Addr, c.Addr}}
 	wg.Go(func() { q.run(stop) })
 
 	start := time.Now()
@@ -81,7 +82,7 @@ func TestSoak(t *testing.T) {
 		last = sampleReplicas(t, replicas)
 		for i, s := range last {
 			t.Logf("soak minute %d %s: rss %.1f MiB, goroutines %.0f; queries %d (wrong %d, timeouts %d), service changes %d (errors %d)",
-				minute, replicas[i].addr, s.rss/(1<<20), s.goroutines,
+				minute, replicas[i].Addr, s.rss/(1<<20), s.goroutines,
 				q.asked.Load(), q.wrong.Load(), q.timeouts.Load(), churn.changes.Load(), churn.errors.Load())
 		}
 		if minute == 1 {
@@ -92,7 +93,7 @@ func TestSoak(t *testing.T) {
 			// from a heap that has not reached its size yet (it does not).
 			for i, r := range replicas {
 				m := measureMemory(t, r, fmt.Sprintf("soak-%d-minute-%d.pb.gz", i, minute))
-				t.Logf("soak minute %d %s: live heap %.1f MB, in use %.1f MB", minute, r.addr, m.live, m.spans)
+				t.Logf("soak minute %d %s: live heap %.1f MB, in use %.1f MB", minute, r.Addr, m.live, m.spans)
 			}
 		}
 	}
@@ -102,14 +103,14 @@ func TestSoak(t *testing.T) {
 
 	for i, s := range last {
 		w := warm[i]
-		t.Logf("soak %s: rss %.1f → %.1f MiB (bound %.1f), goroutines %.0f → %.0f (bound %.0f)", replicas[i].addr,
+		t.Logf("soak %s: rss %.1f → %.1f MiB (bound %.1f), goroutines %.0f → %.0f (bound %.0f)", replicas[i].Addr,
 			w.rss/(1<<20), s.rss/(1<<20), w.rss*soakRSSGrowth/(1<<20),
 			w.goroutines, s.goroutines, w.goroutines*soakGoroutineGrowth+soakGoroutineSlack)
 		if s.rss > w.rss*soakRSSGrowth {
-			t.Errorf("%s: RSS grew from %.1f to %.1f MiB after the warm-up", replicas[i].addr, w.rss/(1<<20), s.rss/(1<<20))
+			t.Errorf("%s: RSS grew from %.1f to %.1f MiB after the warm-up", replicas[i].Addr, w.rss/(1<<20), s.rss/(1<<20))
 		}
 		if s.goroutines > w.goroutines*soakGoroutineGrowth+soakGoroutineSlack {
-			t.Errorf("%s: goroutines grew from %.0f to %.0f after the warm-up", replicas[i].addr, w.goroutines, s.goroutines)
+			t.Errorf("%s: goroutines grew from %.0f to %.0f after the warm-up", replicas[i].Addr, w.goroutines, s.goroutines)
 		}
 	}
 	if n := q.wrong.Load(); n > 0 {
@@ -125,11 +126,11 @@ func TestSoak(t *testing.T) {
 
 type soakSample struct{ rss, goroutines float64 }
 
-func sampleReplicas(t *testing.T, rs []*replicaProcess) []soakSample {
+func sampleReplicas(t *testing.T, rs []*harness.Replica) []soakSample {
 	var out []soakSample
 	for _, r := range rs {
-		out = append(out, soakSample{rss: scrape(t, r.http, "process_resident_memory_bytes"),
-			goroutines: scrape(t, r.http, "go_goroutines")})
+		out = append(out, soakSample{rss: harness.Scrape(t, r.HTTP, "process_resident_memory_bytes"),
+			goroutines: harness.Scrape(t, r.HTTP, "go_goroutines")})
 	}
 	return out
 }
@@ -155,7 +156,7 @@ func (c *soakChurn) run(stop <-chan struct{}) {
 		var err error
 		switch (i / 40) % 3 { // a round creates all 40, the next updates them, the next deletes them
 		case 0:
-			_, err = svcs.Create(ctx, clusterIPService("churn", name), metav1.CreateOptions{})
+			_, err = svcs.Create(ctx, harness.ClusterIPService("churn", name), metav1.CreateOptions{})
 		case 1:
 			var s *corev1.Service
 			if s, err = svcs.Get(ctx, name, metav1.GetOptions{}); err == nil {

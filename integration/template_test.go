@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -173,24 +174,24 @@ var templateExamples = []templateExample{
 }
 
 func TestTemplateBesideCoreDNS(t *testing.T) {
-	upstream := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.com. 300 IN A 192.0.2.5",
+	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.com. 300 IN A 192.0.2.5",
 		"www.example. 300 IN A 192.0.2.6", "google.com. 300 IN A 192.0.2.99",
 		"8-8-8-8.abcdefghijklmnopqrstuvwxyz.example.com. 300 IN A 192.0.2.88")
 	for _, ex := range templateExamples {
 		t.Run(ex.name, func(t *testing.T) {
 			block := "    " + strings.ReplaceAll(ex.corefile, "\n", "\n    ")
 			tmpl := ".:{{dns}} {\n    bind 127.0.0.1\n" + block + "\n}\n"
-			vars := map[string]string{"upstream": upstream.addr}
-			run := renderCorefile(t, tmpl, vars)
-			shardns := startServe(t, "--corefile", writeFile(t, "Corefile", []byte(run.text))).addr
-			coreRun := renderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
+			vars := map[string]string{"upstream": upstream.Addr}
+			run := harness.RenderCorefile(t, tmpl, vars)
+			shardns := harness.Start(t, harness.Options{Args: []string{"--corefile", writeFile(t, "Corefile", []byte(run.Text))}}).Addr
+			coreRun := harness.RenderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
 			// Every answer will do: some examples answer no name with NOERROR.
-			coredns := startCoreDNSCorefileReady(t, t.TempDir(), coreRun.text, coreRun.addrs["dns"], func() error {
-				_, err := testutil.Exchange(coreRun.addrs["dns"], "udp", ex.questions[0].name, ex.questions[0].qtype)
+			coredns := harness.StartCoreDNSCorefileReady(t, t.TempDir(), coreRun.Text, coreRun.Addrs["dns"], func() error {
+				_, err := testutil.Exchange(coreRun.Addrs["dns"], "udp", ex.questions[0].name, ex.questions[0].qtype)
 				return err
 			})
 			for _, q := range ex.questions {
-				askBothWith(t, shardns, coredns, func(addr, proto string) error { return sectionsMatch(addr, proto, q) })
+				harness.AskBothWith(t, shardns, coredns, func(addr, proto string) error { return sectionsMatch(addr, proto, q) })
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
 )
@@ -37,7 +38,7 @@ type serversNode struct {
 
 func startServersNode(t *testing.T) *serversNode {
 	t.Helper()
-	u := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
+	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
 	demo, err := os.ReadFile("../deploy/local/demo-cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func startServersNode(t *testing.T) *serversNode {
 	os.WriteFile(manifest, demo, 0o644)
 	certFile, keyFile, cert := testutil.WriteCert(t, dir, "dns", "first")
 	tlsKeys := fmt.Sprintf("tls: {certFile: %q, keyFile: %q}", certFile, keyFile)
-	n := startNodeYAML(t, fmt.Sprintf(`
+	n := harness.StartNodeYAML(t, fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: false}
@@ -58,10 +59,10 @@ servers:
 - {listen: ["127.0.0.1:0"], transport: https, %s}
 - {listen: ["127.0.0.1:0"], zones: [shop.svc.cluster.local]}
 - {listen: ["127.0.0.1:0"], whoami: true}
-`, manifest, u.addr, tlsKeys, tlsKeys), true)
+`, manifest, u.Addr, tlsKeys, tlsKeys), true)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &serversNode{Node: n.Node, main: n.addr, dot: n.ServerAddrs(0)[0], doh: n.ServerAddrs(1)[0],
+	return &serversNode{Node: n.Node, main: n.Addr, dot: n.ServerAddrs(0)[0], doh: n.ServerAddrs(1)[0],
 		shop: n.ServerAddrs(2)[0], whoami: n.ServerAddrs(3)[0], certFile: certFile, certDir: dir, pool: pool}
 }
 
@@ -202,17 +203,17 @@ func TestDoHWithAGoClient(t *testing.T) {
 // rest, while dns.listen answers every name.
 func TestZoneLimitedListener(t *testing.T) {
 	s := startServersNode(t)
-	if got := dig(t, s.shop, "frontend.shop.svc.cluster.local", "A"); len(got) != 1 || got[0] != "10.96.10.10" {
+	if got := harness.Dig(t, s.shop, "frontend.shop.svc.cluster.local", "A"); len(got) != 1 || got[0] != "10.96.10.10" {
 		t.Fatalf("its own zone: %q", got)
 	}
 	for _, proto := range []string{"+notcp", "+tcp"} {
 		for _, name := range []string{"redis.data.svc.cluster.local", "www.example.test", "cluster.local"} {
-			if status := digStatus(t, s.shop, proto, name, "A"); status != "REFUSED" {
+			if status := harness.DigStatus(t, s.shop, proto, name, "A"); status != "REFUSED" {
 				t.Errorf("%s %s on the shop listener: %s, want REFUSED", proto, name, status)
 			}
 		}
 	}
-	if got := dig(t, s.main, "redis.data.svc.cluster.local", "A"); len(got) != 1 {
+	if got := harness.Dig(t, s.main, "redis.data.svc.cluster.local", "A"); len(got) != 1 {
 		t.Fatalf("dns.listen: %q", got)
 	}
 }

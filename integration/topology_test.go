@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -86,28 +87,28 @@ func TestTopologyAwareHeadless(t *testing.T) {
 	c := cp.Client
 	mkZoneNode(t, c, "topo-node-a", "zone-a")
 	mkZoneNode(t, c, "topo-node-b", "zone-b")
-	mkNamespace(t, c, "topo", nil)
-	mkService(t, c, headlessService("topo", "db"))
+	harness.CreateNamespace(t, c, "topo", nil)
+	harness.CreateService(t, c, harness.HeadlessService("topo", "db"))
 	mkZonedSlice(t, c, "topo", "db", "db-a", zonedEp{"10.50.0.1", "zone-a", []string{"zone-a"}},
 		zonedEp{"10.50.0.2", "zone-a", []string{"zone-a"}})
 	mkZonedSlice(t, c, "topo", "db", "db-b", zonedEp{"10.50.1.1", "zone-b", []string{"zone-b"}})
-	near := headlessService("topo", "near")
+	near := harness.HeadlessService("topo", "near")
 	near.Spec.TrafficDistribution = ptrTo(corev1.ServiceTrafficDistributionPreferClose)
-	mkService(t, c, near)
+	harness.CreateService(t, c, near)
 	mkZonedSlice(t, c, "topo", "near", "near-1", zonedEp{"10.51.0.1", "zone-a", nil}, zonedEp{"10.51.1.1", "zone-b", nil})
-	mkService(t, c, headlessService("topo", "only-a"))
+	harness.CreateService(t, c, harness.HeadlessService("topo", "only-a"))
 	mkZonedSlice(t, c, "topo", "only-a", "only-a-1", zonedEp{"10.52.0.1", "zone-a", []string{"zone-a"}},
 		zonedEp{"10.52.0.2", "zone-a", []string{"zone-a"}})
-	mkService(t, c, headlessService("topo", "mars"))
+	harness.CreateService(t, c, harness.HeadlessService("topo", "mars"))
 	mkZonedSlice(t, c, "topo", "mars", "mars-1", zonedEp{"10.53.0.1", "mars-1", []string{"mars-1"}},
 		zonedEp{"10.53.0.2", "mars-2", []string{"mars-2"}})
-	vip := mkService(t, c, clusterIPService("topo", "vip"))
+	vip := harness.CreateService(t, c, harness.ClusterIPService("topo", "vip"))
 	mkZonedSlice(t, c, "topo", "vip", "vip-1", zonedEp{"10.54.1.1", "zone-b", []string{"zone-b"}})
 
-	r := startReplicaProcessKube(t, cp, "topo-r0", nil, 1, "", 0, "topology: only, nodeName: topo-node-a")
-	settled(t, []*replicaProcess{r}, 1)
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "topo-r0", Seeds: nil, RF: 1, Cluster: "", Kube: "topology: only, nodeName: topo-node-a"})
+	harness.Settled(t, []*harness.Replica{r}, 1)
 	nl := startTopologyNodeLocal(t, cp, "topo-nl", remoteOf(t, r))
-	settled(t, []*replicaProcess{r, nl}, 1)
+	harness.Settled(t, []*harness.Replica{r, nl}, 1)
 
 	cases := []struct {
 		name             string
@@ -122,17 +123,17 @@ func TestTopologyAwareHeadless(t *testing.T) {
 	for _, tc := range cases {
 		name := tc.name + ".topo.svc.cluster.local."
 		testutil.Eventually(t, 30*time.Second, func() error {
-			if err := answersInOrder(r.addr, name, tc.replica...); err != nil {
+			if err := answersInOrder(r.Addr, name, tc.replica...); err != nil {
 				return err
 			}
-			return answersInOrder(nl.addr, name, tc.nodeLoc...)
+			return answersInOrder(nl.Addr, name, tc.nodeLoc...)
 		})
 	}
 }
 
 // startTopologyNodeLocal starts a node-local process on topo-node-b
 // (kubernetes.topology: prefer), asking the replica at seedRemote.
-func startTopologyNodeLocal(t *testing.T, cp *kubeapi.ControlPlane, name, seedRemote string) *replicaProcess {
+func startTopologyNodeLocal(t *testing.T, cp *kubeapi.ControlPlane, name, seedRemote string) *harness.Replica {
 	t.Helper()
 	cfg := fmt.Sprintf(`
 mode: nodelocal
@@ -145,7 +146,7 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, cp.Kubeconfig, name, seedRemote, freeTCPPort(t))
-	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t)}
+`, cp.Kubeconfig, name, seedRemote, harness.FreePort(t))
+	p := harness.Start(t, harness.Options{Config: cfg})
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/shardns/shardns/cluster/membership"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/httpapi"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
@@ -73,19 +74,19 @@ func hostAddrs(t *testing.T, ips ...string) {
 func TestStrangersCannotJoin(t *testing.T) {
 	hostAddrs(t, append(slices.Clone(honestIPs), strangerIPs...)...)
 	cp := kubeapi.Shared(t)
-	mkNamespace(t, cp.Client, trustNS, nil)
-	mkNamespace(t, cp.Client, trustDataNS, nil)
-	redis := clusterIPService(trustDataNS, "redis")
+	harness.CreateNamespace(t, cp.Client, trustNS, nil)
+	harness.CreateNamespace(t, cp.Client, trustDataNS, nil)
+	redis := harness.ClusterIPService(trustDataNS, "redis")
 	redis.Spec.ClusterIP = honestRedis
-	mkService(t, cp.Client, redis)
+	harness.CreateService(t, cp.Client, redis)
 	peersService(t, cp, honestIPs)
 
-	gossipPort := freeTCPPort(t) // the same on every address, as in a StatefulSet
-	honest := make([]*replicaProcess, len(honestIPs))
+	gossipPort := harness.FreePort(t) // the same on every address, as in a StatefulSet
+	honest := make([]*harness.Replica, len(honestIPs))
 	for i, ip := range honestIPs {
 		honest[i] = startHonestReplica(t, cp, fmt.Sprintf("honest-%d", i), ip, gossipPort)
 	}
-	settled(t, honest, len(honest))
+	harness.Settled(t, honest, len(honest))
 	secret, err := cp.Client.CoreV1().Secrets(trustNS).Get(ctx, "gossip", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the replicas made no gossip key: %v", err)
@@ -115,8 +116,8 @@ func TestStrangersCannotJoin(t *testing.T) {
 		{strangerIPs[0], gossipPort, fmt.Sprintf("join: [%q]\n  insecure: true", seed), trust.ReasonNotPeer},
 		{strangerIPs[1], gossipPort, fmt.Sprintf("joinService: %s/peers\n  secretKeyFile: %s", trustNS, keyFile), trust.ReasonNotPeer},
 		{strangerIPs[2], gossipPort, fmt.Sprintf("join: [%q]\n  secretKeyFile: %s\n  label: other", seed, keyFile), trust.ReasonNotPeer},
-		{honestIPs[1], freeTCPPort(t), fmt.Sprintf("join: [%q]\n  insecure: true", seed), trust.ReasonKey},
-		{honestIPs[1], freeTCPPort(t), fmt.Sprintf("join: [%q]\n  secretKeyFile: %s\n  label: other", seed, keyFile), trust.ReasonLabel},
+		{honestIPs[1], harness.FreePort(t), fmt.Sprintf("join: [%q]\n  insecure: true", seed), trust.ReasonKey},
+		{honestIPs[1], harness.FreePort(t), fmt.Sprintf("join: [%q]\n  secretKeyFile: %s\n  label: other", seed, keyFile), trust.ReasonLabel},
 	}
 	for i, s := range strangers {
 		startStranger(t, cp, fmt.Sprintf("stranger-%d", i), s.ip, s.port, s.cluster)
@@ -124,16 +125,16 @@ func TestStrangersCannotJoin(t *testing.T) {
 	for _, s := range strangers {
 		waitRejected(t, honest, s.ip, s.reason)
 	}
-	settled(t, honest, len(honest))
+	harness.Settled(t, honest, len(honest))
 	// `shardns ring` shows an operator who was turned away.
-	out, err := exec.Command(shardnsBin, "ring", "--http", honest[0].http).CombinedOutput()
+	out, err := exec.Command(harness.Bin, "ring", "--http", honest[0].HTTP).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "REJECTED") || !strings.Contains(string(out), strangerIPs[0]) {
 		t.Errorf("shardns ring lists no rejection of %s: %v\n%s", strangerIPs[0], err, out)
 	}
 	for _, reason := range []string{trust.ReasonKey, trust.ReasonNotPeer, trust.ReasonLabel} {
 		counted := 0.0
 		for _, r := range honest {
-			counted += scrapeLabelled(t, r.http, "shardns_cluster_rejected_members_total", `reason="`+reason+`"`)
+			counted += harness.ScrapeLabelled(t, r.HTTP, "shardns_cluster_rejected_members_total", `reason="`+reason+`"`)
 		}
 		if counted == 0 {
 			t.Errorf("no replica counted a %s rejection in shardns_cluster_rejected_members_total", reason)
@@ -154,12 +155,12 @@ func TestStrangersCannotJoin(t *testing.T) {
 	testutil.Eventually(t, 20*time.Second, func() error {
 		for _, r := range honest {
 			for name, ip := range after {
-				if err := answerIs(r.addr, name, ip); err != nil {
+				if err := harness.AnswerIs(r.Addr, name, ip); err != nil {
 					return err
 				}
 			}
 		}
-		ring, err := honest[0].ring(t)
+		ring, err := honest[0].Ring(t)
 		if err != nil {
 			return err
 		}
@@ -181,12 +182,12 @@ func TestStrangersCannotJoin(t *testing.T) {
 	}
 	waitRejected(t, honest[1:], honestIPs[0], trust.ReasonRemoteMessage)
 	for _, reason := range []string{trust.ReasonRemoteConnection, trust.ReasonRemoteMessage} {
-		if scrapeLabelled(t, honest[1].http, "shardns_cluster_rejected_members_total", `reason="`+reason+`"`) == 0 {
-			t.Errorf("%s did not count its %s rejection", honest[1].http, reason)
+		if harness.ScrapeLabelled(t, honest[1].HTTP, "shardns_cluster_rejected_members_total", `reason="`+reason+`"`) == 0 {
+			t.Errorf("%s did not count its %s rejection", honest[1].HTTP, reason)
 		}
 	}
 	ask.finish(t)
-	settled(t, honest, len(honest))
+	harness.Settled(t, honest, len(honest))
 }
 
 // peersService makes trustNS/peers, a headless Service without selector
@@ -197,7 +198,7 @@ func peersService(t *testing.T, cp *kubeapi.ControlPlane, ips []string) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: trustNS, Name: "peers"},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
 			Ports: []corev1.ServicePort{{Name: "tcp-gossip", Port: 7946, Protocol: corev1.ProtocolTCP}}}}
-	mkService(t, cp.Client, svc)
+	harness.CreateService(t, cp.Client, svc)
 	sl := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: trustNS, Name: "peers-1",
 			Labels: map[string]string{discoveryv1.LabelServiceName: "peers"}},
@@ -211,7 +212,7 @@ func peersService(t *testing.T, cp *kubeapi.ControlPlane, ips []string) {
 	}
 }
 
-func startHonestReplica(t *testing.T, cp *kubeapi.ControlPlane, name, ip string, gossipPort int) *replicaProcess {
+func startHonestReplica(t *testing.T, cp *kubeapi.ControlPlane, name, ip string, gossipPort int) *harness.Replica {
 	t.Helper()
 	gossip := net.JoinHostPort(ip, fmt.Sprint(gossipPort))
 	cfg := fmt.Sprintf(`
@@ -228,9 +229,9 @@ cluster:
   replicationFactor: 1
   gossip: fast
   handoffGrace: 5s
-`, ip, cp.Kubeconfig, name, trustNS, trustNS, gossip, ip, freeTCPPort(t))
-	p := startShardns(t, cfg)
-	return &replicaProcess{process: p, http: p.httpAddr(t), gossip: gossip}
+`, ip, cp.Kubeconfig, name, trustNS, trustNS, gossip, ip, harness.FreePort(t))
+	p := harness.Start(t, harness.Options{Config: cfg})
+	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t), Gossip: gossip}
 }
 
 // startStranger runs shardns from its own manifests, which put
@@ -263,14 +264,14 @@ cluster:
   remote: "%s:%d"
   replicationFactor: 1
   gossip: fast
-`, ip, cp.Kubeconfig, manifest, name, clusterKeys, ip, gossipPort, ip, freeTCPPort(t))
-	startShardns(t, cfg)
+`, ip, cp.Kubeconfig, manifest, name, clusterKeys, ip, gossipPort, ip, harness.FreePort(t))
+	harness.Start(t, harness.Options{Config: cfg})
 }
 
 // waitRejected waits until one of rs lists a rejection of ip for reason
 // in /debug/ring, and fails if any of them lists a member that is not an
 // honest replica.
-func waitRejected(t *testing.T, rs []*replicaProcess, ip, reason string) {
+func waitRejected(t *testing.T, rs []*harness.Replica, ip, reason string) {
 	t.Helper()
 	waitRejectedWith(t, rs, ip, reason, func(ring httpapi.Ring) {
 		for _, m := range ring.Members {
@@ -283,12 +284,12 @@ func waitRejected(t *testing.T, rs []*replicaProcess, ip, reason string) {
 
 // waitRejectedWith waits until one of rs lists a rejection of ip for
 // reason in /debug/ring, passing each ring it reads to check.
-func waitRejectedWith(t *testing.T, rs []*replicaProcess, ip, reason string, check func(httpapi.Ring)) {
+func waitRejectedWith(t *testing.T, rs []*harness.Replica, ip, reason string, check func(httpapi.Ring)) {
 	t.Helper()
 	testutil.Eventually(t, 20*time.Second, func() error {
 		var seen []string
 		for _, r := range rs {
-			ring, err := r.ring(t)
+			ring, err := r.Ring(t)
 			if err != nil {
 				return err
 			}
@@ -314,20 +315,20 @@ type forgeryWatch struct {
 	wrong []string
 }
 
-func startForgeryWatch(rs []*replicaProcess) *forgeryWatch {
+func startForgeryWatch(rs []*harness.Replica) *forgeryWatch {
 	w := &forgeryWatch{}
 	name := "redis." + trustDataNS + ".svc.cluster.local."
 	w.wg.Go(func() {
 		for !w.stop.Load() {
 			for _, r := range rs {
-				m, err := testutil.Exchange(r.addr, "udp", name, dns.TypeA)
+				m, err := testutil.Exchange(r.Addr, "udp", name, dns.TypeA)
 				w.asked.Add(1)
 				if err != nil {
 					continue // a lost packet is not a forgery; answers are what is checked
 				}
 				if got := answerText(m); got != "NOERROR A "+honestRedis {
 					w.mu.Lock()
-					w.wrong = append(w.wrong, r.addr+": "+got)
+					w.wrong = append(w.wrong, r.Addr+": "+got)
 					w.mu.Unlock()
 				}
 			}
@@ -349,9 +350,9 @@ func (w *forgeryWatch) finish(t *testing.T) {
 }
 
 // honestRemotes are the replicas' actor remote addresses.
-func honestRemotes(t *testing.T, rs []*replicaProcess) []string {
+func honestRemotes(t *testing.T, rs []*harness.Replica) []string {
 	t.Helper()
-	ring, err := rs[0].ring(t)
+	ring, err := rs[0].Ring(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func sendSystemMessages(t *testing.T, fromIP string, keys [][]byte, remoteAddr s
 		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
 	system := actor.NewActorSystem()
-	r := remote.NewRemote(system, remote.Configure(fromIP, freeTCPPort(t), remote.WithDialOptions(dial...)))
+	r := remote.NewRemote(system, remote.Configure(fromIP, harness.FreePort(t), remote.WithDialOptions(dial...)))
 	r.Start()
 	defer r.Shutdown(false)
 	for _, name := range []string{"dispatch", "dispatch-replies"} {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+	"github.com/shardns/shardns/integration/harness"
 )
 
 // viewCIDRCorefile is CoreDNS's view README example on loopback: each
@@ -55,9 +56,9 @@ const viewCIDRCorefile = `.:{{dns}} {
 // the same Corefile, over UDP and TCP: the first view whose CIDR holds
 // the client, else the unfiltered block.
 func TestViewCIDRSplitBesideCoreDNS(t *testing.T) {
-	shardns := serveCorefile(t, renderCorefile(t, viewCIDRCorefile, nil))
-	run := renderCorefile(t, viewCIDRCorefile, nil) // the same Corefile on a port of its own
-	coredns := startCoreDNSCorefile(t, run.text, run.addrs["dns"], "test.")
+	shardns := serveCorefile(t, harness.RenderCorefile(t, viewCIDRCorefile, nil))
+	run := harness.RenderCorefile(t, viewCIDRCorefile, nil) // the same Corefile on a port of its own
+	coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "test.")
 	cases := []struct {
 		from  string
 		qtype uint16
@@ -94,13 +95,13 @@ func TestViewCIDRSplitBesideCoreDNS(t *testing.T) {
 
 // serveCorefile runs `shardns serve --corefile` on run and returns the
 // address it listens on.
-func serveCorefile(t *testing.T, run corefileRun) string {
+func serveCorefile(t *testing.T, run harness.Corefile) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "Corefile")
-	if err := os.WriteFile(path, []byte(run.text), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startServe(t, "--corefile", path).addr
+	return harness.Start(t, harness.Options{Args: []string{"--corefile", path}}).Addr
 }
 
 // viewForwardCorefiles are the README's forward splits: by the question
@@ -137,29 +138,29 @@ var viewForwardCorefiles = map[string]string{
 // A view forwards to its own upstreams, the unfiltered block to its
 // own, as CoreDNS 1.15 does from the same Corefile, over UDP and TCP.
 func TestViewForwardSplitBesideCoreDNS(t *testing.T) {
-	split := startUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN TXT split",
+	split := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN TXT split",
 		"abc.x.example.test. 300 IN A 192.0.2.11", "abd.x.example.test. 300 IN A 192.0.2.12")
-	other := startUnbound(t, "www.example.test. 300 IN A 192.0.2.2", "www.example.test. 300 IN TXT other",
+	other := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.2", "www.example.test. 300 IN TXT other",
 		"abc.x.example.test. 300 IN A 192.0.2.21", "abd.x.example.test. 300 IN A 192.0.2.22")
-	want := map[string][]convertQuestion{
+	want := map[string][]harness.Question{
 		"type": {
-			{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
-			{"www.example.test.", dns.TypeTXT, dns.RcodeSuccess, []string{"www.example.test.\t300\tIN\tTXT\t\"other\""}},
+			{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.test.\t300\tIN\tA\t192.0.2.1"}},
+			{Name: "www.example.test.", Qtype: dns.TypeTXT, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.test.\t300\tIN\tTXT\t\"other\""}},
 		},
 		"name": {
-			{"abc.x.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"abc.x.example.test.\t300\tIN\tA\t192.0.2.11"}},
-			{"ABC.x.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"ABC.x.example.test.\t300\tIN\tA\t192.0.2.11"}},
-			{"abd.x.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"abd.x.example.test.\t300\tIN\tA\t192.0.2.22"}},
-			{"www.example.test.", dns.TypeA, dns.RcodeSuccess, []string{"www.example.test.\t300\tIN\tA\t192.0.2.2"}},
+			{Name: "abc.x.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"abc.x.example.test.\t300\tIN\tA\t192.0.2.11"}},
+			{Name: "ABC.x.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"ABC.x.example.test.\t300\tIN\tA\t192.0.2.11"}},
+			{Name: "abd.x.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"abd.x.example.test.\t300\tIN\tA\t192.0.2.22"}},
+			{Name: "www.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.test.\t300\tIN\tA\t192.0.2.2"}},
 		},
 	}
 	for name, tmpl := range viewForwardCorefiles {
 		t.Run(name, func(t *testing.T) {
-			vars := map[string]string{"split": split.addr, "other": other.addr}
-			shardns := serveCorefile(t, renderCorefile(t, tmpl, vars))
-			run := renderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
-			coredns := startCoreDNSCorefile(t, run.text, run.addrs["dns"], "www.example.test.")
-			askBoth(t, shardns, coredns, want[name])
+			vars := map[string]string{"split": split.Addr, "other": other.Addr}
+			shardns := serveCorefile(t, harness.RenderCorefile(t, tmpl, vars))
+			run := harness.RenderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
+			coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "www.example.test.")
+			harness.AskBoth(t, shardns, coredns, want[name])
 		})
 	}
 }
@@ -167,8 +168,8 @@ func TestViewForwardSplitBesideCoreDNS(t *testing.T) {
 // A view expression that does not compile stops shardns at its line, as
 // it stops CoreDNS.
 func TestViewBadExpressionStopsServe(t *testing.T) {
-	run := renderCorefile(t, ".:{{dns}} {\n    view broken {\n        expr name(\n    }\n}\n\n.:{{dns}} {\n}\n", nil)
-	_, findings := convertCorefile(t, run.text, false)
+	run := harness.RenderCorefile(t, ".:{{dns}} {\n    view broken {\n        expr name(\n    }\n}\n\n.:{{dns}} {\n}\n", nil)
+	_, findings := convertCorefile(t, run.Text, false)
 	if !strings.Contains(findings, "Corefile:3: view broken: expression") {
 		t.Errorf("convert said:\n%s\nwant an error at Corefile:3", findings)
 	}

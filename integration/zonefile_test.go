@@ -16,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
 )
@@ -191,23 +192,23 @@ func checkFileSections(t *testing.T, addr, proto string, exact bool) {
 		}
 		return strings.Replace(s, "\t300\t", "\t0\t", 1)
 	}
-	mx := ask(t, addr, proto, "example.test.", dns.TypeMX)
+	mx := harness.Ask(t, addr, proto, "example.test.", dns.TypeMX)
 	if got := records(mx.Extra, exact); !slices.Equal(got, []string{
 		ttl("mail.example.test.\t300\tIN\tA\t192.0.2.25"), ttl("mail.example.test.\t300\tIN\tAAAA\t2001:db8::25")}) || !mx.Authoritative {
 		t.Errorf("MX over %s: additional %v, AA %v", proto, got, mx.Authoritative)
 	}
-	ref := ask(t, addr, proto, "host.sub.example.test.", dns.TypeA)
+	ref := harness.Ask(t, addr, proto, "host.sub.example.test.", dns.TypeA)
 	if ref.Authoritative || ref.Rcode != dns.RcodeSuccess || len(ref.Answer) != 0 ||
 		!slices.Equal(records(ref.Ns, exact), []string{ttl("sub.example.test.\t300\tIN\tNS\tns.sub.example.test.")}) ||
 		!slices.Equal(records(ref.Extra, exact), []string{ttl("ns.sub.example.test.\t300\tIN\tA\t192.0.2.54")}) {
 		t.Errorf("referral over %s: %v", proto, ref)
 	}
-	nx := ask(t, addr, proto, "nope.example.test.", dns.TypeA)
+	nx := harness.Ask(t, addr, proto, "nope.example.test.", dns.TypeA)
 	if len(nx.Ns) != 1 || nx.Ns[0].Header().Rrtype != dns.TypeSOA || !nx.Authoritative ||
 		nx.Ns[0].Header().Ttl > 60 || (exact && nx.Ns[0].Header().Ttl != 60) {
 		t.Errorf("NXDOMAIN over %s: authority %v, want the SOA with TTL 60", proto, nx.Ns)
 	}
-	mixed := ask(t, addr, proto, "WeB.Example.TEST.", dns.TypeA)
+	mixed := harness.Ask(t, addr, proto, "WeB.Example.TEST.", dns.TypeA)
 	if len(mixed.Answer) != 1 || mixed.Answer[0].Header().Name != "WeB.Example.TEST." {
 		t.Errorf("mixed case over %s: %v", proto, mixed.Answer)
 	}
@@ -226,13 +227,13 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 		checkFileSections(t, addr, proto, true)
 	}
 	// dig sees the same.
-	if got := dig(t, addr, "www.example.test", "A"); !slices.Equal(got, []string{"192.0.2.80", "web.example.test."}) {
+	if got := harness.Dig(t, addr, "www.example.test", "A"); !slices.Equal(got, []string{"192.0.2.80", "web.example.test."}) {
 		t.Errorf("dig www: %v", got)
 	}
-	if got := dig(t, addr, "x.apps.example.test", "A"); !slices.Equal(got, []string{"192.0.2.99"}) {
+	if got := harness.Dig(t, addr, "x.apps.example.test", "A"); !slices.Equal(got, []string{"192.0.2.99"}) {
 		t.Errorf("dig wildcard: %v", got)
 	}
-	if got := digStatus(t, addr, "nope.example.test", "A"); got != "NXDOMAIN" {
+	if got := harness.DigStatus(t, addr, "nope.example.test", "A"); got != "NXDOMAIN" {
 		t.Errorf("dig nope: %s", got)
 	}
 
@@ -241,7 +242,7 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 	// A serial bump is served without a restart.
 	writeZones(t, dir, exampleZone(2, "new A 192.0.2.100\n"))
 	testutil.Eventually(t, 10*time.Second, func() error {
-		return answerIs(addr, "new.example.test.", "192.0.2.100")
+		return harness.AnswerIs(addr, "new.example.test.", "192.0.2.100")
 	})
 	logs.waitFor("zone file reloaded", "zone=example.test.", "serial=2")
 	checkAXFR(t, addr, 2)
@@ -249,7 +250,7 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 	// A broken edit is reported with its line; the last good version serves.
 	writeZones(t, dir, exampleZone(3, "new A 192.0.2.100\nbroken A 192.0.2\n"))
 	logs.waitFor("zone file reload failed", "zone=example.test.", "line: 20")
-	if err := answerIs(addr, "new.example.test.", "192.0.2.100"); err != nil {
+	if err := harness.AnswerIs(addr, "new.example.test.", "192.0.2.100"); err != nil {
 		t.Fatal(err)
 	}
 	checkAnswer(t, addr, "udp", answerCase{qname: "example.test.", qtype: dns.TypeSOA, answer: []string{
@@ -258,7 +259,7 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 	// Fixed, it is served.
 	writeZones(t, dir, exampleZone(4, "fixed A 192.0.2.101\n"))
 	testutil.Eventually(t, 10*time.Second, func() error {
-		return answerIs(addr, "fixed.example.test.", "192.0.2.101")
+		return harness.AnswerIs(addr, "fixed.example.test.", "192.0.2.101")
 	})
 	checkAnswer(t, addr, "udp", answerCase{qname: "new.example.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError})
 }
@@ -314,7 +315,7 @@ func checkAXFR(t *testing.T, addr string, serial int) {
 	}
 	// Over UDP, and of a zone that is not a file zone: REFUSED.
 	for _, c := range []struct{ proto, name string }{{"udp", "example.test."}, {"tcp", "cluster.local."}, {"tcp", "www.example.test."}} {
-		if r := ask(t, addr, c.proto, c.name, dns.TypeAXFR); r.Rcode != dns.RcodeRefused {
+		if r := harness.Ask(t, addr, c.proto, c.name, dns.TypeAXFR); r.Rcode != dns.RcodeRefused {
 			t.Errorf("AXFR of %s over %s: %s, want REFUSED", c.name, c.proto, dns.RcodeToString[r.Rcode])
 		}
 	}
@@ -333,17 +334,17 @@ func TestZoneFileSharded(t *testing.T) {
   - {file: %q}
   - {file: %q, transferTo: ["127.0.0.0/8"]}
 `, filepath.Join(dir, "db.example"), xfr)
-	a := startReplicaWith(t, "a", 1, nil, extra)
-	b := startReplicaWith(t, "b", 1, []string{a.GossipAddr()}, extra)
-	c := startReplicaWith(t, "c", 1, []string{a.GossipAddr()}, extra)
+	a := harness.StartNodeReplicaWith(t, "a", 1, nil, extra)
+	b := harness.StartNodeReplicaWith(t, "b", 1, []string{a.GossipAddr()}, extra)
+	c := harness.StartNodeReplicaWith(t, "c", 1, []string{a.GossipAddr()}, extra)
 	nodes := []*node.Node{a, b, c}
 	testutil.Eventually(t, 20*time.Second, func() error {
 		servedBy := map[string]int{}
 		for _, n := range nodes {
 			if !n.Ready() {
-				return fmt.Errorf("%s not ready", debugRing(t, n).Self)
+				return fmt.Errorf("%s not ready", harness.DebugRing(t, n).Self)
 			}
-			r := debugRing(t, n)
+			r := harness.DebugRing(t, n)
 			if len(r.Members) != 3 {
 				return fmt.Errorf("%s sees %d members", r.Self, len(r.Members))
 			}
@@ -361,7 +362,7 @@ func TestZoneFileSharded(t *testing.T) {
 		addr := n.DNSAddrs()[0]
 		for _, proto := range []string{"udp", "tcp"} {
 			for _, c := range fileAnswers {
-				r := ask(t, addr, proto, c.qname, c.qtype)
+				r := harness.Ask(t, addr, proto, c.qname, c.qtype)
 				want := make([]dns.RR, len(c.answer))
 				for i, s := range c.answer {
 					want[i], _ = dns.NewRR(s)
@@ -394,7 +395,7 @@ func TestZoneFileSharded(t *testing.T) {
 		}
 		// Answers an owner gave are counted under the file zone's origin,
 		// as on the owner itself.
-		if count := scrapeLabelled(t, n.HTTPAddr(), "shardns_dns_responses_total", `zone="example.test."`); count == 0 {
+		if count := harness.ScrapeLabelled(t, n.HTTPAddr(), "shardns_dns_responses_total", `zone="example.test."`); count == 0 {
 			t.Errorf("%s: no responses counted for zone example.test.", addr)
 		}
 	}
