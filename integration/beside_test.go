@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -154,7 +153,7 @@ func (c besideCorefile) start(t *testing.T, serve func(dir string, run harness.C
 		}
 		maps.Copy(files, c.files(func(tmpl string) string { return harness.RenderCorefile(t, tmpl, vars).Text }))
 	}
-	writeFiles(t, dir, files)
+	harness.WriteFiles(t, dir, files)
 	serve(dir, run)
 	return run.Addrs
 }
@@ -181,20 +180,6 @@ func convertsWhole(t *testing.T, path string) string {
 		t.Logf("shardns convert:\n%s%s", stderr.String(), stdout.String())
 	}
 	return stdout.String()
-}
-
-// writeFiles writes each file's text into dir, under its relative name.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // fmtRR is a zone-file line as testutil.Records renders it.

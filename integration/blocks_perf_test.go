@@ -72,7 +72,7 @@ func TestBlocksPerf(t *testing.T) {
 	}
 	t.Logf("4 blocks/1 block queries per server CPU-second (median of %d rounds): %.0f / %.0f, median ratio %.3f× "+
 		"(1.0: routing to a block's chain costs nothing; rounds spread %.3f–%.3f×)",
-		blocksRounds, four.medianPerCPUSecond(), one.medianPerCPUSecond(), median(ratios), slices.Min(ratios), slices.Max(ratios))
+		blocksRounds, four.medianPerCPUSecond(), one.medianPerCPUSecond(), harness.Median(ratios), slices.Min(ratios), slices.Max(ratios))
 }
 
 // measureLoad is one dnsperf run of blocksRoundSeconds at full load
@@ -94,15 +94,7 @@ func (s *benchServer) medianPerCPUSecond() float64 {
 	for _, r := range s.runs {
 		v = append(v, r.perCPUSecond())
 	}
-	return median(v)
-}
-
-func median(v []float64) float64 {
-	v = slices.Sorted(slices.Values(v))
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return harness.Median(v)
 }
 
 // oneBlockCorefile serves every zone file from the root block. Its

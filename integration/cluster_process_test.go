@@ -2,102 +2,15 @@ package integration
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
-
-// load queries the replicas in turn until stopped, allowing each query
-// one client retry (as resolvers do), and counts wrong answers.
-type load struct {
-	stop    atomic.Bool
-	wg      sync.WaitGroup
-	asked   atomic.Int64
-	failed  atomic.Int64
-	mu      sync.Mutex
-	example string
-}
-
-func startLoad(targets func() []string, names map[string]string) *load {
-	l := &load{}
-	l.wg.Go(func() {
-		for i := 0; !l.stop.Load(); i++ {
-			ts := targets()
-			addr := ts[i%len(ts)]
-			// Names asked once each reach an owner every time: no cache
-			// on the way can hide a failure.
-			for j := range 6 {
-				l.asked.Add(1)
-				miss := fmt.Sprintf("miss%d.proc%d.svc.cluster.local.", i, j)
-				if err := nxdomain(addr, miss); err != nil {
-					if err = nxdomain(addr, miss); err != nil {
-						l.failed.Add(1)
-						l.mu.Lock()
-						l.example = err.Error()
-						l.mu.Unlock()
-					}
-				}
-			}
-			for name, ip := range names {
-				l.asked.Add(1)
-				if err := harness.AnswerIs(addr, name, ip); err != nil {
-					if err = harness.AnswerIs(addr, name, ip); err != nil {
-						l.failed.Add(1)
-						l.mu.Lock()
-						l.example = err.Error()
-						l.mu.Unlock()
-					}
-				}
-			}
-		}
-	})
-	return l
-}
-
-// pointsTo checks that the reverse name of ip answers name alone.
-func pointsTo(addr, ip, name string) error {
-	rev, err := dns.ReverseAddr(ip)
-	if err != nil {
-		return err
-	}
-	r, err := testutil.Exchange(addr, "udp", rev, dns.TypePTR)
-	if err != nil {
-		return err
-	}
-	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.PTR).Ptr != name {
-		return fmt.Errorf("PTR %s from %s: %s %v, want %s", rev, addr, dns.RcodeToString[r.Rcode], r.Answer, name)
-	}
-	return nil
-}
-
-func nxdomain(addr, name string) error {
-	r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
-	if err != nil {
-		return err
-	}
-	if r.Rcode != dns.RcodeNameError {
-		return fmt.Errorf("%s from %s: %s, want NXDOMAIN", name, addr, dns.RcodeToString[r.Rcode])
-	}
-	return nil
-}
-
-func (l *load) finish(t *testing.T, what string) {
-	t.Helper()
-	l.stop.Store(true)
-	l.wg.Wait()
-	if l.failed.Load() > 0 {
-		t.Fatalf("%s: %d of %d queries failed after a retry; e.g. %s", what, l.failed.Load(), l.asked.Load(), l.example)
-	}
-	t.Logf("%s: %d queries, none failed", what, l.asked.Load())
-}
 
 // Three replica processes on one real apiserver, replicationFactor 2:
 // a kill -9 under load fails no query (after one client retry), the ring
@@ -105,7 +18,7 @@ func (l *load) finish(t *testing.T, what string) {
 // wrong answer.
 func TestClusterProcessesKillAndJoin(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := webNamespaces(t, cp, "proc", 6)
+	names := harness.WebNamespaces(t, cp, "proc", 6)
 	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
@@ -120,20 +33,20 @@ func TestClusterProcessesKillAndJoin(t *testing.T) {
 
 	var targets atomic.Value
 	targets.Store([]string{a.Addr, b.Addr})
-	l := startLoad(func() []string { return targets.Load().([]string) }, names)
+	l := harness.StartLoad(func() []string { return targets.Load().([]string) }, names)
 	c.Cmd.Process.Kill()
 	start := time.Now()
 	harness.Settled(t, []*harness.Replica{a, b}, 2)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("ownership restored after %v, want within 10s", took)
 	}
-	l.finish(t, "kill -9 of one replica")
+	l.Finish(t, "kill -9 of one replica")
 
-	l = startLoad(func() []string { return targets.Load().([]string) }, names)
+	l = harness.StartLoad(func() []string { return targets.Load().([]string) }, names)
 	d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r3", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 	harness.Settled(t, []*harness.Replica{a, b, d}, 3)
 	targets.Store([]string{a.Addr, b.Addr, d.Addr})
-	l.finish(t, "a fourth replica joining")
+	l.Finish(t, "a fourth replica joining")
 }
 
 // Every replica stopped at once, as when the StatefulSet is deleted or
@@ -143,7 +56,7 @@ func TestClusterProcessesKillAndJoin(t *testing.T) {
 // replicas must keep answering every name right.
 func TestClusterStopAllAtOnce(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := webNamespaces(t, cp, "stopall", 6)
+	names := harness.WebNamespaces(t, cp, "stopall", 6)
 	const lameduck = 15 * time.Second
 	extra := "gossip: fast\n  handoffGrace: 5s"
 	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: extra, Lameduck: lameduck})
@@ -152,7 +65,7 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 	rs := []*harness.Replica{a, b, c}
 	harness.Settled(t, rs, 3)
 
-	l := startLoad(func() []string { return []string{a.Addr, b.Addr, c.Addr} }, names)
+	l := harness.StartLoad(func() []string { return []string{a.Addr, b.Addr, c.Addr} }, names)
 	for _, r := range rs {
 		if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -206,7 +119,7 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 			if err := harness.AnswerIs(r.Addr, name, ip); err != nil {
 				t.Errorf("after every replica left the ring: %v", err)
 			}
-			if err := pointsTo(r.Addr, ip, name); err != nil {
+			if err := harness.PointsTo(r.Addr, ip, name); err != nil {
 				t.Errorf("after every replica left the ring: %v", err)
 			}
 		}
@@ -214,20 +127,5 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 	if took := time.Since(stopped); took >= lameduck {
 		t.Fatalf("the checks took %v, longer than the lameduck: they prove nothing", took)
 	}
-	l.finish(t, "every replica stopping at once")
-}
-
-// webNamespaces creates n namespaces prefix0… with a ClusterIP service
-// web in each, and returns each web name with its cluster IP: zones
-// enough to spread over a few replicas.
-func webNamespaces(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n int) map[string]string {
-	t.Helper()
-	names := map[string]string{}
-	for i := range n {
-		ns := fmt.Sprintf("%s%d", prefix, i)
-		harness.CreateNamespace(t, cp.Client, ns, nil)
-		svc := harness.CreateService(t, cp.Client, harness.ClusterIPService(ns, "web"))
-		names["web."+ns+".svc.cluster.local."] = svc.Spec.ClusterIP
-	}
-	return names
+	l.Finish(t, "every replica stopping at once")
 }

@@ -20,61 +20,18 @@ import (
 // is off in this tier because protoactor-go's remote sets grpc's global
 // logger on every start.
 
-type answerCase struct {
-	qname  string
-	qtype  uint16
-	rcode  int
-	answer []string
-}
-
-func checkAnswer(t *testing.T, addr, proto string, c answerCase) {
-	t.Helper()
-	want := make([]dns.RR, len(c.answer))
-	for i, s := range c.answer {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = rr
-	}
-	// A client retries once, as resolvers do.
-	var last error
-	for attempt := 0; attempt < 2; attempt++ {
-		if last = exchangeMatches(addr, proto, c, want); last == nil {
-			return
-		}
-	}
-	t.Fatal(last)
-}
-
-func exchangeMatches(addr, proto string, c answerCase, want []dns.RR) error {
-	{
-		r, err := testutil.Exchange(addr, proto, c.qname, c.qtype)
-		if err != nil {
-			return err
-		}
-		if r.Rcode != c.rcode {
-			return fmt.Errorf("%s over %s: rcode %s, want %s", c.qname, proto, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode])
-		}
-		if got, exp := testutil.Records(r.Answer), testutil.Records(want); !slices.Equal(got, exp) {
-			return fmt.Errorf("%s over %s: %v, want %v", c.qname, proto, got, exp)
-		}
-		return nil
-	}
-}
-
-var clusterQuestions = []answerCase{
-	{qname: "frontend.shop.svc.cluster.local.", qtype: dns.TypeA,
-		answer: []string{"frontend.shop.svc.cluster.local. 5 IN A 10.96.10.10"}},
-	{qname: "redis.data.svc.cluster.local.", qtype: dns.TypeA,
-		answer: []string{"redis.data.svc.cluster.local. 5 IN A 10.96.20.10"}},
-	{qname: "postgres-0.postgres.data.svc.cluster.local.", qtype: dns.TypeA,
-		answer: []string{"postgres-0.postgres.data.svc.cluster.local. 5 IN A 10.244.3.20"}},
-	{qname: "10.10.96.10.in-addr.arpa.", qtype: dns.TypePTR,
-		answer: []string{"10.10.96.10.in-addr.arpa. 5 IN PTR frontend.shop.svc.cluster.local."}},
-	{qname: "nope.shop.svc.cluster.local.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
-	{qname: "kubernetes.default.svc.cluster.local.", qtype: dns.TypeA,
-		answer: []string{"kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"}},
+var clusterQuestions = []harness.AnswerCase{
+	{Name: "frontend.shop.svc.cluster.local.", Qtype: dns.TypeA,
+		Answer: []string{"frontend.shop.svc.cluster.local. 5 IN A 10.96.10.10"}},
+	{Name: "redis.data.svc.cluster.local.", Qtype: dns.TypeA,
+		Answer: []string{"redis.data.svc.cluster.local. 5 IN A 10.96.20.10"}},
+	{Name: "postgres-0.postgres.data.svc.cluster.local.", Qtype: dns.TypeA,
+		Answer: []string{"postgres-0.postgres.data.svc.cluster.local. 5 IN A 10.244.3.20"}},
+	{Name: "10.10.96.10.in-addr.arpa.", Qtype: dns.TypePTR,
+		Answer: []string{"10.10.96.10.in-addr.arpa. 5 IN PTR frontend.shop.svc.cluster.local."}},
+	{Name: "nope.shop.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
+	{Name: "kubernetes.default.svc.cluster.local.", Qtype: dns.TypeA,
+		Answer: []string{"kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"}},
 }
 
 // Three replicas with replicationFactor 1: each zone lives on exactly one
@@ -121,7 +78,7 @@ func TestClusterShardsAndAnswersEverywhere(t *testing.T) {
 	for _, n := range nodes {
 		for _, proto := range []string{"udp", "tcp"} {
 			for _, c := range clusterQuestions {
-				checkAnswer(t, n.DNSAddrs()[0], proto, c)
+				harness.CheckAnswer(t, n.DNSAddrs()[0], proto, c)
 			}
 		}
 	}
@@ -162,7 +119,7 @@ func TestClusterSurvivesALostReplica(t *testing.T) {
 			return nil
 		})
 		for _, q := range clusterQuestions {
-			checkAnswer(t, n.DNSAddrs()[0], "udp", q)
+			harness.CheckAnswer(t, n.DNSAddrs()[0], "udp", q)
 		}
 	}
 }

@@ -215,7 +215,7 @@ func logCoherence(t *testing.T, samples []cohSample) {
 			g := group{kind, tier}
 			if v := took[g]; len(v) > 0 {
 				lines = append(lines, fmt.Sprintf("%-18s %-10s %4d %10.0f %10.0f %d",
-					kind, tier, len(v), median(v), slices.Max(v), stale[g]))
+					kind, tier, len(v), harness.Median(v), slices.Max(v), stale[g]))
 			}
 		}
 	}

@@ -47,13 +47,13 @@ func TestCoherence(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	// One namespace a kind of change, each with a Service web so that
 	// its zone is placed before the first change.
-	webNamespaces(t, cp, "coherence", 3)
+	harness.WebNamespaces(t, cp, "coherence", 3)
 	c := &coherenceTest{cp: cp, nss: []string{"coherence0", "coherence1", "coherence2"}}
 	c.start(t, "co0", "")
 	c.start(t, "co1", c.byName["co0"].Gossip)
 	c.start(t, "co2", c.byName["co0"].Gossip)
 	c.settle(t)
-	c.nl = startNodeLocalProcess(t, "nl", remoteOf(t, c.byName["co0"]))
+	c.nl = harness.StartNodeLocalProcess(t, "nl", harness.RemoteOf(t, c.byName["co0"]))
 
 	// The replicas started and restarted belong to the test, not to the
 	// phase that needs them: a phase's cleanup would stop them.
@@ -115,7 +115,7 @@ func (c *coherenceTest) settle(t *testing.T) {
 		all = append(all, c.nl)
 	}
 	harness.Settled(t, all, len(c.names))
-	c.owners = externalOwners(t, c.replicas(), c.nss)
+	c.owners = harness.ExternalOwners(t, c.replicas(), c.nss)
 	t.Logf("owners: %v", c.owners)
 }
 
@@ -151,9 +151,9 @@ func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed str
 	t.Helper()
 	return harness.LaunchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*harness.Process, error) {
 		dir := t.TempDir()
-		run := harness.RenderCorefile(t, loopbackCorefile(readDistribution(t, "kubeadm")), map[string]string{
+		run := harness.RenderCorefile(t, harness.LoopbackCorefile(harness.ReadDistribution(t, "kubeadm")), map[string]string{
 			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))})
-		writeFiles(t, dir, map[string]string{"Corefile": run.Text, "base.yaml": fmt.Sprintf(`cluster:
+		harness.WriteFiles(t, dir, map[string]string{"Corefile": run.Text, "base.yaml": fmt.Sprintf(`cluster:
   nodeName: %s
   %s
   bind: %q

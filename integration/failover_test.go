@@ -166,7 +166,7 @@ func ringSize(r *harness.Replica) int {
 // (SERVFAIL and timeouts are allowed).
 func TestClusterKillRF1AnswersRecover(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := webNamespaces(t, cp, "kill", 9)
+	names := harness.WebNamespaces(t, cp, "kill", 9)
 	var rs []*harness.Replica
 	for i := range 3 {
 		var seeds []string

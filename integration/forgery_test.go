@@ -67,7 +67,7 @@ func TestCompromisedNodeCannotForge(t *testing.T) {
 	hostAddrs(t, append(slices.Clone(forgeReplicaIPs), forgeNodeIP)...)
 	cp := kubeapi.Shared(t)
 	harness.CreateNamespace(t, cp.Client, forgeNS, nil)
-	names := webNamespaces(t, cp, "forge", 6)
+	names := harness.WebNamespaces(t, cp, "forge", 6)
 	gossipPort, remotePort := harness.FreePort(t), harness.FreePort(t) // the same on every address, as in a StatefulSet
 	forgePeersService(t, cp, "peers", forgeReplicaIPs, forgeReplicaIDs, int32(remotePort))
 	forgePeersService(t, cp, "nodes", []string{forgeNodeIP}, nil, 0)
@@ -103,7 +103,7 @@ func TestCompromisedNodeCannotForge(t *testing.T) {
 
 	credentialGuard := mustGuard(t, trust.GuardConfig{Credential: &cred})
 	keyGuard := mustGuard(t, trust.GuardConfig{Keys: keys})
-	credFile, keyFile := writeFile(t, "credential", cred.Marshal()), writeKeyFile(t, keys)
+	credFile, keyFile := harness.WriteFile(t, "credential", cred.Marshal()), writeKeyFile(t, keys)
 	// Two phases under the same load: connections and streams, then
 	// forged replies, so that each one's cost on the answers shows. The
 	// attackers are processes of their own at the lowest CPU priority: a
@@ -220,7 +220,7 @@ func forgePeersService(t *testing.T, cp *kubeapi.ControlPlane, name string, ips,
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	if remotePort != 0 {
-		sl.Ports = []discoveryv1.EndpointPort{{Name: ptrTo("tcp-remote"), Port: &remotePort, Protocol: ptrTo(corev1.ProtocolTCP)}}
+		sl.Ports = []discoveryv1.EndpointPort{{Name: harness.Ptr("tcp-remote"), Port: &remotePort, Protocol: harness.Ptr(corev1.ProtocolTCP)}}
 	}
 	for i, ip := range ips {
 		ep := discoveryv1.Endpoint{Addresses: []string{ip}}
@@ -598,16 +598,6 @@ func TestForgeryAttacker(t *testing.T) {
 	}
 	<-ctx.Done()
 	fmt.Printf("attacked %d\n", n)
-}
-
-// writeFile writes data to a file name in a temporary folder.
-func writeFile(t *testing.T, name string, data []byte) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // replicasCPU is the CPU time the processes rs have used so far, in

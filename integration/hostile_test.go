@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -61,15 +60,15 @@ func startHostileTarget(t *testing.T, extra string) *hostileTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeIn(t, dir, "demo-cluster.yaml", demo)
+	harness.WriteIn(t, dir, "demo-cluster.yaml", demo)
 	key := make([]byte, 32)
 	rand.Read(key)
-	h := &hostileTarget{dir: dir, keyFile: writeIn(t, dir, "gossip.key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"))}
+	h := &hostileTarget{dir: dir, keyFile: harness.WriteIn(t, dir, "gossip.key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"))}
 	cred, err := exec.Command(harness.Bin, "credential", "--secret-key-file", h.keyFile).Output()
 	if err != nil {
 		t.Fatalf("shardns credential: %v", err)
 	}
-	h.credentialFile = writeIn(t, dir, "nodelocal.credential", cred)
+	h.credentialFile = harness.WriteIn(t, dir, "nodelocal.credential", cred)
 	forward := "forward: {upstreams: []}\n"
 	if strings.Contains(extra, "\nforward:") || strings.HasPrefix(extra, "forward:") {
 		forward = "" // extra has its own
@@ -89,7 +88,7 @@ manifests: {files: [demo-cluster.yaml]}
   replicationFactor: 1
   secretKeyFile: %s
 %s`, forward, h.gossip, h.remote, h.keyFile, extra)
-		path := writeIn(t, dir, "shardns.yaml", []byte(cfg))
+		path := harness.WriteIn(t, dir, "shardns.yaml", []byte(cfg))
 		p, err := harness.TryStart(t, harness.Options{Args: []string{"--config", path}})
 		if err == harness.ErrPortTaken && attempt < 3 {
 			continue
@@ -106,16 +105,6 @@ manifests: {files: [demo-cluster.yaml]}
 		t.Fatal(err)
 	}
 	return h
-}
-
-// writeIn writes data to dir/name and returns the path.
-func writeIn(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // hostileSpec is one attack, as the attacker process receives it.
@@ -210,7 +199,7 @@ func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duratio
 	}
 	pid := h.p.Cmd.Process.Pid
 	r := hostileReport{Spec: s}
-	r.BeforeMiB, _ = residentMB(t, pid)
+	r.BeforeMiB, _ = harness.ResidentMB(t, pid)
 
 	client := probeEvery(func() error { return harness.AnswerIs(h.p.Addr, hostileQuestion, hostileAnswer) })
 
@@ -258,7 +247,7 @@ func runHostile(t *testing.T, h *hostileTarget, s hostileSpec, hold time.Duratio
 		if r.Exited {
 			break
 		}
-		if now, _ := residentMB(t, pid); now > r.PeakMiB {
+		if now, _ := harness.ResidentMB(t, pid); now > r.PeakMiB {
 			r.PeakMiB = now
 		}
 	}

@@ -197,7 +197,7 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*harness.Replic
 	for n := range namespaces {
 		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)
 	}
-	l := startLoad(func() []string { return addrs(rs) }, names)
+	l := harness.StartLoad(func() []string { return harness.Addrs(rs) }, names)
 	pid := r.Cmd.Process.Pid
 	before, _ := procMemory(t, pid)
 	peak := before
@@ -218,14 +218,13 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*harness.Replic
 	stopped := time.Since(start)
 	harness.Settled(t, rs, len(rs))
 	handedOver(t, rs)
-	l.stop.Store(true)
-	l.wg.Wait()
+	example := l.Stop()
 	t.Logf("leaving: r%d (of %d) exited %.1f s after SIGTERM; RSS %.0f MB before, %.0f MB at most while it left",
 		len(rs), len(all), stopped.Seconds(), before, peak)
-	if l.failed.Load() > 0 {
-		t.Errorf("leaving: %d of %d queries to the replicas staying failed after a retry; e.g. %s", l.failed.Load(), l.asked.Load(), l.example)
+	if l.Failed.Load() > 0 {
+		t.Errorf("leaving: %d of %d queries to the replicas staying failed after a retry; e.g. %s", l.Failed.Load(), l.Asked.Load(), example)
 	} else {
-		t.Logf("leaving: %d queries to the replicas staying, none failed", l.asked.Load())
+		t.Logf("leaving: %d queries to the replicas staying, none failed", l.Asked.Load())
 	}
 }
 
@@ -254,7 +253,7 @@ func settledIngest(t *testing.T, coredns string, rs []*harness.Replica, last str
 	t.Helper()
 	handedOver(t, rs)
 	testutil.Eventually(t, 5*time.Minute, func() error {
-		for _, addr := range append([]string{coredns}, addrs(rs)...) {
+		for _, addr := range append([]string{coredns}, harness.Addrs(rs)...) {
 			r, err := testutil.Exchange(addr, "udp", last, dns.TypeA)
 			if err != nil {
 				return err
@@ -333,14 +332,6 @@ func (w *readinessWatch) stop() (asked, unready int64) {
 	close(w.done)
 	w.wg.Wait()
 	return w.asked.Load(), w.unready.Load()
-}
-
-func addrs(rs []*harness.Replica) []string {
-	var out []string
-	for _, r := range rs {
-		out = append(out, r.Addr)
-	}
-	return out
 }
 
 // churnResult is what a replica spent on a churn.

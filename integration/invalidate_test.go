@@ -19,6 +19,7 @@ import (
 	"github.com/shardns/shardns/actors/zones"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
+	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/query"
@@ -48,9 +49,9 @@ func startCoherentProcess(t *testing.T, nodeLocal bool, source dispatch.Source) 
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	p := &coherentProcess{addr: fmt.Sprintf("127.0.0.1:%d", port), fresh: query.NewFreshness(time.Minute, time.Now)}
-	p.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLog }))
+	p.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return harness.DiscardLog }))
 	guard, err := trust.NewGuard(trust.GuardConfig{Admitted: func(netip.Addr) bool { return true },
-		Routes: dispatch.Routes(nodeLocal), Rejections: trust.NewRejections(func(string) {}, discardLog, time.Now),
+		Routes: dispatch.Routes(nodeLocal), Rejections: trust.NewRejections(func(string) {}, harness.DiscardLog, time.Now),
 		Limits: trust.Limits{MessageBytes: dispatch.MaxMessageBytes}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 	var asking atomic.Bool
 	var synced atomic.Bool
 	manager := owner.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
-		Sources: []string{"kubernetes"}, Now: time.Now, Logger: discardLog, Synced: &synced,
+		Sources: []string{"kubernetes"}, Now: time.Now, Logger: harness.DiscardLog, Synced: &synced,
 		OnPublished: func(p zones.Published) {
 			if asking.Load() {
 				owner.co.Published(p)

@@ -48,7 +48,7 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, cp.Kubeconfig, node, u.Addr, remoteOf(t, r), harness.FreePort(t))})
+`, cp.Kubeconfig, node, u.Addr, harness.RemoteOf(t, r), harness.FreePort(t))})
 
 	nl := &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 	testutil.Eventually(t, 20*time.Second, func() error {

@@ -230,7 +230,7 @@ func TestK8sExternalSharded(t *testing.T) {
 		byName[name] = r
 	}
 	harness.Settled(t, rs, 3)
-	owners := externalOwners(t, rs, nss)
+	owners := harness.ExternalOwners(t, rs, nss)
 	spread := map[string]bool{}
 	for _, o := range owners {
 		spread[o] = true
@@ -239,19 +239,12 @@ func TestK8sExternalSharded(t *testing.T) {
 	if len(spread) < 2 {
 		t.Fatalf("one replica owns every namespace (%v): the test checks one owner only", owners)
 	}
-	addrs := func(rs []*harness.Replica) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.Addr)
-		}
-		return out
-	}
 	for _, ns := range nss {
-		if err := sameExternalAnswers(addrs(rs), questions[ns]); err != nil {
+		if err := sameExternalAnswers(harness.Addrs(rs), questions[ns]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sameExternalTransfers(t, addrs(rs), questions)
+	sameExternalTransfers(t, harness.Addrs(rs), questions)
 
 	ns := nss[0]
 	victim := byName[owners[ns]]
@@ -281,7 +274,7 @@ func TestK8sExternalSharded(t *testing.T) {
 		for _, other := range nss[1:] {
 			qs = append(qs, questions[other]...)
 		}
-		return sameExternalAnswers(addrs(survivors), qs)
+		return sameExternalAnswers(harness.Addrs(survivors), qs)
 	})
 	t.Logf("%s's names answered by the two replicas left after %d attempts", ns, attempt)
 }
@@ -318,48 +311,6 @@ func mkExternalNamespace(t *testing.T, c kubernetes.Interface, ns string, i int)
 		{Name: lbName, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{lbName + "\t5\tIN\tA\t" + lbIPs[0], lbName + "\t5\tIN\tA\t" + lbIPs[1]}},
 		{Name: "absent." + ns + ".example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Answer: nil},
 	}
-}
-
-// externalOwners waits until every replica places the service zone of
-// each namespace, where its external names are routed, on one and the
-// same replica, and only that one serves it, and returns the owners by
-// namespace: the other replicas hold nothing of the namespace, so they
-// can answer its names only by asking the owner.
-func externalOwners(t *testing.T, rs []*harness.Replica, nss []string) map[string]string {
-	t.Helper()
-	owners := map[string]string{}
-	testutil.Eventually(t, 30*time.Second, func() error {
-		clear(owners)
-		served := map[string][]string{} // zone key → the replicas serving it
-		for _, r := range rs {
-			ring, err := r.Ring(t)
-			if err != nil {
-				return err
-			}
-			for _, key := range ring.Served {
-				served[key] = append(served[key], ring.Self)
-			}
-			for _, ns := range nss {
-				key := ns + ".svc.cluster.local."
-				o := ring.Zones[key]
-				if len(o) != 1 {
-					return fmt.Errorf("%s places %s on %v, want one owner", ring.Self, key, o)
-				}
-				if prev, ok := owners[ns]; ok && prev != o[0] {
-					return fmt.Errorf("%s places %s on %s, another replica on %s", ring.Self, key, o[0], prev)
-				}
-				owners[ns] = o[0]
-			}
-		}
-		for _, ns := range nss {
-			key := ns + ".svc.cluster.local."
-			if got := served[key]; len(got) != 1 || got[0] != owners[ns] {
-				return fmt.Errorf("%s is served by %v, want its owner %s alone", key, got, owners[ns])
-			}
-		}
-		return nil
-	})
-	return owners
 }
 
 // sameExternalAnswers asks every question of every address over UDP and

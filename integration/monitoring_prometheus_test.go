@@ -45,11 +45,11 @@ func TestMonitoringQueriesHaveData(t *testing.T) {
 	// Twelve namespaces, so that with replicationFactor 1 each replica
 	// surely owns zones, and the one killed hands some to the others;
 	// three of them are asked about and changed.
-	webNamespaces(t, cp, "mon", 12)
+	harness.WebNamespaces(t, cp, "mon", 12)
 	namespaces := []string{"mon0", "mon1", "mon2"}
 	upstream := startMonitoringUpstream(t)
 	dead := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	key := nodeTierCredential(t)
+	key := harness.NodeLocalCredential(t)
 	prom := startPrometheus(t)
 
 	var rs []*harness.Replica
@@ -58,11 +58,11 @@ func TestMonitoringQueriesHaveData(t *testing.T) {
 		if i > 0 {
 			seeds = []string{rs[0].Gossip}
 		}
-		rs = append(rs, startMonitoredReplica(t, cp, fmt.Sprintf("m%d", i), seeds, key.keyFile, upstream, dead))
+		rs = append(rs, startMonitoredReplica(t, cp, fmt.Sprintf("m%d", i), seeds, key.KeyFile, upstream, dead))
 		prom.target("shardns-peers", rs[i].HTTP)
 	}
 	harness.Settled(t, rs, len(rs))
-	nl := startMonitoredNodeLocal(t, remoteOf(t, rs[0]), key.credFile, upstream)
+	nl := startMonitoredNodeLocal(t, harness.RemoteOf(t, rs[0]), key.CredFile, upstream)
 	prom.target("shardns-nodelocal", nl.HTTP)
 	harness.Settled(t, append(append([]*harness.Replica{}, rs...), nl), len(rs))
 	prom.waitScraped(t, len(rs)+1)
@@ -71,7 +71,7 @@ func TestMonitoringQueriesHaveData(t *testing.T) {
 	for _, r := range rs {
 		servers = append(servers, r.Addr)
 	}
-	traffic := startMonitoringTraffic(servers, namespaces, remoteOf(t, rs[0]))
+	traffic := startMonitoringTraffic(servers, namespaces, harness.RemoteOf(t, rs[0]))
 	defer traffic.stop()
 
 	// Two rounds of created Services, each asked about first everywhere,
@@ -334,7 +334,7 @@ func startPrometheus(t *testing.T) *promServer {
 	}
 	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: 1s}\nrule_files: [%q]\nscrape_configs:\n%s",
 		rules, jobs.String())
-	config := writeIn(t, p.dir, "prometheus.yml", []byte(cfg))
+	config := harness.WriteIn(t, p.dir, "prometheus.yml", []byte(cfg))
 	cmd := exec.Command(bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(p.dir, "data"),
 		"--web.listen-address="+p.addr, "--log.level=warn")
 	var log testutil.SyncBuffer

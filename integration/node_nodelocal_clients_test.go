@@ -213,7 +213,7 @@ func (c *nodeCluster) checkClientPodsHeld(t *testing.T, metrics, node string) {
 	}
 	// No kubelet runs there to finish a graceful deletion.
 	defer func() {
-		err := c.client().CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))})
+		err := c.client().CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: harness.Ptr(int64(0))})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
@@ -269,7 +269,7 @@ func (c *nodeCluster) checkClientSearches(t *testing.T, linkLocal, metrics strin
 	dnsConfig := &corev1.PodDNSConfig{
 		Nameservers: []string{linkLocal},
 		Searches:    []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local"},
-		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptrTo("5")}},
+		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: harness.Ptr("5")}},
 	}
 	before := harness.MustMetrics(t, metrics)
 	c.runChecks(t, ns, "glibc", []podCheck{

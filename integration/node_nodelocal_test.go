@@ -173,7 +173,7 @@ func (c *nodeCluster) testNodeLocal(t *testing.T) {
 	dnsConfig := &corev1.PodDNSConfig{
 		Nameservers: []string{linkLocal, kubenode.ClusterDNS},
 		Searches:    []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local"},
-		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptrTo("5")}},
+		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: harness.Ptr("5")}},
 	}
 	c.runChecks(t, ns, "nlchecker", []podCheck{
 		{"resolv.conf", "cat /etc/resolv.conf", []string{
@@ -585,5 +585,3 @@ func replicaNames(pods []corev1.Pod) []string {
 	}
 	return names
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardns/shardns/integration/harness"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,7 @@ func (c *nodeCluster) testNodeLocalRollouts(t *testing.T, ns string, names []que
 	dnsConfig := &corev1.PodDNSConfig{
 		Nameservers: []string{linkLocal},
 		Searches:    []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local"},
-		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptrTo("5")}},
+		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: harness.Ptr("5")}},
 	}
 	q := c.startQuerierLoops(t, ns, "nlrollout", names, 10, withDNSConfig(dnsConfig))
 	q.waitAnswers(t, 2*len(names), "before the rollouts, 169.254.20.10 alone")

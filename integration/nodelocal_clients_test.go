@@ -75,7 +75,7 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, cp.Kubeconfig, nodeA, u.Addr, remoteOf(t, r), harness.FreePort(t))})
+`, cp.Kubeconfig, nodeA, u.Addr, harness.RemoteOf(t, r), harness.FreePort(t))})
 
 	nl := &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
 	held := func(want float64) {

@@ -51,7 +51,7 @@ cluster:
 `, replicaDNS, mfile, harness.FreePort(t), remote)})
 
 	replica.WaitReady(t)
-	nl := startNodeLocalProcess(t, "nl0", remote)
+	nl := harness.StartNodeLocalProcess(t, "nl0", remote)
 	servers := []*benchServer{
 		{name: "shardns-nodelocal", addr: nl.Addr, pid: nl.Cmd.Process.Pid},
 		startNodeLocalDNS(t, corednsBin, replicaDNS),

@@ -27,11 +27,11 @@ import (
 // either cached or asked of an owner through the process that answers.
 func TestNodeLocalRolledBesideItself(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := webNamespaces(t, cp, "roll", 3)
+	names := harness.WebNamespaces(t, cp, "roll", 3)
 	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 	harness.Settled(t, []*harness.Replica{a, b}, 2)
-	seed := remoteOf(t, a)
+	seed := harness.RemoteOf(t, a)
 	dnsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	start := func() *harness.Process {
@@ -111,7 +111,7 @@ func startSteady(addr string, names map[string]string) *steady {
 	for c := range 2 {
 		s.wg.Go(func() {
 			for i := 0; !s.stop.Load(); i++ {
-				err := nxdomain(addr, fmt.Sprintf("miss%d-%d.roll%d.svc.cluster.local.", c, i, i%3))
+				err := harness.NXDomain(addr, fmt.Sprintf("miss%d-%d.roll%d.svc.cluster.local.", c, i, i%3))
 				if name := known[i%len(known)]; err == nil {
 					err = harness.AnswerIs(addr, name, names[name])
 				}

@@ -11,53 +11,11 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/node"
 )
-
-// startNodeLocalProcess starts the binary in mode nodelocal, reading the
-// ring from the replica whose actor remote listens on seedRemote.
-func startNodeLocalProcess(t *testing.T, name, seedRemote string) *harness.Replica {
-	t.Helper()
-	cfg := fmt.Sprintf(`
-mode: nodelocal
-dns: {listen: ["127.0.0.1:0"]}
-http: {listen: "127.0.0.1:0", lameduck: 0s}
-forward: {upstreams: []}
-cluster:
-  nodeName: %s
-  replicas: [%q]
-  remote: "127.0.0.1:%d"
-  gossip: fast
-`, name, seedRemote, harness.FreePort(t))
-	p := harness.Start(t, harness.Options{Config: cfg})
-	return &harness.Replica{Process: p, HTTP: p.HTTPAddr(t)}
-}
-
-// remoteOf is the actor remote address of the replica r.
-func remoteOf(t *testing.T, r *harness.Replica) string {
-	t.Helper()
-	ring, err := r.Ring(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return selfRemote(t, ring)
-}
-
-// selfRemote is the actor remote address ring's own member advertises.
-func selfRemote(t testing.TB, ring httpapi.Ring) string {
-	t.Helper()
-	for _, m := range ring.Members {
-		if m.Name == ring.Self && m.Remote != "" {
-			return m.Remote
-		}
-	}
-	t.Fatalf("%s is not in its own ring: %+v", ring.Self, ring.Members)
-	return ""
-}
 
 // ownerDispatches is how many questions the node-local process sent to
 // owner, answered or not.
@@ -75,12 +33,12 @@ func totalDispatches(t testing.TB, addr string) float64 {
 // and follows the ring when a replica leaves or joins.
 func TestNodeLocalAsksOwners(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	names := webNamespaces(t, cp, "nodelocal", 6)
+	names := harness.WebNamespaces(t, cp, "nodelocal", 6)
 	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 	harness.Settled(t, []*harness.Replica{a, b, c}, 3)
-	nl := startNodeLocalProcess(t, "nl0", remoteOf(t, a))
+	nl := harness.StartNodeLocalProcess(t, "nl0", harness.RemoteOf(t, a))
 	// The node-local process is no member: it sees the three replicas.
 	harness.Settled(t, []*harness.Replica{a, b, c, nl}, 3)
 	ring, err := nl.Ring(t)
@@ -190,16 +148,16 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 		for i := range 6 {
 			withPods[fmt.Sprintf("10-244-7-%d.nodelocal%d.pod.cluster.local.", i+1, i)] = fmt.Sprintf("10.244.7.%d", i+1)
 		}
-		l := startLoad(func() []string { return targets.Load().([]string) }, withPods)
+		l := harness.StartLoad(func() []string { return targets.Load().([]string) }, withPods)
 		c.Cmd.Process.Kill()
 		harness.Settled(t, []*harness.Replica{a, b, nl}, 2)
 		enough(t, l, 300)
-		l.finish(t, "kill -9 of an owner, asked through the node-local process")
+		l.Finish(t, "kill -9 of an owner, asked through the node-local process")
 
 		// The ring no longer has r2: no question goes there any more.
 		before := ownerDispatches(t, nl.HTTP, "r2")
 		for i := range 60 {
-			if err := nxdomain(nl.Addr, fmt.Sprintf("after-kill%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+			if err := harness.NXDomain(nl.Addr, fmt.Sprintf("after-kill%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
 				t.Fatal(err)
 			}
 			if err := podNamesAnswer(nl.Addr, i+1); err != nil {
@@ -210,7 +168,7 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 			t.Fatalf("%v questions went to the killed replica after the ring dropped it", after-before)
 		}
 
-		l = startLoad(func() []string { return targets.Load().([]string) }, names)
+		l = harness.StartLoad(func() []string { return targets.Load().([]string) }, names)
 		d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r3", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 		harness.Settled(t, []*harness.Replica{a, b, d, nl}, 3)
 		// New questions reach the new owner within seconds.
@@ -218,7 +176,7 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, func() error {
 			for range 30 {
 				i++
-				if err := nxdomain(nl.Addr, fmt.Sprintf("after-join%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
+				if err := harness.NXDomain(nl.Addr, fmt.Sprintf("after-join%d.nodelocal%d.svc.cluster.local.", i, i%6)); err != nil {
 					return err
 				}
 			}
@@ -227,7 +185,7 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 			}
 			return nil
 		})
-		l.finish(t, "a replica joining, asked through the node-local process")
+		l.Finish(t, "a replica joining, asked through the node-local process")
 	})
 }
 
@@ -241,15 +199,15 @@ func podNamesAnswer(addr string, n int) error {
 	if err := harness.AnswerIs(addr, fmt.Sprintf("%s.nodelocal%d.pod.cluster.local.", dashed, n%6), ip); err != nil {
 		return err
 	}
-	return nxdomain(addr, fmt.Sprintf("%s.nosuchns%d.pod.cluster.local.", dashed, n))
+	return harness.NXDomain(addr, fmt.Sprintf("%s.nosuchns%d.pod.cluster.local.", dashed, n))
 }
 
 // enough waits until l has asked n questions, so a load spans more than
 // the moment it was started in.
-func enough(t *testing.T, l *load, n int64) {
+func enough(t *testing.T, l *harness.Load, n int64) {
 	t.Helper()
 	testutil.Eventually(t, 60*time.Second, func() error {
-		if asked := l.asked.Load(); asked < n {
+		if asked := l.Asked.Load(); asked < n {
 			return fmt.Errorf("%d questions asked, waiting for %d", asked, n)
 		}
 		return nil
@@ -280,7 +238,7 @@ cluster:
 func BenchmarkNodeLocal(b *testing.B) {
 	a := harness.StartNodeReplica(b, "a", 1, nil)
 	c := harness.StartNodeReplica(b, "b", 1, []string{a.GossipAddr()})
-	nl := startNodeLocal(b, "nl", selfRemote(b, harness.DebugRing(b, a)))
+	nl := startNodeLocal(b, "nl", harness.SelfRemote(b, harness.DebugRing(b, a)))
 	testutil.Eventually(b, 15*time.Second, func() error {
 		if !a.Ready() || !c.Ready() || !nl.Ready() || len(harness.DebugRing(b, a).Members) != 2 || len(harness.DebugRing(b, nl).Members) != 2 {
 			return fmt.Errorf("not settled")

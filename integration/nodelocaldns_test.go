@@ -128,7 +128,7 @@ cluster:
   replicas: [%q]
   remote: "127.0.0.1:%d"
   gossip: fast
-`, remoteOf(t, a), harness.FreePort(t))
+`, harness.RemoteOf(t, a), harness.FreePort(t))
 		for file, text := range map[string]string{path: run.Text, base: baseYAML} {
 			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 				t.Fatal(err)

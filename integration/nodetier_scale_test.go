@@ -1,29 +1,23 @@
 package integration
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardns/shardns/actors/dispatch"
-	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/integration/harness"
 	"github.com/shardns/shardns/integration/kubeapi"
-	"github.com/shardns/shardns/internal/testutil"
 )
 
 // TestNodeTierScale is part of `make bench`: what the replicas spend on
@@ -54,16 +48,16 @@ func TestNodeTierScale(t *testing.T) {
 	const namespaces, services, endpoints = 100, 2000, 10
 	generateCluster(t, client, namespaces, services, endpoints)
 
-	key := nodeTierCredential(t)
+	key := harness.NodeLocalCredential(t)
 	// ttl is kubernetes.ttl's default, for answers without records.
 	cfg := &simConfig{cred: key.Credential, rf: 1, probe: time.Second, ttl: 5 * time.Second,
 		timeout: 2 * time.Second, counters: newSimCounters()}
-	b := &nodeTierBench{t: t, cfg: cfg, rs: startKeyedReplicas(t, cp, 3, key.keyFile)}
+	b := &nodeTierBench{t: t, cfg: cfg, rs: startKeyedReplicas(t, cp, 3, key.KeyFile)}
 	for _, r := range b.rs {
-		cfg.replicas = append(cfg.replicas, remoteOf(t, r))
+		cfg.replicas = append(cfg.replicas, harness.RemoteOf(t, r))
 	}
-	servedBy(t, b.rs, fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services-1, (services-1)%namespaces))
-	b.probes = startNodeTierProbes(t, cfg.replicas, key.credFile, simNames(0, namespaces, services), cfg.probe)
+	harness.ServedBy(t, b.rs, fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services-1, (services-1)%namespaces))
+	b.probes = startNodeTierProbes(t, cfg.replicas, key.CredFile, simNames(0, namespaces, services), cfg.probe)
 	cfg.invalidations.Store(true)
 	b.churn = startNodeChurn(t, client, cfg, namespaces, services, rate)
 	defer b.churn.stop()
@@ -115,33 +109,6 @@ func switchSettle(cfg *simConfig, inv bool) time.Duration {
 	return dispatch.MinInterestLife*5/4 + 5*time.Second
 }
 
-// nodeTierCredential makes a replica key and the node-local credential
-// derived from it, as `shardns credential` gives it.
-func nodeTierCredential(t *testing.T) keyedCredential {
-	t.Helper()
-	dir := t.TempDir()
-	key := make([]byte, 32)
-	rand.Read(key)
-	keyFile := writeIn(t, dir, "gossip.key", []byte(base64.StdEncoding.EncodeToString(key)+"\n"))
-	out, err := exec.Command(harness.Bin, "credential", "--secret-key-file", keyFile).Output()
-	if err != nil {
-		t.Fatalf("shardns credential: %v", err)
-	}
-	cred, err := trust.ParseCredential(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keyedCredential{Credential: cred, keyFile: keyFile, credFile: writeIn(t, dir, "nodelocal.credential", out)}
-}
-
-// keyedCredential is a node-local credential and the replica key file it
-// was derived from.
-type keyedCredential struct {
-	trust.Credential
-	keyFile  string
-	credFile string // the credential as `shardns credential` wrote it
-}
-
 // startKeyedReplicas starts n replicas (replicationFactor 1) with the
 // replica key in keyFile, gossiping with the default timing, as deployed.
 func startKeyedReplicas(t *testing.T, cp *kubeapi.ControlPlane, n int, keyFile string) []*harness.Replica {
@@ -157,23 +124,6 @@ func startKeyedReplicas(t *testing.T, cp *kubeapi.ControlPlane, n int, keyFile s
 	harness.Settled(t, rs, n)
 	handedOver(t, rs)
 	return rs
-}
-
-// servedBy waits until every replica answers name.
-func servedBy(t *testing.T, rs []*harness.Replica, name string) {
-	t.Helper()
-	testutil.Eventually(t, 5*time.Minute, func() error {
-		for _, addr := range addrs(rs) {
-			r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
-			if err != nil {
-				return err
-			}
-			if r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
-				return fmt.Errorf("%s from %s: %s", name, addr, dns.RcodeToString[r.Rcode])
-			}
-		}
-		return nil
-	})
 }
 
 // growSimNodes starts simulated nodes until there are n, 100 a second

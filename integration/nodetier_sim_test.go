@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -24,6 +23,7 @@ import (
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
+	"github.com/shardns/shardns/integration/harness"
 )
 
 // A simulated node-local cache, as the replicas see one: an actor system
@@ -140,8 +140,6 @@ func newSimCounters() dispatch.Counters {
 	}
 }
 
-var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
-
 // startSimNode starts a simulated node at ip asking names.
 func startSimNode(cfg *simConfig, ip string, names []simName) (*simNode, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0")) // remote.Start panics when it cannot listen
@@ -153,8 +151,8 @@ func startSimNode(cfg *simConfig, ip string, names []simName) (*simNode, error) 
 	n := &simNode{cfg: cfg, names: names, until: make([]time.Time, len(names)), warm: make([]bool, len(names)), sentAt: make([]time.Time, len(names)),
 		asking: map[uint64]int{}, owner: map[string]string{}, seqs: map[uint64]uint64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLog }))
-	rejections := trust.NewRejections(func(string) {}, discardLog, time.Now)
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return harness.DiscardLog }))
+	rejections := trust.NewRejections(func(string) {}, harness.DiscardLog, time.Now)
 	guard, err := trust.NewGuard(trust.GuardConfig{Credential: &cfg.cred, Admitted: func(netip.Addr) bool { return true },
 		Routes: dispatch.Routes(true), Rejections: rejections, Limits: trust.Limits{MessageBytes: dispatch.MaxMessageBytes}})
 	if err != nil {

@@ -123,7 +123,7 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 
 	// The ring change under the same load, its failures counted apart:
 	// they are the handoff's (cluster.handoffGrace), not the restart's.
-	ring := startPacedLoad(func() []string { return addrs(rs[:3]) }, names, 1000)
+	ring := startPacedLoad(func() []string { return harness.Addrs(rs[:3]) }, names, 1000)
 	add()
 	harness.SettledWithin(t, rs, len(rs), 5*time.Minute)
 	settledIngest(t, coredns.addr, rs, last)
@@ -156,7 +156,7 @@ func restartUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, corePID int, coreA
 	names map[string]string, mode string, services int) (p phasePeaks, asked, failed int64) {
 	t.Helper()
 	const namespaces, endpoints = peakNamespaces, peakEndpoints
-	l := startPacedLoad(func() []string { return addrs(rs) }, names, 1000)
+	l := startPacedLoad(func() []string { return harness.Addrs(rs) }, names, 1000)
 	cp.StopAPIServer(t)
 	time.Sleep(15 * time.Second) // the outage measured, not a wait for a condition
 	cp.StartAPIServer(t)

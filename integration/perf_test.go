@@ -63,7 +63,7 @@ func TestDNSPerf(t *testing.T) {
 	var p *harness.Process
 	if templated {
 		// shardns serves the Corefile CoreDNS runs, on ports of its own.
-		p = harness.Start(t, harness.Options{Args: []string{"--corefile", writeFile(t, "Corefile", benchCorefile(t, harness.FreePort(t), cp.Kubeconfig))}})
+		p = harness.Start(t, harness.Options{Args: []string{"--corefile", harness.WriteFile(t, "Corefile", benchCorefile(t, harness.FreePort(t), cp.Kubeconfig))}})
 	} else {
 		p = harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 dns: {listen: ["127.0.0.1:0"]}
@@ -309,8 +309,8 @@ func compareAnswers(t *testing.T, a, b *benchServer, queries []string) {
 			continue
 		}
 		asked++
-		ra, ea := answerSummary(a.addr, name, qtype)
-		rb, eb := answerSummary(b.addr, name, qtype)
+		ra, ea := harness.AnswerSummary(a.addr, name, qtype)
+		rb, eb := harness.AnswerSummary(b.addr, name, qtype)
 		if ea != nil || eb != nil {
 			t.Errorf("%s %s: %s: %v, %s: %v", name, typ, a.name, ea, b.name, eb)
 			differ++
@@ -328,26 +328,6 @@ func compareAnswers(t *testing.T, a, b *benchServer, queries []string) {
 	}
 	t.Logf("answers compared on %d questions (%v; %d skipped as documented differences): %d differ",
 		asked, rcodes, skipped, differ)
-}
-
-// answerSummary is what the comparison looks at in an answer.
-func answerSummary(addr, name string, qtype uint16) (string, error) {
-	r, err := testutil.Exchange(addr, "udp", name, qtype)
-	if err != nil {
-		return "", err
-	}
-	var answer, authority []string
-	for _, rr := range r.Answer {
-		rr.Header().Ttl = 0
-		answer = append(answer, rr.String())
-	}
-	for _, rr := range r.Ns {
-		authority = append(authority, dns.TypeToString[rr.Header().Rrtype])
-	}
-	slices.Sort(answer)
-	slices.Sort(authority)
-	return fmt.Sprintf("%s aa=%t tc=%t answer=%q authority=%v",
-		dns.RcodeToString[r.Rcode], r.Authoritative, r.Truncated, answer, authority), nil
 }
 
 // documentedDifference reports whether a question is one where shardns

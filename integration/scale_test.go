@@ -163,7 +163,7 @@ func (s *scaleRun) coreDNS(bin string) scalePoint {
 	p.syncCPU = harness.CPUSeconds(s.t, c.pid)
 	p.syncTotal = p.syncCPU
 	time.Sleep(s.settle) // what an operator reads once it has served a while
-	p.steady, p.peak = residentMB(s.t, c.pid)
+	p.steady, p.peak = harness.ResidentMB(s.t, c.pid)
 	stopPID(c.pid)
 	return p
 }
@@ -202,7 +202,7 @@ func (s *scaleRun) replicas(n int) scalePoint {
 	}
 	time.Sleep(s.settle)
 	for _, r := range rs {
-		steady, peak := residentMB(t, r.Cmd.Process.Pid)
+		steady, peak := harness.ResidentMB(t, r.Cmd.Process.Pid)
 		p.steady, p.peak = max(p.steady, steady), max(p.peak, peak)
 	}
 	for _, r := range rs {
@@ -251,30 +251,6 @@ func answers(addr, name string) error {
 		return fmt.Errorf("%s from %s: %s, %d answers", name, addr, dns.RcodeToString[r.Rcode], len(r.Answer))
 	}
 	return nil
-}
-
-// residentMB reads VmRSS and VmHWM (the peak of VmRSS since the process
-// started) of pid, in MB.
-func residentMB(t *testing.T, pid int) (now, peak float64) {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, value, _ := strings.Cut(line, ":")
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
-		switch {
-		case name == "VmRSS" && err == nil:
-			now = kb / 1024
-		case name == "VmHWM" && err == nil:
-			peak = kb / 1024
-		}
-	}
-	if now == 0 || peak == 0 {
-		t.Fatalf("no VmRSS or VmHWM in /proc/%d/status", pid)
-	}
-	return now, peak
 }
 
 // stopPID ends a server the test started, ahead of its cleanup.

@@ -55,7 +55,7 @@ func manualCorefile(t *testing.T) string {
 		}
 		text = strings.Replace(text, r[0], r[1], 1)
 	}
-	return loopbackCorefile(text)
+	return harness.LoopbackCorefile(text)
 }
 
 // CoreDNS's manual's example of server blocks, served by `shardns serve

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,25 +11,6 @@ import (
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
-
-// distributionsDir holds the default Corefiles of the distributions and
-// installers, each with its source and how it was rendered.
-const distributionsDir = "../corefile/testdata/distributions"
-
-// readDistribution reads the default Corefile of a distribution, less
-// the comment lines that head it (its source, how it was rendered).
-func readDistribution(t *testing.T, name string) string {
-	t.Helper()
-	src, err := os.ReadFile(filepath.Join(distributionsDir, name+".Corefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(src)
-	for strings.HasPrefix(text, "#") {
-		_, text, _ = strings.Cut(text, "\n")
-	}
-	return text
-}
 
 // k3sHostsServer is a coredns-custom `.server` file as k3s and AKS
 // document them, a whole server block: here for a LAN's zone, answered
@@ -66,18 +45,18 @@ func TestServeK3sServerHostsBesideCoreDNS(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	ip := mkRealWorldServices(t, cp.Client)
 	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
-	text := readDistribution(t, "k3s")
+	text := harness.ReadDistribution(t, "k3s")
 	if n := strings.Count(text, "/etc/coredns/"); n != 3 {
 		t.Fatalf("k3s's Corefile names /etc/coredns/ %d times, want 3 (NodeHosts and two imports):\n%s", n, text)
 	}
 
 	shardnsAt, corednsAt := besideCorefile{
-		tmpl: loopbackCorefile(strings.ReplaceAll(text, "/etc/coredns/", "{{dir}}/")),
+		tmpl: harness.LoopbackCorefile(strings.ReplaceAll(text, "/etc/coredns/", "{{dir}}/")),
 		vars: map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr},
 		files: func(render func(string) string) map[string]string {
 			return map[string]string{
 				"NodeHosts":         k3sNodeHosts,
-				"custom/lan.server": render(loopbackCorefile(k3sHostsServer)),
+				"custom/lan.server": render(harness.LoopbackCorefile(k3sHostsServer)),
 				"custom/README.md":  "matched by neither import\n",
 			}
 		},
@@ -144,12 +123,12 @@ func TestServeKubesprayCorefileBesideCoreDNS(t *testing.T) {
 		bigAnswer = append(bigAnswer, fmtRR(kubesprayBig, 30, "TXT", `"`+txt+`"`))
 	}
 	upstream := harness.StartUnbound(t, data...)
-	text := readDistribution(t, "kubespray")
+	text := harness.ReadDistribution(t, "kubespray")
 	if !strings.Contains(text, "prefer_udp") {
 		t.Fatalf("kubespray's Corefile has no prefer_udp:\n%s", text)
 	}
 	shardnsAt, corednsAt := besideCorefile{
-		tmpl:    loopbackCorefile(text),
+		tmpl:    harness.LoopbackCorefile(text),
 		vars:    map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr},
 		probe:   "web.realworld.svc.cluster.local.",
 		convert: true,

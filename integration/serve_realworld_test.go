@@ -22,33 +22,6 @@ import (
 // (EKS, AKS, k3s, kOps, MicroK8s, kubeadm), each as its project ships it.
 const realWorldDir = "../corefile/testdata/realworld"
 
-// loopbackCorefile turns a published Corefile (or a coredns-custom file)
-// into a template for renderCorefile, changing only what a test on
-// loopback needs; every other line stays as the distribution ships it.
-func loopbackCorefile(text string) string {
-	for _, s := range []struct{ re, with string }{
-		// A server block on port 53 listens on the test's free port,
-		// on loopback only.
-		{`(?m)^(\S+):53 \{$`, "$1:{{dns}} {\n    bind 127.0.0.1"},
-		// health (:8080), ready (:8181) and prometheus (:9153) listen on
-		// every address by default: free loopback ports instead.
-		{`(?m)^([ \t]*)health\b(?: [^\s{]+)?`, "${1}health 127.0.0.1:{{health}}"},
-		{`(?m)^([ \t]*)ready\b(?: [^\s{]+)?`, "${1}ready 127.0.0.1:{{ready}}"},
-		{`(?m)^([ \t]*)prometheus\b(?: [^\s{]+)?`, "${1}prometheus 127.0.0.1:{{metrics}}"},
-		// The API server is the test's, reached by its kubeconfig rather
-		// than a pod's service account.
-		{`(?m)^([ \t]*)kubernetes ([^{\n]*)\{$`, "${1}kubernetes ${2}{\n${1}  kubeconfig {{kubeconfig}}"},
-		// The node's resolvers and public ones are the test's Unbound.
-		{`(?m)^([ \t]*forward \. )(?:/etc/resolv\.conf|8\.8\.8\.8 8\.8\.4\.4)`, "${1}{{upstream}}"},
-		// loop's probe sends a random name upstream, which Unbound would
-		// resolve on the internet: no query may leave the host.
-		{`(?m)^[ \t]*loop\n`, ""},
-	} {
-		text = regexp.MustCompile(s.re).ReplaceAllString(text, s.with)
-	}
-	return text
-}
-
 // The coredns-custom files that AKS and k3s import from custom/, as
 // AKS's documentation writes them: an override rewriting a domain onto
 // a namespace's services (and the answers back), and a stub domain's
@@ -102,7 +75,7 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 				files := map[string]string{}
 				if custom {
 					files["custom/names.override"] = realWorldOverride
-					files["custom/corp.server"] = render(loopbackCorefile(realWorldServer))
+					files["custom/corp.server"] = render(harness.LoopbackCorefile(realWorldServer))
 				}
 				if hosts {
 					files["NodeHosts"] = string(nodeHosts)
@@ -110,7 +83,7 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 				return files
 			}
 			shardnsAt, corednsAt := besideCorefile{
-				tmpl:  loopbackCorefile(text),
+				tmpl:  harness.LoopbackCorefile(text),
 				vars:  map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr, "corp": corp.Addr},
 				files: files,
 				probe: "web.realworld.svc.cluster.local.",
@@ -131,11 +104,11 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 func sameSummaries(t *testing.T, shardns, coredns string, qs []harness.Question) {
 	t.Helper()
 	for _, q := range qs {
-		got, err := answerSummary(shardns, q.Name, q.Qtype)
+		got, err := harness.AnswerSummary(shardns, q.Name, q.Qtype)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := answerSummary(coredns, q.Name, q.Qtype)
+		want, err := harness.AnswerSummary(coredns, q.Name, q.Qtype)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +229,7 @@ func TestServeKubeDNSConfigMapBesideCoreDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := harness.RenderCorefile(t, loopbackCorefile(string(text)), vars)
+	run := harness.RenderCorefile(t, harness.LoopbackCorefile(string(text)), vars)
 	coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "web.realworld.svc.cluster.local.")
 
 	qs := append(realWorldQuestions(t, string(text), web, false, false),
@@ -280,14 +253,14 @@ func TestServeRootKubernetesBesideCoreDNS(t *testing.T) {
 	ip := mkRealWorldServices(t, cp.Client)
 	upstream := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1")
 	text := strings.Replace(string(src), "proxy . 8.8.8.8", "forward . {{upstream}}", 1)
-	run := harness.RenderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
+	run := harness.RenderCorefile(t, harness.LoopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
 	dir := t.TempDir()
 	path := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(path, []byte(run.Text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	shardns := harness.Start(t, harness.Options{Dir: dir, Args: []string{"--corefile", path}}).Addr
-	coreRun := harness.RenderCorefile(t, loopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
+	coreRun := harness.RenderCorefile(t, harness.LoopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
 	coredns := harness.StartCoreDNSCorefileIn(t, t.TempDir(), coreRun.Text, coreRun.Addrs["dns"], "web.realworld.svc.")
 
 	qs := []harness.Question{

@@ -30,7 +30,7 @@ type shardedCluster struct {
 
 func newShardedCluster(t *testing.T, cp *kubeapi.ControlPlane, prefix string, n, net int) *shardedCluster {
 	t.Helper()
-	c := &shardedCluster{names: webNamespaces(t, cp, prefix, n), ptrs: map[string]string{}, n: n, net: net}
+	c := &shardedCluster{names: harness.WebNamespaces(t, cp, prefix, n), ptrs: map[string]string{}, n: n, net: net}
 	for i := range n {
 		ns := fmt.Sprintf("%s%d", prefix, i)
 		harness.CreateEndpointSlice(t, cp.Client, ns, "web", "web-1", discoveryv1.AddressTypeIPv4,
@@ -49,7 +49,7 @@ func (c *shardedCluster) check(addr string) error {
 		if err := harness.AnswerIs(addr, name, ip); err != nil {
 			return err
 		}
-		if err := nxdomain(addr, "missing"+name[len("web"):]); err != nil {
+		if err := harness.NXDomain(addr, "missing"+name[len("web"):]); err != nil {
 			return err
 		}
 	}
@@ -152,13 +152,13 @@ func TestShardedWatches(t *testing.T) {
 	}
 	var targets atomic.Value
 	targets.Store([]string{a.Addr, b.Addr, d.Addr})
-	l := startLoad(func() []string { return targets.Load().([]string) }, names)
+	l := harness.StartLoad(func() []string { return targets.Load().([]string) }, names)
 	e := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r3", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
 	rs = append(rs, e)
 	harness.Settled(t, rs, 4)
 	targets.Store([]string{a.Addr, b.Addr, d.Addr, e.Addr})
 	checkAll(c, rs)
-	l.finish(t, "a fourth replica joining with sharded watches")
+	l.Finish(t, "a fourth replica joining with sharded watches")
 	checkAll(lateCluster, rs)
 }
 
@@ -180,7 +180,7 @@ func TestShardedScaleInListsNothing(t *testing.T) {
 		testutil.Eventually(t, 30*time.Second, func() error { return c.check(r.Addr) })
 	}
 	services, slices := events(t, d)
-	l := startLoad(func() []string { return []string{a.Addr, b.Addr} }, c.names)
+	l := harness.StartLoad(func() []string { return []string{a.Addr, b.Addr} }, c.names)
 	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestShardedScaleInListsNothing(t *testing.T) {
 	for _, r := range rs[:2] {
 		testutil.Eventually(t, 30*time.Second, func() error { return c.check(r.Addr) })
 	}
-	l.finish(t, "a replica leaving with sharded watches while two stay")
+	l.Finish(t, "a replica leaving with sharded watches while two stay")
 }
 
 // An apiserver that ignores shard selectors (older than 1.36, or the gate
@@ -249,7 +249,7 @@ func TestShardedWatchesFallBack(t *testing.T) {
 // names of its pods among them), whichever replica owns it.
 func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 	cp := kubeapi.Shared(t)
-	full := webNamespaces(t, cp, "hasweb", 2)
+	full := harness.WebNamespaces(t, cp, "hasweb", 2)
 	ring := cluster.NewRing("", []cluster.Member{{Name: "r0", Owner: true}, {Name: "r1", Owner: true}}, 1)
 	var empty []string
 	owners := map[string]int{}
@@ -276,7 +276,7 @@ func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 		})
 		for _, ns := range empty {
 			for _, name := range []string{"web." + ns + ".svc.cluster.local.", "api.github.com." + ns + ".svc.cluster.local."} {
-				if err := nxdomain(r.Addr, name); err != nil {
+				if err := harness.NXDomain(r.Addr, name); err != nil {
 					t.Error(err)
 				}
 			}
@@ -293,7 +293,7 @@ func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 // once the API server is back, the names are the API server's again.
 func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	cp := kubeapi.Start(t)
-	names := webNamespaces(t, cp, "handover", 8)
+	names := harness.WebNamespaces(t, cp, "handover", 8)
 	var empty []string
 	for i := range 6 {
 		ns := fmt.Sprintf("handover-empty%d", i)
@@ -323,7 +323,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 		if ring.Owns("r1", ns+".svc.cluster.local.") {
 			emptyGained++
 		}
-		if err := nxdomain(a.Addr, "web."+ns+".svc.cluster.local."); err != nil {
+		if err := harness.NXDomain(a.Addr, "web."+ns+".svc.cluster.local."); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,7 +332,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	}
 
 	cp.StopAPIServer(t)
-	l := startLoad(func() []string { return []string{a.Addr} }, names)
+	l := harness.StartLoad(func() []string { return []string{a.Addr} }, names)
 	if err := b.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -348,21 +348,21 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 			if err := harness.AnswerIs(a.Addr, name, ip); err != nil {
 				t.Fatalf("after r1 left, with the API server down: %v", err)
 			}
-			if err := pointsTo(a.Addr, ip, name); err != nil {
+			if err := harness.PointsTo(a.Addr, ip, name); err != nil {
 				t.Fatalf("after r1 left, with the API server down: %v", err)
 			}
 		}
 		for _, ns := range empty {
 			for _, name := range []string{"web." + ns + ".svc.cluster.local.", "api.github.com." + ns + ".svc.cluster.local."} {
-				if err := nxdomain(a.Addr, name); err != nil {
+				if err := harness.NXDomain(a.Addr, name); err != nil {
 					t.Fatalf("after r1 left, with the API server down: %v", err)
 				}
 			}
 		}
 	}
-	l.finish(t, "a replica leaving while the API server is down")
+	l.Finish(t, "a replica leaving while the API server is down")
 	cp.StartAPIServer(t)
-	created := webNamespaces(t, cp, "handover-later", 2)
+	created := harness.WebNamespaces(t, cp, "handover-later", 2)
 	// The watches come back on client-go's reflector backoff: 0.8 s
 	// doubling while the API server was down, each wait jittered up to
 	// twice its length, so the attempt that finds it back may come 25 s
@@ -388,7 +388,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 // to it throughout fails.
 func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 	cp := kubeapi.Start(t)
-	names := webNamespaces(t, cp, "twokills", 8)
+	names := harness.WebNamespaces(t, cp, "twokills", 8)
 	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: harness.FastGossip})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
 	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: harness.FastGossip})
@@ -410,7 +410,7 @@ func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 	}
 
 	cp.StopAPIServer(t)
-	l := startLoad(func() []string { return []string{a.Addr} }, names)
+	l := harness.StartLoad(func() []string { return []string{a.Addr} }, names)
 	c.Cmd.Process.Kill()
 	testutil.Eventually(t, 30*time.Second, func() error {
 		m, err := harness.ScrapeMetrics(a.HTTP)
@@ -429,7 +429,7 @@ func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 			t.Fatalf("r0 alone, the API server down: %v", err)
 		}
 	}
-	l.finish(t, "two replicas of three killed in turn, replicationFactor 2, the API server down")
+	l.Finish(t, "two replicas of three killed in turn, replicationFactor 2, the API server down")
 }
 
 // A replica that gains namespaces while the API server is down cannot list
@@ -438,7 +438,7 @@ func TestShardedKillsWithAPIDownKeepEveryZone(t *testing.T) {
 // name is answered.
 func TestShardedGainWithAPIDown(t *testing.T) {
 	cp := kubeapi.Start(t)
-	names := webNamespaces(t, cp, "apidown", 8)
+	names := harness.WebNamespaces(t, cp, "apidown", 8)
 	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 1, Cluster: harness.FastGossip})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip})
 	harness.Settled(t, []*harness.Replica{a, b}, 2)

@@ -183,7 +183,7 @@ func TestTemplateBesideCoreDNS(t *testing.T) {
 			tmpl := ".:{{dns}} {\n    bind 127.0.0.1\n" + block + "\n}\n"
 			vars := map[string]string{"upstream": upstream.Addr}
 			run := harness.RenderCorefile(t, tmpl, vars)
-			shardns := harness.Start(t, harness.Options{Args: []string{"--corefile", writeFile(t, "Corefile", []byte(run.Text))}}).Addr
+			shardns := harness.Start(t, harness.Options{Args: []string{"--corefile", harness.WriteFile(t, "Corefile", []byte(run.Text))}}).Addr
 			coreRun := harness.RenderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
 			// Every answer will do: some examples answer no name with NOERROR.
 			coredns := harness.StartCoreDNSCorefileReady(t, t.TempDir(), coreRun.Text, coreRun.Addrs["dns"], func() error {

@@ -93,7 +93,7 @@ func TestTopologyAwareHeadless(t *testing.T) {
 		zonedEp{"10.50.0.2", "zone-a", []string{"zone-a"}})
 	mkZonedSlice(t, c, "topo", "db", "db-b", zonedEp{"10.50.1.1", "zone-b", []string{"zone-b"}})
 	near := harness.HeadlessService("topo", "near")
-	near.Spec.TrafficDistribution = ptrTo(corev1.ServiceTrafficDistributionPreferClose)
+	near.Spec.TrafficDistribution = harness.Ptr(corev1.ServiceTrafficDistributionPreferClose)
 	harness.CreateService(t, c, near)
 	mkZonedSlice(t, c, "topo", "near", "near-1", zonedEp{"10.51.0.1", "zone-a", nil}, zonedEp{"10.51.1.1", "zone-b", nil})
 	harness.CreateService(t, c, harness.HeadlessService("topo", "only-a"))
@@ -107,7 +107,7 @@ func TestTopologyAwareHeadless(t *testing.T) {
 
 	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "topo-r0", Seeds: nil, RF: 1, Cluster: "", Kube: "topology: only, nodeName: topo-node-a"})
 	harness.Settled(t, []*harness.Replica{r}, 1)
-	nl := startTopologyNodeLocal(t, cp, "topo-nl", remoteOf(t, r))
+	nl := startTopologyNodeLocal(t, cp, "topo-nl", harness.RemoteOf(t, r))
 	harness.Settled(t, []*harness.Replica{r, nl}, 1)
 
 	cases := []struct {

@@ -150,7 +150,7 @@ func TestStrangersCannotJoin(t *testing.T) {
 
 	// Every dispatch actor still answers: names of zones created now (so
 	// in no cache yet), owned by each replica in turn, through both.
-	after := webNamespaces(t, cp, "trust-after-", 6)
+	after := harness.WebNamespaces(t, cp, "trust-after-", 6)
 	owners := map[string]bool{}
 	testutil.Eventually(t, 20*time.Second, func() error {
 		for _, r := range honest {

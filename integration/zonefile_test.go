@@ -149,21 +149,21 @@ func writeZones(t *testing.T, dir, example string) {
 }
 
 // fileAnswers are the questions every record type of example.test answers.
-var fileAnswers = []answerCase{
-	{qname: "example.test.", qtype: dns.TypeSOA, answer: []string{
+var fileAnswers = []harness.AnswerCase{
+	{Name: "example.test.", Qtype: dns.TypeSOA, Answer: []string{
 		"example.test. 300 IN SOA ns1.example.test. hostmaster.example.test. 1 7200 3600 1209600 60"}},
-	{qname: "example.test.", qtype: dns.TypeNS, answer: []string{"example.test. 300 IN NS ns1.example.test."}},
-	{qname: "example.test.", qtype: dns.TypeMX, answer: []string{"example.test. 300 IN MX 10 mail.example.test."}},
-	{qname: "example.test.", qtype: dns.TypeTXT, answer: []string{`example.test. 300 IN TXT "v=spf1 -all"`}},
-	{qname: "example.test.", qtype: dns.TypeCAA, answer: []string{`example.test. 300 IN CAA 0 issue "letsencrypt.org"`}},
-	{qname: "mail.example.test.", qtype: dns.TypeAAAA, answer: []string{"mail.example.test. 300 IN AAAA 2001:db8::25"}},
-	{qname: "www.example.test.", qtype: dns.TypeA, answer: []string{
+	{Name: "example.test.", Qtype: dns.TypeNS, Answer: []string{"example.test. 300 IN NS ns1.example.test."}},
+	{Name: "example.test.", Qtype: dns.TypeMX, Answer: []string{"example.test. 300 IN MX 10 mail.example.test."}},
+	{Name: "example.test.", Qtype: dns.TypeTXT, Answer: []string{`example.test. 300 IN TXT "v=spf1 -all"`}},
+	{Name: "example.test.", Qtype: dns.TypeCAA, Answer: []string{`example.test. 300 IN CAA 0 issue "letsencrypt.org"`}},
+	{Name: "mail.example.test.", Qtype: dns.TypeAAAA, Answer: []string{"mail.example.test. 300 IN AAAA 2001:db8::25"}},
+	{Name: "www.example.test.", Qtype: dns.TypeA, Answer: []string{
 		"www.example.test. 300 IN CNAME web.example.test.", "web.example.test. 300 IN A 192.0.2.80"}},
-	{qname: "_sip._tcp.example.test.", qtype: dns.TypeSRV, answer: []string{"_sip._tcp.example.test. 300 IN SRV 10 60 5060 web.example.test."}},
-	{qname: "1.2.example.test.", qtype: dns.TypePTR, answer: []string{"1.2.example.test. 300 IN PTR web.example.test."}},
-	{qname: "a.b.apps.example.test.", qtype: dns.TypeA, answer: []string{"a.b.apps.example.test. 300 IN A 192.0.2.99"}},
-	{qname: "nope.example.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError},
-	{qname: "web.example.test.", qtype: dns.TypeMX},
+	{Name: "_sip._tcp.example.test.", Qtype: dns.TypeSRV, Answer: []string{"_sip._tcp.example.test. 300 IN SRV 10 60 5060 web.example.test."}},
+	{Name: "1.2.example.test.", Qtype: dns.TypePTR, Answer: []string{"1.2.example.test. 300 IN PTR web.example.test."}},
+	{Name: "a.b.apps.example.test.", Qtype: dns.TypeA, Answer: []string{"a.b.apps.example.test. 300 IN A 192.0.2.99"}},
+	{Name: "nope.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
+	{Name: "web.example.test.", Qtype: dns.TypeMX},
 }
 
 // records renders a section as sorted zone-file lines; without exact
@@ -222,7 +222,7 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 
 	for _, proto := range []string{"udp", "tcp"} {
 		for _, c := range fileAnswers {
-			checkAnswer(t, addr, proto, c)
+			harness.CheckAnswer(t, addr, proto, c)
 		}
 		checkFileSections(t, addr, proto, true)
 	}
@@ -253,7 +253,7 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 	if err := harness.AnswerIs(addr, "new.example.test.", "192.0.2.100"); err != nil {
 		t.Fatal(err)
 	}
-	checkAnswer(t, addr, "udp", answerCase{qname: "example.test.", qtype: dns.TypeSOA, answer: []string{
+	harness.CheckAnswer(t, addr, "udp", harness.AnswerCase{Name: "example.test.", Qtype: dns.TypeSOA, Answer: []string{
 		"example.test. 300 IN SOA ns1.example.test. hostmaster.example.test. 2 7200 3600 1209600 60"}})
 
 	// Fixed, it is served.
@@ -261,7 +261,7 @@ func TestZoneFileAnswersReloadsAndTransfers(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, func() error {
 		return harness.AnswerIs(addr, "fixed.example.test.", "192.0.2.101")
 	})
-	checkAnswer(t, addr, "udp", answerCase{qname: "new.example.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError})
+	harness.CheckAnswer(t, addr, "udp", harness.AnswerCase{Name: "new.example.test.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError})
 }
 
 // checkAXFR transfers example.test with dig, then checks the refusals.
@@ -362,20 +362,20 @@ func TestZoneFileSharded(t *testing.T) {
 		addr := n.DNSAddrs()[0]
 		for _, proto := range []string{"udp", "tcp"} {
 			for _, c := range fileAnswers {
-				r := harness.Ask(t, addr, proto, c.qname, c.qtype)
-				want := make([]dns.RR, len(c.answer))
-				for i, s := range c.answer {
+				r := harness.Ask(t, addr, proto, c.Name, c.Qtype)
+				want := make([]dns.RR, len(c.Answer))
+				for i, s := range c.Answer {
 					want[i], _ = dns.NewRR(s)
 				}
-				if got, exp := records(r.Answer, false), records(want, false); r.Rcode != c.rcode || !slices.Equal(got, exp) {
-					t.Errorf("%s over %s from %s: %s %v, want %s %v", c.qname, proto, addr,
-						dns.RcodeToString[r.Rcode], got, dns.RcodeToString[c.rcode], exp)
+				if got, exp := records(r.Answer, false), records(want, false); r.Rcode != c.Rcode || !slices.Equal(got, exp) {
+					t.Errorf("%s over %s from %s: %s %v, want %s %v", c.Name, proto, addr,
+						dns.RcodeToString[r.Rcode], got, dns.RcodeToString[c.Rcode], exp)
 				}
 			}
 			checkFileSections(t, addr, proto, false)
 			// Held here: the zone's own TTLs.
-			checkAnswer(t, addr, proto, answerCase{qname: "ns.xfr.test.", qtype: dns.TypeA,
-				answer: []string{"ns.xfr.test. 60 IN A 192.0.2.9"}})
+			harness.CheckAnswer(t, addr, proto, harness.AnswerCase{Name: "ns.xfr.test.", Qtype: dns.TypeA,
+				Answer: []string{"ns.xfr.test. 60 IN A 192.0.2.9"}})
 		}
 		axfr := new(dns.Msg)
 		axfr.SetAxfr("xfr.test.")

@@ -231,3 +231,49 @@ func BuildCoreDNS(t testing.TB) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// distributionsDir holds the default Corefiles of the distributions and
+// installers, each with its source and how it was rendered.
+const distributionsDir = "../corefile/testdata/distributions"
+
+// ReadDistribution reads the default Corefile of a distribution, less
+// the comment lines that head it (its source, how it was rendered).
+func ReadDistribution(t testing.TB, name string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(distributionsDir, name+".Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	for strings.HasPrefix(text, "#") {
+		_, text, _ = strings.Cut(text, "\n")
+	}
+	return text
+}
+
+// LoopbackCorefile turns a published Corefile (or a coredns-custom file)
+// into a template for RenderCorefile, changing only what a test on
+// loopback needs; every other line stays as the distribution ships it.
+func LoopbackCorefile(text string) string {
+	for _, s := range []struct{ re, with string }{
+		// A server block on port 53 listens on the test's free port,
+		// on loopback only.
+		{`(?m)^(\S+):53 \{$`, "$1:{{dns}} {\n    bind 127.0.0.1"},
+		// health (:8080), ready (:8181) and prometheus (:9153) listen on
+		// every address by default: free loopback ports instead.
+		{`(?m)^([ \t]*)health\b(?: [^\s{]+)?`, "${1}health 127.0.0.1:{{health}}"},
+		{`(?m)^([ \t]*)ready\b(?: [^\s{]+)?`, "${1}ready 127.0.0.1:{{ready}}"},
+		{`(?m)^([ \t]*)prometheus\b(?: [^\s{]+)?`, "${1}prometheus 127.0.0.1:{{metrics}}"},
+		// The API server is the test's, reached by its kubeconfig rather
+		// than a pod's service account.
+		{`(?m)^([ \t]*)kubernetes ([^{\n]*)\{$`, "${1}kubernetes ${2}{\n${1}  kubeconfig {{kubeconfig}}"},
+		// The node's resolvers and public ones are the test's Unbound.
+		{`(?m)^([ \t]*forward \. )(?:/etc/resolv\.conf|8\.8\.8\.8 8\.8\.4\.4)`, "${1}{{upstream}}"},
+		// loop's probe sends a random name upstream, which Unbound would
+		// resolve on the internet: no query may leave the host.
+		{`(?m)^[ \t]*loop\n`, ""},
+	} {
+		text = regexp.MustCompile(s.re).ReplaceAllString(text, s.with)
+	}
+	return text
+}

@@ -90,3 +90,96 @@ func ReverseName(ip string) string {
 	}
 	return r
 }
+
+// PointsTo checks that the ReverseName name of ip answers name alone.
+func PointsTo(addr, ip, name string) error {
+	rev, err := dns.ReverseAddr(ip)
+	if err != nil {
+		return err
+	}
+	r, err := testutil.Exchange(addr, "udp", rev, dns.TypePTR)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.PTR).Ptr != name {
+		return fmt.Errorf("PTR %s from %s: %s %v, want %s", rev, addr, dns.RcodeToString[r.Rcode], r.Answer, name)
+	}
+	return nil
+}
+
+// NXDomain checks that addr answers name (A, over UDP) with NXDOMAIN.
+func NXDomain(addr, name string) error {
+	r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeNameError {
+		return fmt.Errorf("%s from %s: %s, want NXDOMAIN", name, addr, dns.RcodeToString[r.Rcode])
+	}
+	return nil
+}
+
+// AnswerCase is a question and the answer CheckAnswer expects.
+type AnswerCase struct {
+	Name   string
+	Qtype  uint16
+	Rcode  int
+	Answer []string
+}
+
+// CheckAnswer asks addr c over proto and fails t unless the answer is c's.
+func CheckAnswer(t testing.TB, addr, proto string, c AnswerCase) {
+	t.Helper()
+	want := make([]dns.RR, len(c.Answer))
+	for i, s := range c.Answer {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = rr
+	}
+	// A client retries once, as resolvers do.
+	var last error
+	for attempt := 0; attempt < 2; attempt++ {
+		if last = ExchangeMatches(addr, proto, c, want); last == nil {
+			return
+		}
+	}
+	t.Fatal(last)
+}
+
+// AnswerSummary is what the comparison looks at in an answer.
+func AnswerSummary(addr, name string, qtype uint16) (string, error) {
+	r, err := testutil.Exchange(addr, "udp", name, qtype)
+	if err != nil {
+		return "", err
+	}
+	var answer, authority []string
+	for _, rr := range r.Answer {
+		rr.Header().Ttl = 0
+		answer = append(answer, rr.String())
+	}
+	for _, rr := range r.Ns {
+		authority = append(authority, dns.TypeToString[rr.Header().Rrtype])
+	}
+	slices.Sort(answer)
+	slices.Sort(authority)
+	return fmt.Sprintf("%s aa=%t tc=%t answer=%q authority=%v",
+		dns.RcodeToString[r.Rcode], r.Authoritative, r.Truncated, answer, authority), nil
+}
+
+// ExchangeMatches asks addr c over proto and compares the rcode with c's
+// and the answer records with want.
+func ExchangeMatches(addr, proto string, c AnswerCase, want []dns.RR) error {
+	r, err := testutil.Exchange(addr, proto, c.Name, c.Qtype)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != c.Rcode {
+		return fmt.Errorf("%s over %s: rcode %s, want %s", c.Name, proto, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.Rcode])
+	}
+	if got, exp := testutil.Records(r.Answer), testutil.Records(want); !slices.Equal(got, exp) {
+		return fmt.Errorf("%s over %s: %v, want %v", c.Name, proto, got, exp)
+	}
+	return nil
+}

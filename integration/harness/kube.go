@@ -92,3 +92,6 @@ func CreateEndpointSliceLabelled(t testing.TB, c kubernetes.Interface, ns, name 
 // ctx is the context of the API calls the builders make: a test stops
 // them by failing, not by cancelling.
 var ctx = context.Background()
+
+// Ptr is a pointer to a copy of v, for the optional fields of API objects.
+func Ptr[T any](v T) *T { return &v }

@@ -174,3 +174,13 @@ func (m MetricSamples) Series(metrics ...string) string {
 // metricsClient bounds a Scrape: a replica that stopped answering fails
 // the Scrape rather than hanging the test.
 var metricsClient = &http.Client{Timeout: 5 * time.Second}
+
+// Median is the middle value of v (the mean of the two middle ones for
+// an even count).
+func Median(v []float64) float64 {
+	v = slices.Sorted(slices.Values(v))
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}

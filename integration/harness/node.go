@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -99,7 +100,7 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// DebugRing is the ring an in-process node serves on /debug/ring.
+// DebugRing is the ring an in-Process node serves on /debug/ring.
 func DebugRing(t testing.TB, n *node.Node) httpapi.Ring {
 	t.Helper()
 	resp, err := http.Get("http://" + n.HTTPAddr() + "/debug/ring")
@@ -208,3 +209,7 @@ func (n *KubeNode) Eventually(t testing.TB, name string, qtype uint16, rcode int
 	t.Helper()
 	testutil.Eventually(t, 10*time.Second, func() error { return n.Answers(name, qtype, rcode, want...) })
 }
+
+// DiscardLog is a logger that drops everything, for components a test
+// runs without wanting their logs.
+var DiscardLog = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -38,3 +38,27 @@ func RSS(t testing.TB, pid int) string {
 	}
 	return "?"
 }
+
+// ResidentMB reads VmRSS and VmHWM (the peak of VmRSS since the Process
+// started) of pid, in MB.
+func ResidentMB(t testing.TB, pid int) (now, peak float64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		switch {
+		case name == "VmRSS" && err == nil:
+			now = kb / 1024
+		case name == "VmHWM" && err == nil:
+			peak = kb / 1024
+		}
+	}
+	if now == 0 || peak == 0 {
+		t.Fatalf("no VmRSS or VmHWM in /proc/%d/status", pid)
+	}
+	return now, peak
+}

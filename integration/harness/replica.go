@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
@@ -137,4 +138,72 @@ func SettledWithin(t testing.TB, rs []*Replica, want int, timeout time.Duration)
 		}
 		return nil
 	})
+}
+
+// ExternalOwners waits until every replica places the service zone of
+// each namespace, where its external names are routed, on one and the
+// same replica, and only that one serves it, and returns the owners by
+// namespace: the other replicas hold nothing of the namespace, so they
+// can answer its names only by asking the owner.
+func ExternalOwners(t testing.TB, rs []*Replica, nss []string) map[string]string {
+	t.Helper()
+	owners := map[string]string{}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		clear(owners)
+		served := map[string][]string{} // zone key → the replicas serving it
+		for _, r := range rs {
+			ring, err := r.Ring(t)
+			if err != nil {
+				return err
+			}
+			for _, key := range ring.Served {
+				served[key] = append(served[key], ring.Self)
+			}
+			for _, ns := range nss {
+				key := ns + ".svc.cluster.local."
+				o := ring.Zones[key]
+				if len(o) != 1 {
+					return fmt.Errorf("%s places %s on %v, want one owner", ring.Self, key, o)
+				}
+				if prev, ok := owners[ns]; ok && prev != o[0] {
+					return fmt.Errorf("%s places %s on %s, another replica on %s", ring.Self, key, o[0], prev)
+				}
+				owners[ns] = o[0]
+			}
+		}
+		for _, ns := range nss {
+			key := ns + ".svc.cluster.local."
+			if got := served[key]; len(got) != 1 || got[0] != owners[ns] {
+				return fmt.Errorf("%s is served by %v, want its owner %s alone", key, got, owners[ns])
+			}
+		}
+		return nil
+	})
+	return owners
+}
+
+// ServedBy waits until every replica answers name.
+func ServedBy(t testing.TB, rs []*Replica, name string) {
+	t.Helper()
+	testutil.Eventually(t, 5*time.Minute, func() error {
+		for _, addr := range Addrs(rs) {
+			r, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
+			if err != nil {
+				return err
+			}
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
+				return fmt.Errorf("%s from %s: %s", name, addr, dns.RcodeToString[r.Rcode])
+			}
+		}
+		return nil
+	})
+}
+
+// Addrs is the DNS address of each of rs.
+func Addrs(rs []*Replica) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Addr)
+	}
+	return out
 }
