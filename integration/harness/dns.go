@@ -1,12 +1,20 @@
 package harness
 
 import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/shardns/shardns/internal/testutil"
@@ -182,4 +190,47 @@ func ExchangeMatches(addr, proto string, c AnswerCase, want []dns.RR) error {
 		return fmt.Errorf("%s over %s: %v, want %v", c.Name, proto, got, exp)
 	}
 	return nil
+}
+
+// AnswerText is the RCODE and the sorted answer records without owner
+// name and TTL, e.g. "NOERROR A 10.244.3.20 A 10.244.3.21".
+func AnswerText(r *dns.Msg) string {
+	rrs := make([]string, len(r.Answer))
+	for i, rr := range r.Answer {
+		h := rr.Header()
+		rrs[i] = dns.TypeToString[h.Rrtype] + " " + strings.TrimPrefix(rr.String(), h.String())
+	}
+	sort.Strings(rrs)
+	return strings.Join(append([]string{dns.RcodeToString[r.Rcode]}, rrs...), " ")
+}
+
+// ExchangeDoH asks name's A by DNS over HTTPS (POST) on a new connection
+// from the address from.
+func ExchangeDoH(addr, from, name string, pool *x509.CertPool) (*dns.Msg, error) {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: "localhost"},
+		DialContext:       (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}).DialContext,
+	}}
+	defer client.CloseIdleConnections()
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	q, err := m.Pack()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Post("https://"+addr+"/dns-query", "application/dns-message", bytes.NewReader(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	r := new(dns.Msg)
+	return r, r.Unpack(body)
 }

@@ -184,3 +184,6 @@ func Median(v []float64) float64 {
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
+
+// Millis is d in milliseconds, for reports.
+func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
