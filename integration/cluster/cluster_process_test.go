@@ -59,7 +59,7 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 	names := harness.WebNamespaces(t, cp, "stopall", 6)
 	const lameduck = 15 * time.Second
 	extra := "gossip: fast\n  handoffGrace: 5s"
-	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: extra, Lameduck: lameduck})
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: extra, Lameduck: lameduck})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r1", Seeds: []string{a.Gossip}, RF: 2, Cluster: extra, Lameduck: lameduck})
 	c := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r2", Seeds: []string{a.Gossip}, RF: 2, Cluster: extra, Lameduck: lameduck})
 	rs := []*harness.Replica{a, b, c}

@@ -37,9 +37,9 @@ var clusterQuestions = []harness.AnswerCase{
 // Three replicas with replicationFactor 1: each zone lives on exactly one
 // of them, and every replica answers every name the same.
 func TestClusterShardsAndAnswersEverywhere(t *testing.T) {
-	a := harness.StartNodeReplica(t, "a", 1, nil)
-	b := harness.StartNodeReplica(t, "b", 1, []string{a.GossipAddr()})
-	c := harness.StartNodeReplica(t, "c", 1, []string{a.GossipAddr()})
+	a := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "a", RF: 1})
+	b := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "b", RF: 1, Seeds: []string{a.GossipAddr()}})
+	c := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "c", RF: 1, Seeds: []string{a.GossipAddr()}})
 	nodes := []*node.Node{a, b, c}
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for _, n := range nodes {
@@ -99,9 +99,9 @@ func TestClusterShardsAndAnswersEverywhere(t *testing.T) {
 // With replicationFactor 2, stopping a replica loses no answer: the
 // others own its zones at once or answer for them.
 func TestClusterSurvivesALostReplica(t *testing.T) {
-	a := harness.StartNodeReplica(t, "a", 2, nil)
-	b := harness.StartNodeReplica(t, "b", 2, []string{a.GossipAddr()})
-	c := harness.StartNodeReplica(t, "c", 2, []string{a.GossipAddr()})
+	a := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "a", RF: 2})
+	b := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "b", RF: 2, Seeds: []string{a.GossipAddr()}})
+	c := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "c", RF: 2, Seeds: []string{a.GossipAddr()}})
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for _, n := range []*node.Node{a, b, c} {
 			if !n.Ready() || len(harness.DebugRing(t, n).Members) != 3 {
@@ -137,8 +137,8 @@ func BenchmarkClusterDispatch(b *testing.B) {
 		{"plain", ""},
 		{"key", "  secretKeyFile: " + keyFile},
 	} {
-		a := harness.StartNodeReplicaCluster(b, "a", 1, nil, setup.cluster, "")
-		c := harness.StartNodeReplicaCluster(b, "b", 1, []string{a.GossipAddr()}, setup.cluster, "")
+		a := harness.StartNodeReplica(b, harness.NodeReplicaOptions{Name: "a", RF: 1, Cluster: setup.cluster})
+		c := harness.StartNodeReplica(b, harness.NodeReplicaOptions{Name: "b", RF: 1, Seeds: []string{a.GossipAddr()}, Cluster: setup.cluster})
 		testutil.Eventually(b, 15*time.Second, func() error {
 			if !a.Ready() || !c.Ready() || len(harness.DebugRing(b, a).Members) != 2 || len(harness.DebugRing(b, c).Members) != 2 {
 				return fmt.Errorf("not settled")

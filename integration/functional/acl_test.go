@@ -52,7 +52,7 @@ func TestACLBesideCoreDNS(t *testing.T) {
 	}
 	shardns := harness.Start(t, harness.Options{Args: []string{"--corefile", path}}).Addr
 	coreRun := harness.RenderCorefile(t, aclCorefile, nil) // the same Corefile on ports of its own
-	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "www.open.test.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "www.open.test."})
 	const dropped = "no answer"
 	cases := []struct {
 		from, name string

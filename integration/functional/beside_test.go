@@ -133,7 +133,7 @@ func (c besideCorefile) serve(t *testing.T) (shardns, coredns map[string]string)
 		harness.Start(t, harness.Options{Dir: dir, Args: []string{"--corefile", path}})
 	})
 	coredns = c.start(t, func(dir string, run harness.Corefile) {
-		harness.StartCoreDNSCorefileIn(t, dir, run.Text, run.Addrs["dns"], c.probe)
+		harness.StartCoreDNS(t, harness.CoreDNSOptions{Dir: dir, Corefile: run.Text, Addr: run.Addrs["dns"], Probe: c.probe})
 	})
 	return shardns, coredns
 }

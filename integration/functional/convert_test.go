@@ -91,7 +91,7 @@ func TestConvertKubeadmCorefile(t *testing.T) {
 	// probe asks the upstream for a random name, which Unbound would try
 	// to resolve on the internet.
 	coreRun := harness.RenderCorefile(t, strings.Replace(kubeadmCorefile, "    loop\n", "", 1), vars)
-	core := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.convert.svc.cluster.local.")
+	core := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.convert.svc.cluster.local."})
 
 	ip := web.Spec.ClusterIP
 	questions := []harness.Question{
@@ -178,7 +178,7 @@ mail 3600 IN MX  10 www.%[1]s.
 	})
 
 	coreRun := harness.RenderCorefile(t, zoneFilesCorefile, vars)
-	core := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "www.example.io.")
+	core := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "www.example.io."})
 	coreAlt := coreRun.Addrs["alt"]
 	onMain := []harness.Question{
 		{Name: "www.example.io.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.example.io.\t3600\tIN\tA\t192.0.2.80"}},
@@ -248,7 +248,7 @@ func TestConvertStubHostsRewriteCorefile(t *testing.T) {
 	// CoreDNS has no proxy plugin since 1.4: it runs the forward form.
 	vars["proxy"] = "forward"
 	coreRun := harness.RenderCorefile(t, stubCorefile, vars)
-	core := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "www.example.test.")
+	core := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "www.example.test."})
 	harness.AskBoth(t, p.Addr, core, []harness.Question{
 		{Name: "service1.test.global.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"service1.test.global.\t300\tIN\tA\t127.255.0.2"}},
 		{Name: "legacy-db.example.internal.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"legacy-db.example.internal.\t3600\tIN\tA\t192.0.2.10"}},

@@ -65,7 +65,7 @@ func serveBoth(t *testing.T, tmpl string, vars map[string]string, probe string, 
 	}
 	s.shardns, s.shardnsMetrics = harness.Start(t, harness.Options{Args: []string{"--corefile", path}}).Addr, sh.Addrs["metrics"]
 	co := harness.RenderCorefile(t, tmpl, vars)
-	s.coredns = harness.StartCoreDNSCorefileRcode(t, t.TempDir(), co.Text, co.Addrs["dns"], probe, rcode)
+	s.coredns = harness.StartCoreDNS(t, harness.CoreDNSOptions{Dir: t.TempDir(), Corefile: co.Text, Addr: co.Addrs["dns"], Probe: probe, Rcode: rcode})
 	s.corednsMetrics = co.Addrs["metrics"]
 	return s
 }

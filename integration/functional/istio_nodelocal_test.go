@@ -34,7 +34,7 @@ func TestNodeLocalMeshExportTo(t *testing.T) {
 		"hosts": list("db.nlm.global", "only.nlmprivate.global"), "addresses": list("10.77.0.1"), "exportTo": list(".")})
 	u := harness.StartUnbound(t, "only.nlmprivate.global. 300 IN A 192.0.2.90", "db.nlm.global. 300 IN A 192.0.2.91")
 
-	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: "gossip: fast\nistio: {enabled: true}", Kube: "pods: disabled"})
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: "gossip: fast\nistio: {enabled: true}", Kube: "pods: disabled"})
 	harness.Settled(t, []*harness.Replica{r}, 1)
 	p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 mode: nodelocal

@@ -66,7 +66,7 @@ func TestK8sExternalHostnameBesideCoreDNS(t *testing.T) {
 	vars := map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": u.Addr}
 	shardns := serveCorefileText(t, harness.RenderCorefile(t, k8sExternalForwardCorefile, vars).Text)
 	coreRun := harness.RenderCorefile(t, k8sExternalForwardCorefile, vars)
-	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "mixed.k8sexth.example.org.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "mixed.k8sexth.example.org."})
 
 	const elb, mixed = "elb.k8sexth.example.org.", "mixed.k8sexth.example.org."
 	elbCNAME := elb + "\t5\tIN\tCNAME\telb.example.test."

@@ -79,7 +79,7 @@ func TestK8sExternalPTRBesideCoreDNS(t *testing.T) {
 			text := strings.Replace(k8sExternalPTRCorefile, "{{kube}}", c.kube, 1)
 			shardns := serveCorefileText(t, harness.RenderCorefile(t, text, vars).Text)
 			coreRun := harness.RenderCorefile(t, text, vars)
-			coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.k8sptr.example.org.")
+			coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.k8sptr.example.org."})
 			harness.AskBoth(t, shardns, coredns, c.want)
 			for _, n := range []string{"210." + rz, "211." + rz, "212." + rz, "x." + rz, "k8sptr." + rz, rz, v6,
 				"8.b.d.0.1.0.0.2.ip6.arpa."} {

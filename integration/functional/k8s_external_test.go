@@ -101,7 +101,7 @@ func TestK8sExternalBesideCoreDNS(t *testing.T) {
 			vars := map[string]string{"kubeconfig": cp.Kubeconfig, "options": c.options}
 			shardns := serveCorefileText(t, harness.RenderCorefile(t, k8sExternalCorefile, vars).Text)
 			coreRun := harness.RenderCorefile(t, k8sExternalCorefile, vars)
-			coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.k8sext.example.org.")
+			coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.k8sext.example.org."})
 			// What a user sees first, then every other question asked of
 			// both and compared whole.
 			harness.AskBoth(t, shardns, coredns, c.want)

@@ -39,7 +39,7 @@ func TestK8sExternalTransferBesideCoreDNS(t *testing.T) {
 	vars := map[string]string{"kubeconfig": cp.Kubeconfig}
 	shardns := serveCorefileText(t, harness.RenderCorefile(t, k8sExternalTransferCorefile, vars).Text)
 	coreRun := harness.RenderCorefile(t, k8sExternalTransferCorefile, vars)
-	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.k8sextxfr.example.org.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.k8sextxfr.example.org."})
 	want, err := transferText(coredns)
 	if err != nil {
 		t.Fatal(err)

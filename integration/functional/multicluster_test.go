@@ -113,7 +113,7 @@ func TestMulticlusterBesideCoreDNS(t *testing.T) {
 	vars := map[string]string{"kubeconfig": cp.Kubeconfig}
 	shardns := serveCorefileText(t, harness.RenderCorefile(t, multiclusterCorefile, vars).Text)
 	coreRun := harness.RenderCorefile(t, multiclusterCorefile, vars)
-	coredns := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.mcs.svc.clusterset.local.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.mcs.svc.clusterset.local."})
 
 	// What a user sees first, then every other question asked of both
 	// and compared whole.
@@ -199,7 +199,7 @@ func TestShardedMulticlusterWatches(t *testing.T) {
 	cp := kubeapi.Shared(t)
 	dyn := installServiceImportCRD(t, cp)
 	const mcs = "multicluster: [clusterset.local]"
-	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m0", Seeds: nil, RF: 1, Cluster: harness.FastGossip, Kube: mcs})
+	a := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m0", RF: 1, Cluster: harness.FastGossip, Kube: mcs})
 	b := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m1", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip, Kube: mcs})
 	d := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "m2", Seeds: []string{a.Gossip}, RF: 1, Cluster: harness.FastGossip, Kube: mcs})
 	rs := []*harness.Replica{a, b, d}

@@ -60,7 +60,7 @@ func TestNodeLocalKnowsItsClients(t *testing.T) {
 	mkNodePod(t, c, "nlc", "pending", nodeA, false)
 	u := harness.StartUnbound(t, "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN AAAA 2001:db8::1")
 
-	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", Seeds: nil, RF: 2, Cluster: "gossip: fast", Kube: "pods: disabled"})
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "r0", RF: 2, Cluster: "gossip: fast", Kube: "pods: disabled"})
 	harness.Settled(t, []*harness.Replica{r}, 1)
 	p := harness.Start(t, harness.Options{Config: fmt.Sprintf(`
 mode: nodelocal

@@ -236,8 +236,8 @@ cluster:
 // cached and not, beside the same question asked of a replica that holds
 // the zone and of one that does not (make bench).
 func BenchmarkNodeLocal(b *testing.B) {
-	a := harness.StartNodeReplica(b, "a", 1, nil)
-	c := harness.StartNodeReplica(b, "b", 1, []string{a.GossipAddr()})
+	a := harness.StartNodeReplica(b, harness.NodeReplicaOptions{Name: "a", RF: 1})
+	c := harness.StartNodeReplica(b, harness.NodeReplicaOptions{Name: "b", RF: 1, Seeds: []string{a.GossipAddr()}})
 	nl := startNodeLocal(b, "nl", harness.SelfRemote(b, harness.DebugRing(b, a)))
 	testutil.Eventually(b, 15*time.Second, func() error {
 		if !a.Ready() || !c.Ready() || !nl.Ready() || len(harness.DebugRing(b, a).Members) != 2 || len(harness.DebugRing(b, nl).Members) != 2 {

@@ -101,7 +101,7 @@ func TestNodeLocalDNSCorefile(t *testing.T) {
 	// probe of the root block would send Unbound to the internet.
 	fill := strings.NewReplacer("__PILLAR__CLUSTER__DNS__", kubeDNS, "__PILLAR__UPSTREAM__SERVERS__", u.Addr, "    loop\n", "")
 	coreRun := harness.RenderCorefile(t, fill.Replace(nodeLocalDNSTemplate), nil)
-	core := harness.StartCoreDNSCorefile(t, coreRun.Text, coreRun.Addrs["dns"], "web.nldns.svc.cluster.local.")
+	core := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.nldns.svc.cluster.local."})
 	nodeCacheFlags := []string{"--localip", "127.0.0.1,127.0.0.2", "--upstreamsvc", "kube-dns-upstream",
 		"--cluster-dns", kubeDNS, "--upstream-servers", u.Addr}
 

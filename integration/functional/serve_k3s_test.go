@@ -102,7 +102,7 @@ func TestServeK3sCorefileBesideCoreDNS(t *testing.T) {
 		}
 		// CoreDNS reads imports from its working directory's view of the
 		// Corefile's folder: run it from there.
-		return harness.StartCoreDNSCorefileIn(t, filepath.Dir(path), string(text), run.Addrs["dns"], "web.k3s.svc.cluster.local.")
+		return harness.StartCoreDNS(t, harness.CoreDNSOptions{Dir: filepath.Dir(path), Corefile: string(text), Addr: run.Addrs["dns"], Probe: "web.k3s.svc.cluster.local."})
 	})
 
 	ip := web.Spec.ClusterIP

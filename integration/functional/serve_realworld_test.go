@@ -230,7 +230,7 @@ func TestServeKubeDNSConfigMapBesideCoreDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := harness.RenderCorefile(t, harness.LoopbackCorefile(string(text)), vars)
-	coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "web.realworld.svc.cluster.local.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: run.Text, Addr: run.Addrs["dns"], Probe: "web.realworld.svc.cluster.local."})
 
 	qs := append(realWorldQuestions(t, string(text), web, false, false),
 		harness.Question{Name: "www.acme.test.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"www.acme.test.\t30\tIN\tA\t192.0.2.90"}},
@@ -261,7 +261,7 @@ func TestServeRootKubernetesBesideCoreDNS(t *testing.T) {
 	}
 	shardns := harness.Start(t, harness.Options{Dir: dir, Args: []string{"--corefile", path}}).Addr
 	coreRun := harness.RenderCorefile(t, harness.LoopbackCorefile(text), map[string]string{"kubeconfig": cp.Kubeconfig, "upstream": upstream.Addr})
-	coredns := harness.StartCoreDNSCorefileIn(t, t.TempDir(), coreRun.Text, coreRun.Addrs["dns"], "web.realworld.svc.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Dir: t.TempDir(), Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Probe: "web.realworld.svc."})
 
 	qs := []harness.Question{
 		{Name: "web.realworld.svc.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"web.realworld.svc.\t5\tIN\tA\t" + ip}},

@@ -186,10 +186,11 @@ func TestTemplateBesideCoreDNS(t *testing.T) {
 			shardns := harness.Start(t, harness.Options{Args: []string{"--corefile", harness.WriteFile(t, "Corefile", []byte(run.Text))}}).Addr
 			coreRun := harness.RenderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
 			// Every answer will do: some examples answer no name with NOERROR.
-			coredns := harness.StartCoreDNSCorefileReady(t, t.TempDir(), coreRun.Text, coreRun.Addrs["dns"], func() error {
+			coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Dir: t.TempDir(), Corefile: coreRun.Text, Addr: coreRun.Addrs["dns"], Ready: func() error {
 				_, err := testutil.Exchange(coreRun.Addrs["dns"], "udp", ex.questions[0].name, ex.questions[0].qtype)
 				return err
-			})
+			}})
+
 			for _, q := range ex.questions {
 				harness.AskBothWith(t, shardns, coredns, func(addr, proto string) error { return sectionsMatch(addr, proto, q) })
 			}

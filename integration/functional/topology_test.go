@@ -105,7 +105,7 @@ func TestTopologyAwareHeadless(t *testing.T) {
 	vip := harness.CreateService(t, c, harness.ClusterIPService("topo", "vip"))
 	mkZonedSlice(t, c, "topo", "vip", "vip-1", zonedEp{"10.54.1.1", "zone-b", []string{"zone-b"}})
 
-	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "topo-r0", Seeds: nil, RF: 1, Cluster: "", Kube: "topology: only, nodeName: topo-node-a"})
+	r := harness.StartReplica(t, cp, harness.ReplicaOptions{Name: "topo-r0", RF: 1, Cluster: "", Kube: "topology: only, nodeName: topo-node-a"})
 	harness.Settled(t, []*harness.Replica{r}, 1)
 	nl := startTopologyNodeLocal(t, cp, "topo-nl", harness.RemoteOf(t, r))
 	harness.Settled(t, []*harness.Replica{r, nl}, 1)

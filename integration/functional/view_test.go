@@ -58,7 +58,7 @@ const viewCIDRCorefile = `.:{{dns}} {
 func TestViewCIDRSplitBesideCoreDNS(t *testing.T) {
 	shardns := serveCorefile(t, harness.RenderCorefile(t, viewCIDRCorefile, nil))
 	run := harness.RenderCorefile(t, viewCIDRCorefile, nil) // the same Corefile on a port of its own
-	coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "test.")
+	coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: run.Text, Addr: run.Addrs["dns"], Probe: "test."})
 	cases := []struct {
 		from  string
 		qtype uint16
@@ -159,7 +159,7 @@ func TestViewForwardSplitBesideCoreDNS(t *testing.T) {
 			vars := map[string]string{"split": split.Addr, "other": other.Addr}
 			shardns := serveCorefile(t, harness.RenderCorefile(t, tmpl, vars))
 			run := harness.RenderCorefile(t, tmpl, vars) // the same Corefile on a port of its own
-			coredns := harness.StartCoreDNSCorefile(t, run.Text, run.Addrs["dns"], "www.example.test.")
+			coredns := harness.StartCoreDNS(t, harness.CoreDNSOptions{Corefile: run.Text, Addr: run.Addrs["dns"], Probe: "www.example.test."})
 			harness.AskBoth(t, shardns, coredns, want[name])
 		})
 	}

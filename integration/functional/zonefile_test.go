@@ -334,9 +334,9 @@ func TestZoneFileSharded(t *testing.T) {
   - {file: %q}
   - {file: %q, transferTo: ["127.0.0.0/8"]}
 `, filepath.Join(dir, "db.example"), xfr)
-	a := harness.StartNodeReplicaWith(t, "a", 1, nil, extra)
-	b := harness.StartNodeReplicaWith(t, "b", 1, []string{a.GossipAddr()}, extra)
-	c := harness.StartNodeReplicaWith(t, "c", 1, []string{a.GossipAddr()}, extra)
+	a := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "a", RF: 1, Extra: extra})
+	b := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "b", RF: 1, Seeds: []string{a.GossipAddr()}, Extra: extra})
+	c := harness.StartNodeReplica(t, harness.NodeReplicaOptions{Name: "c", RF: 1, Seeds: []string{a.GossipAddr()}, Extra: extra})
 	nodes := []*node.Node{a, b, c}
 	testutil.Eventually(t, 20*time.Second, func() error {
 		servedBy := map[string]int{}

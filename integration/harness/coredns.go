@@ -138,38 +138,45 @@ func RenderCorefile(t testing.TB, tmpl string, vars map[string]string) Corefile 
 // renderName is what RenderCorefile fills in: {{dns}}, {{upstream}}.
 var renderName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// StartCoreDNSCorefile runs the CoreDNS of integration/scripts/build-coredns.sh
-// on corefile until addr answers probe, and stops it at test end. It
-// returns addr.
-func StartCoreDNSCorefile(t testing.TB, corefile, addr, probe string) string {
-	t.Helper()
-	return StartCoreDNSCorefileIn(t, t.TempDir(), corefile, addr, probe)
+// CoreDNSOptions say how StartCoreDNS runs CoreDNS beside shardns.
+type CoreDNSOptions struct {
+	Corefile string // the Corefile's text
+	Addr     string // the address it serves DNS on, where it is probed
+	// Dir is where the Corefile is written and CoreDNS runs: the folder
+	// its imports and relative paths are read from; "" for a new one.
+	Dir string
+	// Probe is a name (A) CoreDNS answers with Rcode once it serves:
+	// NOERROR by default, SERVFAIL where every upstream fails on purpose.
+	Probe string
+	Rcode int
+	// Ready, when set, replaces Probe: its own check that CoreDNS serves,
+	// for a Corefile that answers no probe as expected.
+	Ready func() error
 }
 
-// StartCoreDNSCorefileIn is StartCoreDNSCorefile with the Corefile
-// written to dir, where CoreDNS runs: the folder its imports and
-// relative paths are read from.
-func StartCoreDNSCorefileIn(t testing.TB, dir, corefile, addr, probe string) string {
+// StartCoreDNS runs the CoreDNS binary (BuildCoreDNS) with o's Corefile,
+// waits until it serves and stops it when the test ends; it returns
+// o.Addr.
+func StartCoreDNS(t testing.TB, o CoreDNSOptions) string {
 	t.Helper()
-	return StartCoreDNSCorefileRcode(t, dir, corefile, addr, probe, dns.RcodeSuccess)
-}
-
-// StartCoreDNSCorefileRcode is StartCoreDNSCorefileIn waiting for probe
-// to get rcode: SERVFAIL where every upstream fails on purpose.
-func StartCoreDNSCorefileRcode(t testing.TB, dir, corefile, addr, probe string, rcode int) string {
-	t.Helper()
-	return StartCoreDNSCorefileReady(t, dir, corefile, addr, func() error {
-		r, err := testutil.Exchange(addr, "udp", probe, dns.TypeA)
-		if err == nil && r.Rcode != rcode {
-			err = fmt.Errorf("%s: %s", probe, dns.RcodeToString[r.Rcode])
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	ready := o.Ready
+	if ready == nil {
+		ready = func() error {
+			r, err := testutil.Exchange(o.Addr, "udp", o.Probe, dns.TypeA)
+			if err == nil && r.Rcode != o.Rcode {
+				err = fmt.Errorf("%s: %s", o.Probe, dns.RcodeToString[r.Rcode])
+			}
+			return err
 		}
-		return err
-	})
+	}
+	return startCoreDNS(t, o.Dir, o.Corefile, o.Addr, ready)
 }
 
-// StartCoreDNSCorefileReady is StartCoreDNSCorefileIn with its own check
-// that CoreDNS serves, for a Corefile that answers no probe with NOERROR.
-func StartCoreDNSCorefileReady(t testing.TB, dir, corefile, addr string, ready func() error) string {
+// startCoreDNS runs CoreDNS and waits until ready succeeds.
+func startCoreDNS(t testing.TB, dir, corefile, addr string, ready func() error) string {
 	t.Helper()
 	// Another server on addr would answer the readiness probe while
 	// CoreDNS fails to bind it and exits: the test would compare that

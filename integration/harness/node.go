@@ -23,24 +23,24 @@ import (
 	"github.com/shardns/shardns/node"
 )
 
-// StartNodeReplica starts one replica of a cluster serving the demo cluster.
-func StartNodeReplica(t testing.TB, name string, rf int, seeds []string) *node.Node {
-	t.Helper()
-	return StartNodeReplicaWith(t, name, rf, seeds, "")
+// NodeReplicaOptions say how StartNodeReplica runs a replica in the
+// test's own process.
+type NodeReplicaOptions struct {
+	Name  string   // cluster.nodeName, and the prefix of its log lines
+	RF    int      // cluster.replicationFactor
+	Seeds []string // gossip addresses it joins; none starts a cluster
+	// Cluster ends the cluster section: keys indented by two spaces.
+	Cluster string
+	// Extra ends the configuration: top-level YAML keys.
+	Extra string
 }
 
-// StartNodeReplicaWith starts a replica whose configuration ends with extra
-// (top-level YAML keys).
-func StartNodeReplicaWith(t testing.TB, name string, rf int, seeds []string, extra string) *node.Node {
+// StartNodeReplica starts, in the test's process, one replica of a
+// cluster serving the demo cluster (fast gossip, a 3 s handoff grace),
+// and stops it when the test ends.
+func StartNodeReplica(t testing.TB, o NodeReplicaOptions) *node.Node {
 	t.Helper()
-	return StartNodeReplicaCluster(t, name, rf, seeds, "", extra)
-}
-
-// StartNodeReplicaCluster starts a replica whose cluster section ends with
-// clusterExtra (keys indented by two spaces) and whose configuration ends
-// with extra.
-func StartNodeReplicaCluster(t testing.TB, name string, rf int, seeds []string, clusterExtra, extra string) *node.Node {
-	t.Helper()
+	name, rf, seeds := o.Name, o.RF, o.Seeds
 	dir := t.TempDir()
 	demo, _ := local.Files.ReadFile("demo-cluster.yaml")
 	os.WriteFile(filepath.Join(dir, "demo-cluster.yaml"), demo, 0o644)
@@ -64,7 +64,7 @@ cluster:
   gossip: fast
   handoffGrace: 3s
 %s
-%s`, name, FreePort(t), strings.Join(quoted, ", "), rf, clusterExtra, extra)
+%s`, name, FreePort(t), strings.Join(quoted, ", "), rf, o.Cluster, o.Extra)
 	return StartNodeIn(t, name, dir, text)
 }
 
