@@ -19,12 +19,12 @@ import (
 
 // bulkTemplates is how many services loadBenchServices creates through
 // the API before writing the rest into etcd: every shape
-// createBenchService makes (benchService: i%10 decides whether a
+// harness.CreateBenchService makes (harness.BenchService: i%10 decides whether a
 // service is headless), as the apiserver stores it.
 const bulkTemplates = 10
 
 // loadBenchServices makes services svc<from>…svc<to-1> with their
-// EndpointSlices, as createBenchService does, and returns their queries
+// EndpointSlices, as harness.CreateBenchService does, and returns their queries
 // as it does. The first ten are created through the API; the rest are
 // copies of them, with their own names, UIDs, ClusterIPs (and the
 // IPAddress objects that allocate them) and endpoint addresses, written
@@ -101,7 +101,7 @@ func readBenchObjects(t *testing.T, cp *kubeapi.ControlPlane, i, namespaces int)
 }
 
 // copyFor is the template o made service i: its name, namespace, UID,
-// ClusterIP and endpoint addresses as createBenchService gives them.
+// ClusterIP and endpoint addresses as harness.CreateBenchService gives them.
 func (o *benchObjects) copyFor(i, namespaces, endpoints int, clusterIP string) *benchObjects {
 	ns, name, _ := harness.BenchService(i, namespaces)
 	uid := func(kind int) types.UID {

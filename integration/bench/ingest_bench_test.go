@@ -192,7 +192,7 @@ func leaveUnderLoad(t *testing.T, cp *kubeapi.ControlPlane, rs []*harness.Replic
 	harness.Settled(t, all, len(all))
 	handedOver(t, all)
 	// An endpoint's own name in each namespace: one A record, known here
-	// (generateCluster's addresses), whichever replica owns it.
+	// (harness.GenerateCluster's addresses), whichever replica owns it.
 	names := map[string]string{}
 	for n := range namespaces {
 		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)

@@ -112,7 +112,7 @@ func peakRun(t *testing.T, mode string, api kubeapi.Config, services int, target
 	table = append(table, readPeaks(t, coredns.pid, rs))
 
 	// An endpoint's own name in each namespace: one A record, known here
-	// (createBenchService's addresses), whichever replica owns it.
+	// (harness.CreateBenchService's addresses), whichever replica owns it.
 	names := map[string]string{}
 	for n := range namespaces {
 		names[fmt.Sprintf("host-0.svc%d.bench%d.svc.cluster.local.", n, n)] = fmt.Sprintf("10.200.%d.%d", n/10, n%10*20+1)

@@ -28,7 +28,7 @@ const ttlSlack = 2
 // TCP: the two responses must have the same rcode, header flags and
 // records in the answer, authority and additional sections (the OPT
 // record too), TTLs at most ttlSlack apart, once the known differences
-// are applied to CoreDNS's. askBoth checks the rcode and answer each
+// are applied to CoreDNS's. harness.AskBoth checks the rcode and answer each
 // question wants; this checks the rest is CoreDNS's too.
 func alikeResponses(t *testing.T, shardns, coredns string, qs []harness.Question, known ...knownDifference) {
 	t.Helper()
@@ -110,8 +110,8 @@ func ttlsClose(a, b []uint32) bool {
 // besideCorefile is a Corefile that `shardns serve --corefile` and
 // CoreDNS each serve from a folder of their own, on ports of their own.
 type besideCorefile struct {
-	tmpl string            // the Corefile, its {{name}}s as renderCorefile fills them
-	vars map[string]string // renderCorefile's values; {{dir}} is the folder
+	tmpl string            // the Corefile, its {{name}}s as harness.RenderCorefile fills them
+	vars map[string]string // harness.RenderCorefile's values; {{dir}} is the folder
 	// files, unless nil, returns what the folder holds beside the
 	// Corefile, by relative name; render fills a template's {{name}}s
 	// as the Corefile's, on the same ports.

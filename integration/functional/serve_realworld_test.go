@@ -98,7 +98,7 @@ func TestServeRealWorldCorefiles(t *testing.T) {
 }
 
 // sameSummaries checks that shardns answers each question as CoreDNS
-// does beyond the answer's records askBoth checks: the same
+// does beyond the answer's records harness.AskBoth checks: the same
 // authoritative flag and the same kinds of authority records (a
 // negative answer's SOA).
 func sameSummaries(t *testing.T, shardns, coredns string, qs []harness.Question) {
