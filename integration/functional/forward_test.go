@@ -181,7 +181,7 @@ forward: {upstreams: [%q]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.New(cfg, harness.TestLogger(t))
+	n, err := node.New(cfg, harness.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func StartNodeYAML(t testing.TB, text string, wait bool) *KubeNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.New(cfg, TestLogger(t))
+	n, err := node.New(cfg, Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +167,8 @@ func StartNodeYAML(t testing.TB, text string, wait bool) *KubeNode {
 	return &KubeNode{Node: n, Addr: n.DNSAddrs()[0]}
 }
 
-// TestLogger logs warnings and errors into the test's log.
-func TestLogger(t testing.TB) *slog.Logger {
+// Logger logs warnings and errors into the test's log.
+func Logger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
