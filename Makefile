@@ -22,9 +22,12 @@ unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 ## integration: the built binary over real sockets with real clients, and deploy/
-## on a one-node Kubernetes cluster (TestNode, skipped without root and Docker).
+## on a one-node Kubernetes cluster (TestNode, skipped without root and Docker):
+## the tiers integration/functional, cluster, nodetier and bench (each package's
+## doc.go lists its switches), one package at a time (-p 1), as each alone loads
+## the 2-core machine it was written for.
 integration: build
-	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -timeout 50m ./integration/...
+	SHARDNS_NODE_TEST=1 $(GO) test -p 1 -count=1 -timeout 50m ./integration/...
 
 ## fuzz: each fuzz target for FUZZTIME (seed corpora are in testdata/fuzz); a run
 ## that only hit Go 1.26's fuzz deadline race is run again (see scripts/fuzz.sh).
@@ -82,19 +85,19 @@ SCALE_OUT ?= $(CURDIR)/bench-scale.tsv
 NODES ?= 0,500,1000,1500,2000
 NODES_OUT ?= $(CURDIR)/bench-node-tier.tsv
 bench: deps build
-	bash -o pipefail -c "SHARDNS_BENCH=1 SHARDNS_SCALE=$(SCALE) SHARDNS_SCALE_OUT=$(SCALE_OUT) SHARDNS_NODES=$(NODES) SHARDNS_NODE_TIER_OUT=$(NODES_OUT) $(GO) test -count=1 -v -timeout 360m -run '^(TestDNSPerf|TestNodeLocalPerf|TestBlocksPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory|TestScaleCurve|TestNodeTierScale)\$$' ./integration | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood|scale)_test|^(ok|FAIL|---)'"
+	bash -o pipefail -c "SHARDNS_BENCH=1 SHARDNS_SCALE=$(SCALE) SHARDNS_SCALE_OUT=$(SCALE_OUT) SHARDNS_NODES=$(NODES) SHARDNS_NODE_TIER_OUT=$(NODES_OUT) $(GO) test -p 1 -count=1 -v -timeout 360m -run '^(TestDNSPerf|TestNodeLocalPerf|TestBlocksPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory|TestScaleCurve|TestNodeTierScale)\$$' ./integration/bench ./integration/cluster | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood|scale)_test|^(ok|FAIL|---)'"
 
 	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
-	$(GO) test -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration
+	$(GO) test -p 1 -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration/cluster ./integration/functional
 
 ## soak: SOAK_DURATION (10m) of mixed queries and 10 Service changes per second
 ## against 3 replica processes on a real apiserver, printing each replica's RSS and
 ## goroutines every minute; fails on a wrong answer or growth past the bounds in
-## integration/soak_test.go. Not part of `make test`.
+## integration/bench/soak_test.go. Not part of `make test`.
 SOAK_DURATION ?= 10m
 soak: build
 	bash -o pipefail -c "SHARDNS_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 3h \
-		-run '^TestSoak\$$' ./integration | grep -E 'soak_test|^(ok|FAIL|---|panic)'"
+		-run '^TestSoak\$$' ./integration/bench | grep -E 'soak_test|^(ok|FAIL|---|panic)'"
 
 ## node-test: only the node tier of `make integration`: deploy/ on a real one-node
 ## Kubernetes cluster that integration/kubenode brings up on this machine (kubelet,
@@ -106,7 +109,7 @@ soak: build
 ## & co. once. `go test` runs it
 ## only with SHARDNS_NODE_TEST=1: it changes the host's network while it runs.
 node-test: deps build
-	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -v -timeout 40m -run '^TestNode$$' ./integration
+	SHARDNS_NODE_TEST=1 $(GO) test -count=1 -v -timeout 40m -run '^TestNode$$' ./integration/nodetier
 
 ## image: container image shardns:$(VERSION) and shardns:latest, FROM scratch (see deploy/README.md).
 image:

@@ -560,7 +560,7 @@ func apiserverBinary() (string, error) {
 	return path, nil
 }
 
-// freePort returns a loopback port that was free a moment ago
+// harness.FreePort returns a loopback port that was free a moment ago
 // (testutil.FreePort). Another process may still take it before the
 // server binds it; the start attempts retry then.
 func freePort() (int, error) {

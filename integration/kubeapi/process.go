@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// errPortTaken marks a server that exited because its port was taken, which
+// harness.ErrPortTaken marks a server that exited because its port was taken, which
 // a first start retries on another port.
 var errPortTaken = errors.New("port already in use")
 

@@ -221,7 +221,7 @@ func (n *Node) boot() error {
 	return n.waitNode()
 }
 
-// writeFiles writes the credentials and the configuration files.
+// harness.WriteFiles writes the credentials and the configuration files.
 func (n *Node) writeFiles() error {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {

@@ -1,5 +1,5 @@
 // Command nodetiercurve draws what the replicas spend on the node-local
-// tier (integration.TestNodeTierScale, part of `make bench`) as an SVG:
+// tier (TestNodeTierScale in integration/bench, part of `make bench`) as an SVG:
 // the replicas' CPU and RSS against the number of node-local caches, with
 // invalidations and without, and the time from a change sent to the API
 // to a node told of it. It reads the bench's TSV on stdin and writes the

@@ -1,5 +1,5 @@
 // Command scalecurve draws the scale curve of `make bench`
-// (integration.TestScaleCurve) as an SVG: the peak and the steady RSS of
+// (TestScaleCurve in integration/bench) as an SVG: the peak and the steady RSS of
 // the largest replica, and of CoreDNS, against the number of services,
 // for each replica count and watch kind, and the largest replica's peak
 // as a share of CoreDNS's. It reads the bench's TSV on stdin and writes
