@@ -93,8 +93,8 @@ func Bind(addr string) (*Sockets, error) { return bind(addr, false) }
 // sockets another process of the same user has bound there with
 // BindShared (SO_REUSEPORT, Linux only): a new node-local process starts
 // on 169.254.20.10:53 while the old one serves. The oldest sockets of the
-// address take every packet and connection until they hand over
-// (Handover), so a process that is not ready answers nothing.
+// address take every packet and connection until they yield
+// (Yield), so a process that is not ready answers nothing.
 func BindShared(addr string) (*Sockets, error) { return bind(addr, true) }
 
 func bind(addr string, shared bool) (*Sockets, error) {

@@ -89,11 +89,11 @@ func listenTCP(addr string, shared bool, index uint32) (net.Listener, error) {
 // node-local process.
 func ListenShared(addr string) (net.Listener, error) { return listenTCP(addr, true, steerNext) }
 
-// Handover sends the new datagrams and connections of a shared address
+// Yield sends the new datagrams and connections of a shared address
 // to the socket bound after this one, the newer process's: from then on
 // this process only answers what it holds (Drain). Alone on the address,
 // it keeps answering everything. Sockets bound by Bind ignore it.
-func (s *Sockets) Handover() error {
+func (s *Sockets) Yield() error {
 	if !s.shared {
 		return nil
 	}

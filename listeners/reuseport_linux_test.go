@@ -28,7 +28,7 @@ import (
 // answers what it holds and stops. Every query of a steady stream is
 // answered once, by the old process before the hand-over and by the new
 // one after it. Each process answers web.ns with an address of its own.
-func TestSharedAddressHandover(t *testing.T) {
+func TestSharedAddressYield(t *testing.T) {
 	old, err := BindShared("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestSharedAddressHandover(t *testing.T) {
 	}
 	expectAddr(t, old.Addr(), "tcp", "10.0.0.1")
 
-	if err := old.Handover(); err != nil {
+	if err := old.Yield(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -71,13 +71,13 @@ func TestSharedAddressHandover(t *testing.T) {
 
 // Alone on the address, a process that hands over keeps answering: the
 // maxUnavailable rollout, and a pod deleted with no successor.
-func TestHandoverAloneKeepsServing(t *testing.T) {
+func TestYieldAloneKeepsServing(t *testing.T) {
 	s, err := BindShared("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	spawnShared(t, s, "10.0.0.1")
-	if err := s.Handover(); err != nil {
+	if err := s.Yield(); err != nil {
 		t.Fatal(err)
 	}
 	for _, proto := range []string{"udp", "tcp"} {
@@ -290,7 +290,7 @@ func TestSurvivorTakesTheAddressBack(t *testing.T) {
 		}
 		took <- err
 	}()
-	if err := old.Handover(); err != nil {
+	if err := old.Yield(); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.Drain(ctx); err != nil {

@@ -23,8 +23,8 @@ func listenTCP(addr string, shared bool, _ uint32) (net.Listener, error) {
 // ListenShared needs Linux.
 func ListenShared(string) (net.Listener, error) { return nil, errShared }
 
-// Handover has nothing to steer here.
-func (s *Sockets) Handover() error { return nil }
+// Yield has nothing to steer here.
+func (s *Sockets) Yield() error { return nil }
 
 // Drain has nothing to wait for here.
 func (s *Sockets) Drain(context.Context) error { return nil }

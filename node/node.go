@@ -89,7 +89,7 @@ type Node struct {
 
 	stopWatch chan struct{}
 	// takingBack are the node-local listeners waiting for the process
-	// they replaced to close (handover.go).
+	// they replaced to close (sharedaddr.go).
 	takingBack takingBack
 	reloadNow  chan struct{}
 	wg         sync.WaitGroup // HTTP server and the config watcher
@@ -430,7 +430,7 @@ func (n *Node) Stop(lameduck time.Duration) {
 	if n.cluster != nil {
 		n.cluster.life.Stop() // the last ones standing keep owning (cluster.BuildRing)
 	}
-	n.handOver()
+	n.yieldAddresses()
 	n.watchEverything(lameduck)
 	n.leaveCluster() // the others take over this replica's zones now
 	if lameduck > 0 && n.started {

@@ -101,7 +101,7 @@ func (sp *listenerSpec) scope(c *core, server string, m *metrics.All) *listeners
 // bindListener opens the sockets of sp and reads its certificate, so that
 // a port in use or a broken certificate is an error naming the key.
 // Shared (a node-local process), plain DNS binds beside a process being
-// replaced (handover.go).
+// replaced (sharedaddr.go).
 func bindListener(sp *listenerSpec, shared bool, log *slog.Logger) (*listenerEntry, error) {
 	e := &listenerEntry{spec: sp}
 	if sp.transport == "dns" {

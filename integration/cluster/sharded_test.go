@@ -293,10 +293,10 @@ func TestShardedEmptyNamespaceIsNXDOMAIN(t *testing.T) {
 // once the API server is back, the names are the API server's again.
 func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	cp := kubeapi.Start(t)
-	names := harness.WebNamespaces(t, cp, "handover", 8)
+	names := harness.WebNamespaces(t, cp, "handoff", 8)
 	var empty []string
 	for i := range 6 {
-		ns := fmt.Sprintf("handover-empty%d", i)
+		ns := fmt.Sprintf("handoff-empty%d", i)
 		harness.CreateNamespace(t, cp.Client, ns, nil)
 		empty = append(empty, ns)
 	}
@@ -362,7 +362,7 @@ func TestShardedLeaveWithAPIDownHandsZonesOver(t *testing.T) {
 	}
 	l.Finish(t, "a replica leaving while the API server is down")
 	cp.StartAPIServer(t)
-	created := harness.WebNamespaces(t, cp, "handover-later", 2)
+	created := harness.WebNamespaces(t, cp, "handoff-later", 2)
 	// The watches come back on client-go's reflector backoff: 0.8 s
 	// doubling while the API server was down, each wait jittered up to
 	// twice its length, so the attempt that finds it back may come 25 s

@@ -17,7 +17,7 @@ import (
 // listeners.BindShared and ListenShared): the old process keeps every
 // query until it is told to stop, which happens only once the new one is
 // ready; the new one's HTTP answers its own readiness probes from the
-// start. On SIGTERM the old process hands its addresses over, answers
+// start. On SIGTERM the old process yields its addresses, answers
 // what it holds through its lameduck, and closes only once its queues are
 // empty.
 
@@ -73,16 +73,16 @@ func (n *Node) stopTakingBack() {
 	}
 }
 
-// handOver sends the new queries of every DNS address to the process
+// yieldAddresses sends the new queries of every DNS address to the process
 // that replaces this one, if one has bound beside it.
-func (n *Node) handOver() {
+func (n *Node) yieldAddresses() {
 	n.stopTakingBack()
 	if !n.nodeLocal || !n.started {
 		return
 	}
 	for _, e := range n.listeners {
-		if err := e.sockets.Handover(); err != nil {
-			n.log.Warn("handing the address over", "addr", e.sockets.Addr(), "err", err)
+		if err := e.sockets.Yield(); err != nil {
+			n.log.Warn("yielding the address", "addr", e.sockets.Addr(), "err", err)
 		}
 	}
 	n.log.Info("new queries go to the process started beside this one, if any; answering what is queued here")
