@@ -478,7 +478,7 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		return
 	}
 	if pid == nil || !m.sync.synced || m.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
-		!m.grace[msg.Key] && !m.owns(msg.Key) {
+		!m.state.inGrace(msg.Key) && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return
 	}

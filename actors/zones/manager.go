@@ -81,15 +81,12 @@ type Manager struct {
 	fileZones map[string]bool            // file zone origins → held by every replica (see file.go)
 
 	// Sharding (see placement.go).
-	ring    *cluster.Ring         // nil: this replica owns every zone
-	sources map[string]*actor.PID // source actors, for replays
-	grace   map[string]bool       // lost zones still held for a while
-	// graceChanged says grace gained or lost a key since the Observer
-	// was last told.
-	graceChanged bool
-	replay       replayState
-	deferred     deferredState // zones left to replicas still syncing (deferred.go)
-	handoff      handoffState
+	ring     *cluster.Ring         // nil: this replica owns every zone
+	sources  map[string]*actor.PID // source actors, for replays
+	state    State                 // the decisions Step makes (state.go)
+	replay   replayState
+	deferred deferredState // zones left to replicas still syncing (deferred.go)
+	handoff  handoffState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
 	placementStale bool
@@ -154,7 +151,7 @@ func newManager(cfg Config) *Manager {
 		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
-		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
+		sources: map[string]*actor.PID{}, state: newState(cfg.Grace), ring: cfg.Ring,
 		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
 			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
@@ -206,16 +203,39 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onExportZone(ctx, msg)
 	}
 	m.installSlots()
-	m.reportGrace()
+	m.carry(ctx, m.state.reportGrace()) // what a message outside Step changed
 }
 
-// reportGrace tells the Observer which lost zones are in their grace
-// period, when that changed.
-func (m *Manager) reportGrace() {
-	if m.graceChanged {
-		m.cfg.Observer.Grace(slices.Sorted(maps.Keys(m.grace)))
+// carry carries out, in order, the effects Step decided.
+func (m *Manager) carry(ctx actor.Context, effects []Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case SpawnZone:
+			m.spawnZone(ctx, e.Key, e.Hidden)
+		case StopZones:
+			m.release(ctx, e.Keys)
+		case Timer:
+			msg := e.Msg
+			if g, ok := msg.(*graceEnds); ok {
+				msg = m.pinned(g)
+			}
+			scheduler.NewTimerScheduler(ctx).SendOnce(e.After, ctx.Self(), msg)
+		case LoadZones:
+			m.startReplay(ctx, e.Keys, true)
+		case CheckLoaded:
+			if m.replay.keys == nil {
+				m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
+			}
+		case Settle:
+			m.settled()
+		case ObserveHandoff:
+			m.cfg.Observer.Handoff(e.Gained, e.Lost)
+		case ObserveGrace:
+			m.cfg.Observer.Grace(e.Keys)
+		case ObserveLoading:
+			m.cfg.Observer.Loading()
+		}
 	}
-	m.graceChanged = false
 }
 
 // installSlots publishes the slots of the zones spawned and stopped since
@@ -567,7 +587,7 @@ func (m *Manager) compactIndex() {
 	m.zoneSize = resized(m.zoneSize)
 	m.children = resized(m.children)
 	m.ipOwner = resized(m.ipOwner)
-	m.grace = resized(m.grace)
+	m.state.grace = resized(m.state.grace)
 	m.rebuiltAt = resized(m.rebuiltAt)
 }
 
@@ -617,7 +637,7 @@ func (m *Manager) running(key string) bool { return m.children[key] != nil }
 
 // inGrace reports whether zone key, lost to a ring change, is still held
 // through its grace period (zoneFacts).
-func (m *Manager) inGrace(key string) bool { return m.grace[key] }
+func (m *Manager) inGrace(key string) bool { return m.state.inGrace(key) }
 
 // spawnZone starts the actor of key; a loading zone is hidden from
 // queries until its replay completes.
@@ -654,10 +674,7 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 		}
 		delete(m.zoneSize, key)
 		m.zonesOf.forget(key)
-		if m.grace[key] {
-			delete(m.grace, key)
-			m.graceChanged = true
-		}
+		m.state.endGrace(key)
 		if pid := m.children[key]; pid != nil {
 			m.stopZone(ctx, key, pid)
 			delete(m.children, key)

@@ -8,6 +8,12 @@
 // actor is the only writer of its zone: it applies changes to private maps
 // and publishes an immutable snapshot into the zone.Table, batching all
 // changes already in its mailbox into one publish.
+//
+// The Manager's decisions are pure where they can be: State.Step decides
+// what a ring change and a grace period's end do (state.go), returning
+// effects the Manager carries out; lifecycle.go, deferred.go, firstsync.go
+// and the handoff plans decide the rest, each table-tested without an
+// actor system.
 package zones
 
 import (

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 )
 
 // A replica owns the zones the ring gives it. When the ring changes:
@@ -93,41 +92,11 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
-	plan := planRing(m, maps.Keys(m.zoneSize))
-	gained := plan.gained
-	for _, key := range gained {
-		m.spawnZone(ctx, key, true)
-	}
-	for _, key := range plan.regained {
-		delete(m.grace, key)
-		m.graceChanged = true
-	}
-	lost := make(map[string]*actor.PID, len(plan.lost))
-	for _, key := range plan.lost {
-		m.grace[key] = true
-		m.graceChanged = true
-		lost[key] = m.children[key]
-	}
-	if len(lost) > 0 {
-		// One timer for every zone this change lost: they are released
-		// together, with one placement for all of them.
-		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZones{zones: lost})
-	}
-	if len(gained) > 0 || m.sharded {
-		// With sharded watches the zones gained are mostly unknown here
-		// until the source's new watch lists them: the replay waits for
-		// that list, and the zones it spawns stay hidden until it ends.
-		m.startReplay(ctx, gained, true)
-	} else if m.replay.keys == nil {
-		m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
-	}
+	m.carry(ctx, m.state.Step(m, ringMoved{known: slices.Collect(maps.Keys(m.zoneSize)), sharded: m.sharded}))
 	if old != nil {
 		m.noteMoved(old, func(key string) bool {
 			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
 		}, settled)
-	}
-	if len(gained) > 0 || len(lost) > 0 {
-		m.cfg.Observer.Handoff(len(gained), len(lost))
 	}
 	m.publishFanOut()
 	m.publishPlacement()
@@ -237,26 +206,39 @@ func (m *Manager) setLoaded(b bool) {
 	}
 }
 
-// onReleaseZones stops lost zones at the end of their grace period,
-// unless they were gained back meanwhile. The placement that sends their
-// queries elsewhere is published before they stop.
+// onReleaseZones ends the grace period of the zones a ring change lost
+// (Step decides which stop: graceOver).
 func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
-	stop := map[string]*actor.PID{}
+	keys := make([]string, 0, len(msg.zones))
+	same := make(map[string]bool, len(msg.zones))
 	for key, pid := range msg.zones {
-		if !releasable(m, key, m.children[key] == pid) {
-			continue
-		}
-		delete(m.grace, key)
-		m.graceChanged = true
+		keys = append(keys, key)
+		same[key] = m.children[key] == pid
+	}
+	m.carry(ctx, m.state.Step(m, graceOver{zones: keys, same: same}))
+}
+
+// pinned is the timer message of a grace period: each lost zone with its
+// actor then, so that its release stops that one and not another spawned
+// since the zone emptied (graceOver).
+func (m *Manager) pinned(g *graceEnds) *releaseZones {
+	zones := make(map[string]*actor.PID, len(g.zones))
+	for _, key := range g.zones {
+		zones[key] = m.children[key]
+	}
+	return &releaseZones{zones: zones}
+}
+
+// release stops the lost zones of keys, whose grace period is over. The
+// placement that sends their queries elsewhere is published before they
+// stop.
+func (m *Manager) release(ctx actor.Context, keys []string) {
+	stop := make(map[string]*actor.PID, len(keys))
+	for _, key := range keys {
+		stop[key] = m.children[key]
 		delete(m.children, key)
 		m.setSlot(key, nil)
-		stop[key] = pid
 	}
-	if len(stop) == 0 {
-		m.settled() // all gained back: the release is over all the same
-		return
-	}
-	m.cfg.Observer.Loading()
 	m.forgetReleased(ctx)
 	m.publishPlacement()
 	// The zones kept were built among those stopped now. Built again
@@ -283,7 +265,7 @@ func (m *Manager) onCompactKept(ctx actor.Context) {
 func (m *Manager) repackKept(ctx actor.Context) []*actor.Future {
 	kept := make(map[string]*actor.PID, len(m.children))
 	for key, pid := range m.children {
-		if !m.grace[key] {
+		if !m.state.inGrace(key) {
 			kept[key] = pid
 		}
 	}

@@ -1,0 +1,100 @@
+package zones
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// step is one message of a sequence Step is given, with the facts of the
+// zones when it arrives and the effects it must return.
+type step struct {
+	facts facts
+	msg   any
+	want  []Effect
+}
+
+// The ring-change family as message sequences: what a ring change and the
+// end of the grace it starts do to the zones known here.
+func TestStateStep(t *testing.T) {
+	grace := 15 * time.Second
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a change that moves nothing loads nothing", []step{
+			{facts{owned: []string{"a"}, active: []string{"a"}}, ringMoved{known: []string{"a"}},
+				[]Effect{CheckLoaded{}}},
+		}},
+		{"gained zones spawn hidden and load", []step{
+			{facts{owned: []string{"a", "b"}, active: []string{"a"}}, ringMoved{known: []string{"a", "b"}},
+				[]Effect{SpawnZone{Key: "b", Hidden: true}, LoadZones{Keys: []string{"b"}}, ObserveHandoff{Gained: 1}}},
+		}},
+		{"sharded watches: every change replays, the new watch lists what is gained", []step{
+			{facts{owned: []string{"a"}, active: []string{"a"}}, ringMoved{known: []string{"a"}, sharded: true},
+				[]Effect{LoadZones{}}},
+		}},
+		{"a deferred zone is neither gained nor lost", []step{
+			{facts{owned: []string{"d"}, deferred: []string{"d"}}, ringMoved{known: []string{"d"}},
+				[]Effect{CheckLoaded{}}},
+		}},
+		{"lost zones serve through the grace, are named, and stop when it ends", []step{
+			{facts{owned: []string{"a"}, active: []string{"a", "b", "c"}}, ringMoved{known: []string{"a", "b", "c"}},
+				[]Effect{Timer{After: grace, Msg: &graceEnds{zones: []string{"b", "c"}}}, CheckLoaded{},
+					ObserveHandoff{Lost: 2}, ObserveGrace{Keys: []string{"b", "c"}}}},
+			{facts{owned: []string{"a"}, active: []string{"a", "b", "c"}}, graceOver{zones: []string{"b", "c"}, same: map[string]bool{"b": true, "c": true}},
+				[]Effect{ObserveLoading{}, StopZones{Keys: []string{"b", "c"}}, ObserveGrace{}}},
+		}},
+		{"a zone gained back in its grace is kept, the others released", []step{
+			{facts{owned: []string{"a"}, active: []string{"a", "b"}}, ringMoved{known: []string{"a", "b"}},
+				[]Effect{Timer{After: grace, Msg: &graceEnds{zones: []string{"b"}}}, CheckLoaded{},
+					ObserveHandoff{Lost: 1}, ObserveGrace{Keys: []string{"b"}}}},
+			{facts{owned: []string{"a", "b"}, active: []string{"a", "b"}}, ringMoved{known: []string{"a", "b"}},
+				[]Effect{CheckLoaded{}, ObserveGrace{}}},
+			{facts{owned: []string{"a", "b"}, active: []string{"a", "b"}}, graceOver{zones: []string{"b"}, same: map[string]bool{"b": true}},
+				[]Effect{Settle{}}},
+		}},
+		{"a lost zone emptied and spawned again is another, left alone by the release", []step{
+			{facts{owned: []string{"a"}, active: []string{"a", "b", "c"}}, ringMoved{known: []string{"a", "b", "c"}},
+				[]Effect{Timer{After: grace, Msg: &graceEnds{zones: []string{"b", "c"}}}, CheckLoaded{},
+					ObserveHandoff{Lost: 2}, ObserveGrace{Keys: []string{"b", "c"}}}},
+			{facts{owned: []string{"a"}, active: []string{"a", "b", "c"}}, graceOver{zones: []string{"b", "c"}, same: map[string]bool{"c": true}},
+				[]Effect{ObserveLoading{}, StopZones{Keys: []string{"c"}}, ObserveGrace{Keys: []string{"b"}}}},
+		}},
+		{"a lost zone lost again during its grace keeps the first timer", []step{
+			{facts{owned: []string{"a"}, active: []string{"a", "b"}}, ringMoved{known: []string{"a", "b"}},
+				[]Effect{Timer{After: grace, Msg: &graceEnds{zones: []string{"b"}}}, CheckLoaded{},
+					ObserveHandoff{Lost: 1}, ObserveGrace{Keys: []string{"b"}}}},
+			{facts{owned: []string{"a"}, active: []string{"a", "b"}}, ringMoved{known: []string{"a", "b"}},
+				[]Effect{CheckLoaded{}}},
+		}},
+		{"gains and losses in one change", []step{
+			{facts{owned: []string{"a", "n"}, active: []string{"a", "b"}}, ringMoved{known: []string{"a", "b", "n"}},
+				[]Effect{SpawnZone{Key: "n", Hidden: true}, Timer{After: grace, Msg: &graceEnds{zones: []string{"b"}}},
+					LoadZones{Keys: []string{"n"}}, ObserveHandoff{Gained: 1, Lost: 1}, ObserveGrace{Keys: []string{"b"}}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(grace)
+			for i, st := range tc.steps {
+				if got := s.Step(st.facts, st.msg); !reflect.DeepEqual(got, st.want) {
+					t.Fatalf("step %d (%#v):\n got %#v\nwant %#v", i, st.msg, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// A zone that empties during its grace leaves it: the next report names
+// the others only.
+func TestStateEmptiedZoneLeavesGrace(t *testing.T) {
+	s := newState(time.Second)
+	s.Step(facts{active: []string{"b", "c"}}, ringMoved{known: []string{"b", "c"}})
+	s.endGrace("b")
+	if got, want := s.reportGrace(), []Effect{ObserveGrace{Keys: []string{"c"}}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("reported %#v, want %#v", got, want)
+	}
+	if got := s.reportGrace(); got != nil {
+		t.Errorf("reported %#v again with nothing changed", got)
+	}
+}
