@@ -173,7 +173,7 @@ func (m *Manager) onLoadDeferred(ctx actor.Context, msg *loadDeferred) {
 		"zones", len(gained))
 	if len(gained) > 0 || m.sharded {
 		m.startReplay(ctx, gained, true)
-	} else if m.replay.keys == nil {
+	} else if m.state.replay.keys == nil {
 		m.setLoaded(true)
 	}
 	m.publishPlacement()

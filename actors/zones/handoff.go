@@ -267,8 +267,8 @@ func (m *Manager) pruneGained() {
 // source has not answered that replay. Once every source has, the zones
 // loading wait for the replay's barrier, which shows them.
 func (m *Manager) loadingGained(key string) bool {
-	return m.replay.keys != nil && len(m.replay.waiting) > 0 && m.owns(key) && !m.isDeferred(key) &&
-		(m.children[key] == nil || m.replay.keys[key])
+	return m.state.replay.keys != nil && len(m.state.replay.waiting) > 0 && m.owns(key) && !m.isDeferred(key) &&
+		(m.children[key] == nil || m.state.replay.keys[key])
 }
 
 // fetchGained asks the replicas that held them for the gained zones not
@@ -371,7 +371,7 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		// published: until then the placement keeps sending its
 		// questions to the replicas that held it (a zone hidden here and
 		// placed nowhere would be NXDOMAIN).
-		if pid := m.children[key]; pid != nil && m.replay.keys[key] {
+		if pid := m.children[key]; pid != nil && m.state.replay.keys[key] {
 			delete(m.handoff.from, key)
 			shown = append(shown, key)
 		}
@@ -423,10 +423,10 @@ func (m *Manager) onPeerBarrierDone(msg *barrierDone) {
 	// Once every source has answered the replay, its own barrier counts
 	// this zone and shows it: taking it out of the replay now would leave
 	// that barrier waiting for ever.
-	if m.children[msg.key] == nil || !m.replay.keys[msg.key] || len(m.replay.waiting) == 0 || !m.owns(msg.key) {
+	if m.children[msg.key] == nil || !m.state.replay.keys[msg.key] || len(m.state.replay.waiting) == 0 || !m.owns(msg.key) {
 		return
 	}
-	delete(m.replay.keys, msg.key)
+	delete(m.state.replay.keys, msg.key)
 	m.addSlots()
 	if slot := m.cfg.Table.SlotOf(msg.key); slot != nil {
 		slot.SetLoading(false) // visible before the placement stops sending it elsewhere
@@ -477,7 +477,7 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
 		return
 	}
-	if pid == nil || !m.sync.synced || m.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
+	if pid == nil || !m.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
 		!m.state.inGrace(msg.Key) && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return

@@ -84,8 +84,7 @@ type Manager struct {
 	ring     *cluster.Ring         // nil: this replica owns every zone
 	sources  map[string]*actor.PID // source actors, for replays
 	state    State                 // the decisions Step makes (state.go)
-	replay   replayState
-	deferred deferredState // zones left to replicas still syncing (deferred.go)
+	deferred deferredState         // zones left to replicas still syncing (deferred.go)
 	handoff  handoffState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
@@ -182,7 +181,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *RingChanged:
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:
-		m.onReplayDone(ctx, msg)
+		m.carry(ctx, m.state.Step(m, msg))
 	case *releaseZones:
 		m.onReleaseZones(ctx, msg)
 	case *loadDeferred:
@@ -223,11 +222,15 @@ func (m *Manager) carry(ctx actor.Context, effects []Effect) {
 		case LoadZones:
 			m.startReplay(ctx, e.Keys, true)
 		case CheckLoaded:
-			if m.replay.keys == nil {
+			if m.state.replay.keys == nil {
 				m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
 			}
 		case Settle:
 			m.settled()
+		case TellZone:
+			m.tell(ctx, e.Key, m.children[e.Key], e.Msg)
+		case FinishReplay:
+			m.finishReplay(ctx)
 		case ObserveHandoff:
 			m.cfg.Observer.Handoff(e.Gained, e.Lost)
 		case ObserveGrace:
@@ -330,8 +333,8 @@ func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
 		m.onPeerBarrierDone(msg)
 		return
 	}
-	if msg.tag != 0 {
-		m.onReplayBarrierDone(ctx, msg)
+	if msg.tag != 0 { // a replay's
+		m.carry(ctx, m.state.Step(m, msg))
 		return
 	}
 	if m.sync.barrierDone() {
@@ -379,7 +382,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		}
 	}
 	for key, b := range batches {
-		if msg.Replay != 0 && !m.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
+		if msg.Replay != 0 && !m.state.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
 			continue // a replay only fills the zones being loaded
 		}
 		if pid := m.zoneActor(ctx, key); pid != nil {
@@ -622,11 +625,11 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
-	switch spawnFor(m, key, m.sharded, m.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
+	switch spawnFor(m, key, m.sharded, m.state.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
 	case spawnNone:
 		return nil // a deferred zone loads from the sources' caches when its wait ends
 	case spawnHidden:
-		m.replay.keys[key] = true // shown when the replay that waits for its list ends
+		m.state.replay.keys[key] = true // shown when the replay that waits for its list ends
 		return m.spawnZone(ctx, key, true)
 	}
 	return m.spawnZone(ctx, key, false)

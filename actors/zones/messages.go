@@ -10,7 +10,8 @@
 // changes already in its mailbox into one publish.
 //
 // The Manager's decisions are pure where they can be: State.Step decides
-// what a ring change and a grace period's end do (state.go), returning
+// what a ring change, a grace period's end and a replay's answers do
+// (state.go), returning
 // effects the Manager carries out; lifecycle.go, deferred.go, firstsync.go
 // and the handoff plans decide the rest, each table-tested without an
 // actor system.

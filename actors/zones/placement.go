@@ -88,7 +88,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	old, oldEventual := m.ring, m.deferred.eventual
 	// Whether every source has sent what the old ring gave this replica:
 	// then a namespace it owned and holds no zone of had no objects.
-	settled := m.sync.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
+	settled := m.sync.synced && (m.state.replay.keys == nil || len(m.state.replay.waiting) == 0)
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
@@ -108,14 +108,14 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 // loaded; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
 	m.cfg.Observer.Loading()
-	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
+	loading, since, gaining := m.state.replay.keys, m.state.replay.since, m.state.replay.gaining
 	if loading == nil {
 		loading, since, gaining = map[string]bool{}, time.Now(), false
 	}
 	for _, k := range keys {
 		loading[k] = true
 	}
-	m.replay = replayState{id: m.replay.id + 1, keys: loading, waiting: map[string]bool{},
+	m.state.replay = replayState{id: m.state.replay.id + 1, keys: loading, waiting: map[string]bool{},
 		since: since, gaining: gaining || hidden}
 	// A replay does not make the replica unready: the node does that as
 	// it announces itself, until the zones its announcement gains have
@@ -126,39 +126,11 @@ func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uin
 	// The zones a replay loads stay hidden meanwhile, and their questions
 	// go to the replicas that still hold them.
 	for name, pid := range m.sources {
-		m.replay.waiting[name] = true
-		ctx.Send(pid, &Replay{ID: m.replay.id})
+		m.state.replay.waiting[name] = true
+		ctx.Send(pid, &Replay{ID: m.state.replay.id})
 	}
-	if len(m.replay.waiting) == 0 {
-		m.replayBarrier(ctx)
-	}
-	return m.replay.id
-}
-
-func (m *Manager) onReplayDone(ctx actor.Context, msg *ReplayDone) {
-	if m.replay.sourceDone(msg.ID, msg.Source) {
-		m.replayBarrier(ctx)
-	}
-}
-
-// replayBarrier makes every loading zone publish the replayed objects.
-func (m *Manager) replayBarrier(ctx actor.Context) {
-	sent := 0
-	for key := range m.replay.keys {
-		if pid := m.children[key]; pid != nil {
-			sent++
-			m.tell(ctx, key, pid, &barrier{tag: m.replay.id})
-		}
-	}
-	if m.replay.barriersSent(sent) {
-		m.finishReplay(ctx)
-	}
-}
-
-func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
-	if m.replay.barrierDone(msg.tag, msg.key) {
-		m.finishReplay(ctx)
-	}
+	m.carry(ctx, m.state.Step(m, replayAsked{}))
+	return m.state.replay.id
 }
 
 // finishReplay shows the loaded zones to queries, and deletes what other
@@ -166,19 +138,19 @@ func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
 func (m *Manager) finishReplay(ctx actor.Context) {
 	m.settled() // first, so whoever sees the zones loaded sees the release asked for
 	m.addSlots()
-	for key := range m.replay.keys {
+	for key := range m.state.replay.keys {
 		if m.children[key] != nil {
 			if slot := m.cfg.Table.SlotOf(key); slot != nil {
 				slot.SetLoading(false)
 			}
 		}
 	}
-	took := time.Since(m.replay.since)
-	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys), "took", took.Round(time.Millisecond))
-	if m.replay.gained() {
+	took := time.Since(m.state.replay.since)
+	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.state.replay.keys), "took", took.Round(time.Millisecond))
+	if m.state.replay.gained() {
 		m.reportGainLoaded(took)
 	}
-	m.replay.keys = nil
+	m.state.replay.keys = nil
 	m.setLoaded(!m.waitingForPending())
 	m.pruneGained()
 	m.publishPlacement()
@@ -342,7 +314,7 @@ func (m *Manager) publishPlacement() {
 	}
 	p := make(map[string][]string)
 	place := func(key string) {
-		if m.children[key] != nil && !m.replay.keys[key] && m.owns(key) {
+		if m.children[key] != nil && !m.state.replay.keys[key] && m.owns(key) {
 			return // served here
 		}
 		p[key] = askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)

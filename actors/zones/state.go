@@ -8,8 +8,8 @@ import (
 
 // State is the part of the Manager's decisions that Step makes, as a
 // state machine without an actor or a clock: what a ring change does to
-// the zones known here and which lost zones stay in their grace period
-// until it ends. Step returns the effects of a message (spawns, stops,
+// the zones known here, which lost zones stay in their grace period
+// until it ends, and when the replay that loads zones is over. Step returns the effects of a message (spawns, stops,
 // replays, timers, what the Observer is told) and the Manager carries
 // them out (carry, in manager.go), so the decisions are table-tested as
 // message sequences (state_test.go). Zones are named by key: the actors
@@ -21,6 +21,7 @@ type State struct {
 	// graceChanged says grace gained or lost a key since the Observer
 	// was last told.
 	graceChanged bool
+	replay       replayState // the replay that loads gained zones (lifecycle.go)
 }
 
 func newState(grace time.Duration) State {
@@ -45,6 +46,14 @@ type graceOver struct {
 	zones []string
 	same  map[string]bool
 }
+
+// replayAsked says the sources were asked to replay (the Manager set
+// replay.waiting to those it asked): with none to wait for, the loading
+// zones get the barrier at once.
+type replayAsked struct{}
+
+// Step also takes *ReplayDone, a source's end of a replay, and
+// *barrierDone, a loading zone's answer to the replay's barrier.
 
 // Effect is what Step asks the Manager to do.
 type Effect interface{ effect() }
@@ -78,6 +87,16 @@ type LoadZones struct{ Keys []string }
 // unless a replay is under way or it waits for replicas still syncing.
 type CheckLoaded struct{}
 
+// TellZone sends Msg to the actor of zone Key.
+type TellZone struct {
+	Key string
+	Msg any
+}
+
+// FinishReplay shows the zones a replay loaded to queries: every source
+// answered and every loading zone published what they sent.
+type FinishReplay struct{}
+
 // Settle says a release is over without anything to stop.
 type Settle struct{}
 
@@ -97,6 +116,8 @@ func (Timer) effect()          {}
 func (LoadZones) effect()      {}
 func (CheckLoaded) effect()    {}
 func (Settle) effect()         {}
+func (TellZone) effect()       {}
+func (FinishReplay) effect()   {}
 func (ObserveHandoff) effect() {}
 func (ObserveGrace) effect()   {}
 func (ObserveLoading) effect() {}
@@ -113,6 +134,18 @@ func (s *State) Step(f zoneFacts, msg any) []Effect {
 		out = s.ringMoved(f, msg)
 	case graceOver:
 		out = s.graceOver(f, msg)
+	case replayAsked:
+		if len(s.replay.waiting) == 0 {
+			out = s.replayBarrier(f)
+		}
+	case *ReplayDone:
+		if s.replay.sourceDone(msg.ID, msg.Source) {
+			out = s.replayBarrier(f)
+		}
+	case *barrierDone:
+		if s.replay.barrierDone(msg.tag, msg.key) {
+			out = []Effect{FinishReplay{}}
+		}
 	}
 	return append(out, s.reportGrace()...)
 }
@@ -163,6 +196,21 @@ func (s *State) graceOver(f zoneFacts, msg graceOver) []Effect {
 		return []Effect{Settle{}} // all gained back: the release is over all the same
 	}
 	return []Effect{ObserveLoading{}, StopZones{Keys: stop}}
+}
+
+// replayBarrier makes every loading zone whose actor runs publish the
+// replayed objects; the replay is over at once when none does.
+func (s *State) replayBarrier(f zoneFacts) []Effect {
+	var out []Effect
+	for _, key := range slices.Sorted(maps.Keys(s.replay.keys)) {
+		if f.running(key) {
+			out = append(out, TellZone{Key: key, Msg: &barrier{tag: s.replay.id}})
+		}
+	}
+	if s.replay.barriersSent(len(out)) {
+		out = append(out, FinishReplay{})
+	}
+	return out
 }
 
 // endGrace ends the grace period of key, if it has one: it was gained

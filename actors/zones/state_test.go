@@ -98,3 +98,50 @@ func TestStateEmptiedZoneLeavesGrace(t *testing.T) {
 		t.Errorf("reported %#v again with nothing changed", got)
 	}
 }
+
+// A replay that loads zones, as message sequences: its barrier goes to
+// the loading zones whose actor runs once every source has answered, and
+// it is over once each of them has published.
+func TestStateStepReplay(t *testing.T) {
+	loading := func() replayState {
+		return replayState{id: 2, waiting: map[string]bool{"kubernetes": true, "istio": true},
+			keys: map[string]bool{"a.": true, "b.": true, "gone.": true}}
+	}
+	running := facts{active: []string{"a.", "b."}}
+	for _, tc := range []struct {
+		name   string
+		replay replayState
+		steps  []step
+	}{
+		{"every source, then every running loading zone", loading(), []step{
+			{running, replayAsked{}, nil},
+			{running, &ReplayDone{Source: "kubernetes", ID: 2}, nil},
+			{running, &ReplayDone{Source: "kubernetes", ID: 2}, nil},
+			{running, &ReplayDone{Source: "istio", ID: 1}, nil},
+			{running, &ReplayDone{Source: "istio", ID: 2},
+				[]Effect{TellZone{Key: "a.", Msg: &barrier{tag: 2}}, TellZone{Key: "b.", Msg: &barrier{tag: 2}}}},
+			{running, &barrierDone{tag: 1, key: "a."}, nil},
+			{running, &barrierDone{tag: 2, key: "a."}, nil},
+			{running, &barrierDone{tag: 2, key: "other."}, nil},
+			{running, &barrierDone{tag: 2, key: "b."}, []Effect{FinishReplay{}}},
+		}},
+		{"no source to ask: the barrier at once", replayState{id: 1, waiting: map[string]bool{}, keys: map[string]bool{"a.": true}}, []step{
+			{running, replayAsked{}, []Effect{TellZone{Key: "a.", Msg: &barrier{tag: 1}}}},
+			{running, &barrierDone{tag: 1, key: "a."}, []Effect{FinishReplay{}}},
+		}},
+		{"no loading zone runs: over once the sources answered", replayState{id: 1, waiting: map[string]bool{"kubernetes": true}, keys: map[string]bool{"gone.": true}}, []step{
+			{running, replayAsked{}, nil},
+			{running, &ReplayDone{Source: "kubernetes", ID: 1}, []Effect{FinishReplay{}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(time.Second)
+			s.replay = tc.replay
+			for i, st := range tc.steps {
+				if got := s.Step(st.facts, st.msg); !reflect.DeepEqual(got, st.want) {
+					t.Fatalf("step %d (%#v):\n got %#v\nwant %#v", i, st.msg, got, st.want)
+				}
+			}
+		})
+	}
+}
