@@ -141,7 +141,7 @@ type peerState struct {
 //     old gave it (settled): a namespace without objects, which it hands
 //     over empty until its grace ends.
 func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, settled bool) {
-	if !m.sharded || m.ring == nil || !m.sync.synced {
+	if !m.sharded || m.ring == nil || !m.state.sync.synced {
 		return
 	}
 	now := m.cfg.Now()
@@ -196,7 +196,7 @@ func namespaceZoneMove(was, is, settled bool) zoneMove {
 // every object of its namespaces sent by the sources, or lost it so in a
 // ring change whose grace has not ended.
 func (m *Manager) heldEmpty(key string) bool {
-	if !m.sharded || !m.sync.synced || m.ring == nil || m.children[key] != nil {
+	if !m.sharded || !m.state.sync.synced || m.ring == nil || m.children[key] != nil {
 		return false
 	}
 	route := m.cfg.Answer.Domains.Route(key)
@@ -477,7 +477,7 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
 		return
 	}
-	if pid == nil || !m.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
+	if pid == nil || !m.state.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
 		!m.state.inGrace(msg.Key) && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return

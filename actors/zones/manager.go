@@ -62,7 +62,6 @@ type Config struct {
 type Manager struct {
 	cfg        Config
 	hooks      testHooks
-	sync       firstSync // the way to readiness
 	namespaces map[string]struct{}
 	zonesOf    zoneIndex             // the zones each object contributes to
 	zoneSize   map[string]int        // objects contributing to each zone
@@ -146,11 +145,11 @@ func newManager(cfg Config) *Manager {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
-	m := &Manager{cfg: cfg, sync: newFirstSync(cfg.Sources), namespaces: map[string]struct{}{},
+	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{},
 		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
-		sources: map[string]*actor.PID{}, state: newState(cfg.Grace), ring: cfg.Ring,
+		sources: map[string]*actor.PID{}, state: newState(cfg.Grace, cfg.Sources), ring: cfg.Ring,
 		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
 			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
@@ -167,7 +166,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *actor.Started:
 		m.onStarted(ctx)
 	case *startupTimeout:
-		m.onStartupTimeout()
+		m.carry(ctx, m.state.Step(m, msg))
 	case *Apply:
 		m.onApply(ctx, msg)
 	case *Synced:
@@ -231,6 +230,17 @@ func (m *Manager) carry(ctx actor.Context, effects []Effect) {
 			m.tell(ctx, e.Key, m.children[e.Key], e.Msg)
 		case FinishReplay:
 			m.finishReplay(ctx)
+		case RebuildRestarted:
+			m.rebuildRestarted(ctx)
+		case SyncBarrier:
+			// The zones running now, the restarted ones rebuilt among them.
+			m.carry(ctx, m.state.Step(m, syncZones{keys: slices.Sorted(maps.Keys(m.children))}))
+		case MarkSynced:
+			m.markSynced()
+		case ServeUnsynced:
+			m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
+				"timeout", m.cfg.StartupTimeout, "waiting", e.Waiting)
+			m.publishDirectory()
 		case ObserveHandoff:
 			m.cfg.Observer.Handoff(e.Gained, e.Lost)
 		case ObserveGrace:
@@ -278,7 +288,7 @@ func (m *Manager) setSlot(key string, slot *zone.Slot) {
 }
 
 func (m *Manager) onStarted(ctx actor.Context) {
-	if len(m.sync.unsynced) == 0 {
+	if len(m.state.sync.unsynced) == 0 {
 		// No source at all (a forwarder, hosts or stub-domain server):
 		// nothing to wait for.
 		m.markSynced()
@@ -290,19 +300,8 @@ func (m *Manager) onStarted(ctx actor.Context) {
 	}
 }
 
-// onStartupTimeout starts serving what is known, as CoreDNS does after its
-// startup timeout, while readiness keeps waiting for the real sync.
-func (m *Manager) onStartupTimeout() {
-	if !m.sync.timeout() {
-		return
-	}
-	m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
-		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.sync.unsynced)))
-	m.publishDirectory()
-}
-
-// onSynced counts a source as synced. With the last one, it sends every
-// zone a barrier: readiness waits until each has published what the
+// onSynced counts a source as synced (Step). With the last one, every
+// zone gets a barrier: readiness waits until each has published what the
 // sources sent, so a node (or a reloaded configuration) never turns ready
 // with zones still empty.
 func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
@@ -311,21 +310,10 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 		// It may have sorted some objects by an older ring.
 		ctx.Send(msg.From, &InterestChanged{})
 	}
-	known := m.sync.unsynced[msg.Source]
-	last := m.sync.sourceSynced(msg.Source)
-	if known {
+	if m.state.sync.unsynced[msg.Source] {
 		m.cfg.Logger.Info("source synced", "source", msg.Source)
 	}
-	if !last {
-		return
-	}
-	m.rebuildRestarted(ctx) // before the barrier, which waits for them
-	for key, pid := range m.children {
-		m.tell(ctx, key, pid, &barrier{tag: 0})
-	}
-	if m.sync.barriersSent(len(m.children)) {
-		m.markSynced()
-	}
+	m.carry(ctx, m.state.Step(m, msg))
 }
 
 func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
@@ -337,14 +325,12 @@ func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
 		m.carry(ctx, m.state.Step(m, msg))
 		return
 	}
-	if m.sync.barrierDone() {
-		m.markSynced()
-	}
+	m.carry(ctx, m.state.Step(m, msg)) // the sync barrier's
 }
 
 func (m *Manager) markSynced() {
 	m.settled() // first, so whoever sees the node synced sees the release asked for
-	m.sync.synced = true
+	m.state.sync.synced = true
 	m.publishDirectory()
 }
 
@@ -354,7 +340,7 @@ func (m *Manager) settled() {
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
-	if msg.Replay == 0 && m.sync.synced && msg.Source != peerSource {
+	if msg.Replay == 0 && m.state.sync.synced && msg.Source != peerSource {
 		m.cfg.Observer.Changes(len(msg.Changes))
 	}
 	m.confirm(msg)
@@ -697,9 +683,9 @@ func (m *Manager) publishDirectory() {
 	for n := range m.meshNames {
 		mesh[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.sync.serving(), m.serial).
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.state.sync.serving(), m.serial).
 		WithMesh(mesh).WithFiles(m.fileOrigins()))
 	if m.cfg.Synced != nil {
-		m.cfg.Synced.Store(m.sync.synced)
+		m.cfg.Synced.Store(m.state.sync.synced)
 	}
 }

@@ -10,11 +10,10 @@
 // changes already in its mailbox into one publish.
 //
 // The Manager's decisions are pure where they can be: State.Step decides
-// what a ring change, a grace period's end and a replay's answers do
-// (state.go), returning
-// effects the Manager carries out; lifecycle.go, deferred.go, firstsync.go
-// and the handoff plans decide the rest, each table-tested without an
-// actor system.
+// what a ring change, a grace period's end, a replay's answers and the
+// first sync do (state.go), returning effects the Manager carries out
+// (carry); lifecycle.go, deferred.go and the handoff plans decide the
+// rest. Each is table-tested without an actor system.
 package zones
 
 import (

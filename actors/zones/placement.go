@@ -88,7 +88,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	old, oldEventual := m.ring, m.deferred.eventual
 	// Whether every source has sent what the old ring gave this replica:
 	// then a namespace it owned and holds no zone of had no objects.
-	settled := m.sync.synced && (m.state.replay.keys == nil || len(m.state.replay.waiting) == 0)
+	settled := m.state.sync.synced && (m.state.replay.keys == nil || len(m.state.replay.waiting) == 0)
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it

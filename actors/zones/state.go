@@ -9,7 +9,8 @@ import (
 // State is the part of the Manager's decisions that Step makes, as a
 // state machine without an actor or a clock: what a ring change does to
 // the zones known here, which lost zones stay in their grace period
-// until it ends, and when the replay that loads zones is over. Step returns the effects of a message (spawns, stops,
+// until it ends, when the replay that loads zones is over, and when the
+// node is synced. Step returns the effects of a message (spawns, stops,
 // replays, timers, what the Observer is told) and the Manager carries
 // them out (carry, in manager.go), so the decisions are table-tested as
 // message sequences (state_test.go). Zones are named by key: the actors
@@ -22,10 +23,11 @@ type State struct {
 	// was last told.
 	graceChanged bool
 	replay       replayState // the replay that loads gained zones (lifecycle.go)
+	sync         firstSync   // the way to readiness (firstsync.go)
 }
 
-func newState(grace time.Duration) State {
-	return State{Grace: grace, grace: map[string]bool{}}
+func newState(grace time.Duration, sources []string) State {
+	return State{Grace: grace, grace: map[string]bool{}, sync: newFirstSync(sources)}
 }
 
 // Messages Step takes; the Manager makes them from its own.
@@ -52,8 +54,13 @@ type graceOver struct {
 // zones get the barrier at once.
 type replayAsked struct{}
 
-// Step also takes *ReplayDone, a source's end of a replay, and
-// *barrierDone, a loading zone's answer to the replay's barrier.
+// syncZones are the zones running once every source has synced: each
+// gets the sync barrier.
+type syncZones struct{ keys []string }
+
+// Step also takes *ReplayDone, a source's end of a replay; *barrierDone,
+// a zone's answer to a replay's barrier or to the sync barrier (tag 0);
+// *Synced, a source's first sync; *startupTimeout.
 
 // Effect is what Step asks the Manager to do.
 type Effect interface{ effect() }
@@ -97,6 +104,23 @@ type TellZone struct {
 // answered and every loading zone published what they sent.
 type FinishReplay struct{}
 
+// RebuildRestarted rebuilds the zones restarted before every source had
+// synced (rebuild.go); it comes before the sync barrier, which waits for
+// them.
+type RebuildRestarted struct{}
+
+// SyncBarrier asks the Manager for the zones running now (syncZones), to
+// send each the sync barrier.
+type SyncBarrier struct{}
+
+// MarkSynced says every source synced and every zone published what they
+// sent: the node is ready.
+type MarkSynced struct{}
+
+// ServeUnsynced says the startup timeout passed before the sources
+// synced: what is known is served, while readiness keeps waiting.
+type ServeUnsynced struct{ Waiting []string }
+
 // Settle says a release is over without anything to stop.
 type Settle struct{}
 
@@ -110,17 +134,21 @@ type ObserveGrace struct{ Keys []string }
 // ObserveLoading tells the Observer a load or a release begins.
 type ObserveLoading struct{}
 
-func (SpawnZone) effect()      {}
-func (StopZones) effect()      {}
-func (Timer) effect()          {}
-func (LoadZones) effect()      {}
-func (CheckLoaded) effect()    {}
-func (Settle) effect()         {}
-func (TellZone) effect()       {}
-func (FinishReplay) effect()   {}
-func (ObserveHandoff) effect() {}
-func (ObserveGrace) effect()   {}
-func (ObserveLoading) effect() {}
+func (SpawnZone) effect()        {}
+func (StopZones) effect()        {}
+func (Timer) effect()            {}
+func (LoadZones) effect()        {}
+func (CheckLoaded) effect()      {}
+func (Settle) effect()           {}
+func (TellZone) effect()         {}
+func (FinishReplay) effect()     {}
+func (RebuildRestarted) effect() {}
+func (SyncBarrier) effect()      {}
+func (MarkSynced) effect()       {}
+func (ServeUnsynced) effect()    {}
+func (ObserveHandoff) effect()   {}
+func (ObserveGrace) effect()     {}
+func (ObserveLoading) effect()   {}
 
 // Step decides what msg does, given what f says of each zone key (whether
 // the ring gives it here, whether it is deferred, whether its actor runs;
@@ -143,8 +171,25 @@ func (s *State) Step(f zoneFacts, msg any) []Effect {
 			out = s.replayBarrier(f)
 		}
 	case *barrierDone:
-		if s.replay.barrierDone(msg.tag, msg.key) {
+		if msg.tag == 0 {
+			out = s.syncBarrierDone()
+		} else if s.replay.barrierDone(msg.tag, msg.key) {
 			out = []Effect{FinishReplay{}}
+		}
+	case *Synced:
+		if s.sync.sourceSynced(msg.Source) {
+			out = []Effect{RebuildRestarted{}, SyncBarrier{}}
+		}
+	case syncZones:
+		for _, key := range msg.keys {
+			out = append(out, TellZone{Key: key, Msg: &barrier{tag: 0}})
+		}
+		if s.sync.barriersSent(len(msg.keys)) {
+			out = append(out, s.markSynced()...)
+		}
+	case *startupTimeout:
+		if s.sync.timeout() {
+			out = []Effect{ServeUnsynced{Waiting: slices.Sorted(maps.Keys(s.sync.unsynced))}}
 		}
 	}
 	return append(out, s.reportGrace()...)
@@ -196,6 +241,20 @@ func (s *State) graceOver(f zoneFacts, msg graceOver) []Effect {
 		return []Effect{Settle{}} // all gained back: the release is over all the same
 	}
 	return []Effect{ObserveLoading{}, StopZones{Keys: stop}}
+}
+
+// syncBarrierDone counts a zone's answer to the sync barrier.
+func (s *State) syncBarrierDone() []Effect {
+	if s.sync.barrierDone() {
+		return s.markSynced()
+	}
+	return nil
+}
+
+// markSynced turns the node synced.
+func (s *State) markSynced() []Effect {
+	s.sync.synced = true
+	return []Effect{MarkSynced{}}
 }
 
 // replayBarrier makes every loading zone whose actor runs publish the

@@ -75,7 +75,7 @@ func TestStateStep(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newState(grace)
+			s := newState(grace, nil)
 			for i, st := range tc.steps {
 				if got := s.Step(st.facts, st.msg); !reflect.DeepEqual(got, st.want) {
 					t.Fatalf("step %d (%#v):\n got %#v\nwant %#v", i, st.msg, got, st.want)
@@ -88,7 +88,7 @@ func TestStateStep(t *testing.T) {
 // A zone that empties during its grace leaves it: the next report names
 // the others only.
 func TestStateEmptiedZoneLeavesGrace(t *testing.T) {
-	s := newState(time.Second)
+	s := newState(time.Second, nil)
 	s.Step(facts{active: []string{"b", "c"}}, ringMoved{known: []string{"b", "c"}})
 	s.endGrace("b")
 	if got, want := s.reportGrace(), []Effect{ObserveGrace{Keys: []string{"c"}}}; !reflect.DeepEqual(got, want) {
@@ -135,12 +135,60 @@ func TestStateStepReplay(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newState(time.Second)
+			s := newState(time.Second, nil)
 			s.replay = tc.replay
 			for i, st := range tc.steps {
 				if got := s.Step(st.facts, st.msg); !reflect.DeepEqual(got, st.want) {
 					t.Fatalf("step %d (%#v):\n got %#v\nwant %#v", i, st.msg, got, st.want)
 				}
+			}
+		})
+	}
+}
+
+// The way to readiness as message sequences: every source syncs, then
+// every running zone answers the sync barrier; the startup timeout
+// serves what is known before that, once.
+func TestStateStepSync(t *testing.T) {
+	var none facts
+	for _, tc := range []struct {
+		name    string
+		sources []string
+		steps   []step
+	}{
+		{"every source, then every zone", []string{"kubernetes", "istio"}, []step{
+			{none, &Synced{Source: "kubernetes"}, nil},
+			{none, &Synced{Source: "kubernetes"}, nil},
+			{none, &Synced{Source: "unknown"}, nil},
+			{none, &Synced{Source: "istio"}, []Effect{RebuildRestarted{}, SyncBarrier{}}},
+			{none, syncZones{keys: []string{"a.", "b."}},
+				[]Effect{TellZone{Key: "a.", Msg: &barrier{}}, TellZone{Key: "b.", Msg: &barrier{}}}},
+			{none, &barrierDone{key: "a."}, nil},
+			{none, &barrierDone{key: "b."}, []Effect{MarkSynced{}}},
+			{none, &Synced{Source: "istio"}, nil},
+			{none, &startupTimeout{}, nil},
+		}},
+		{"no zone to wait for: synced with the last source", []string{"kubernetes"}, []step{
+			{none, &Synced{Source: "kubernetes"}, []Effect{RebuildRestarted{}, SyncBarrier{}}},
+			{none, syncZones{}, []Effect{MarkSynced{}}},
+		}},
+		{"the startup timeout serves what is known, readiness still waits", []string{"kubernetes", "istio"}, []step{
+			{none, &Synced{Source: "istio"}, nil},
+			{none, &startupTimeout{}, []Effect{ServeUnsynced{Waiting: []string{"kubernetes"}}}},
+			{none, &Synced{Source: "kubernetes"}, []Effect{RebuildRestarted{}, SyncBarrier{}}},
+			{none, syncZones{keys: []string{"a."}}, []Effect{TellZone{Key: "a.", Msg: &barrier{}}}},
+			{none, &barrierDone{key: "a."}, []Effect{MarkSynced{}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(time.Second, tc.sources)
+			for i, st := range tc.steps {
+				if got := s.Step(st.facts, st.msg); !reflect.DeepEqual(got, st.want) {
+					t.Fatalf("step %d (%#v):\n got %#v\nwant %#v", i, st.msg, got, st.want)
+				}
+			}
+			if !s.sync.synced {
+				t.Error("not synced at the end")
 			}
 		})
 	}
