@@ -165,11 +165,17 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 // more than half the grace is logged as a warning, so that the grace is
 // raised before a larger cluster outgrows it.
 func (m *Manager) reportGainLoaded(took time.Duration) {
-	m.cfg.Observer.GainLoaded(took)
-	if m.cfg.Grace > 0 && took > m.cfg.Grace/2 {
+	if outlastsHalfGrace(took, m.cfg.Grace) {
 		m.cfg.Logger.Warn("gained zones took more than half of cluster.handoffGrace to load: the replicas that lost them may stop answering them first; raise cluster.handoffGrace",
 			"took", took.Round(time.Millisecond), "handoffGrace", m.cfg.Grace)
 	}
+	m.cfg.Observer.GainLoaded(took) // after the warning: whoever is told finds it logged
+}
+
+// outlastsHalfGrace reports whether a gain's load took long enough to
+// warn that the grace should be raised.
+func outlastsHalfGrace(took, grace time.Duration) bool {
+	return grace > 0 && took > grace/2
 }
 
 func (m *Manager) setLoaded(b bool) {
