@@ -237,6 +237,9 @@ func (m *Manager) carry(ctx actor.Context, effects []Effect) {
 			m.carry(ctx, m.state.Step(m, syncZones{keys: slices.Sorted(maps.Keys(m.children))}))
 		case MarkSynced:
 			m.markSynced()
+		case WarnDeferredLoad:
+			m.cfg.Logger.Warn("replicas still syncing did not announce in time: loading the zones they would own",
+				"zones", e.Zones)
 		case ServeUnsynced:
 			m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
 				"timeout", m.cfg.StartupTimeout, "waiting", e.Waiting)

@@ -10,10 +10,11 @@
 // changes already in its mailbox into one publish.
 //
 // The Manager's decisions are pure where they can be: State.Step decides
-// what a ring change, a grace period's end, a replay's answers and the
-// first sync do (state.go), returning effects the Manager carries out
-// (carry); lifecycle.go, deferred.go and the handoff plans decide the
-// rest. Each is table-tested without an actor system.
+// what a ring change, a grace period's end, a replay's answers, the first
+// sync and the end of the wait for replicas still syncing do (state.go),
+// returning effects the Manager carries out (carry); lifecycle.go,
+// deferred.go and the handoff plans decide the rest. Each is table-tested
+// without an actor system.
 package zones
 
 import (

@@ -9,8 +9,8 @@ import (
 // State is the part of the Manager's decisions that Step makes, as a
 // state machine without an actor or a clock: what a ring change does to
 // the zones known here, which lost zones stay in their grace period
-// until it ends, when the replay that loads zones is over, and when the
-// node is synced. Step returns the effects of a message (spawns, stops,
+// until it ends, when the replay that loads zones is over, when the node
+// is synced, and what loads once replicas still syncing did not announce. Step returns the effects of a message (spawns, stops,
 // replays, timers, what the Observer is told) and the Manager carries
 // them out (carry, in manager.go), so the decisions are table-tested as
 // message sequences (state_test.go). Zones are named by key: the actors
@@ -53,6 +53,14 @@ type graceOver struct {
 // replay.waiting to those it asked): with none to wait for, the loading
 // zones get the barrier at once.
 type replayAsked struct{}
+
+// pendingGaveUp is the end of the wait for the replicas still syncing
+// without them (loadDeferred), before the Manager stops deferring: known
+// are the zones known here.
+type pendingGaveUp struct {
+	known   []string
+	sharded bool
+}
 
 // syncZones are the zones running once every source has synced: each
 // gets the sync barrier.
@@ -121,6 +129,10 @@ type MarkSynced struct{}
 // synced: what is known is served, while readiness keeps waiting.
 type ServeUnsynced struct{ Waiting []string }
 
+// WarnDeferredLoad says the replicas still syncing did not announce in
+// time: this replica loads Zones zones they would have owned.
+type WarnDeferredLoad struct{ Zones int }
+
 // Settle says a release is over without anything to stop.
 type Settle struct{}
 
@@ -146,6 +158,7 @@ func (RebuildRestarted) effect() {}
 func (SyncBarrier) effect()      {}
 func (MarkSynced) effect()       {}
 func (ServeUnsynced) effect()    {}
+func (WarnDeferredLoad) effect() {}
 func (ObserveHandoff) effect()   {}
 func (ObserveGrace) effect()     {}
 func (ObserveLoading) effect()   {}
@@ -180,6 +193,8 @@ func (s *State) Step(f zoneFacts, msg any) []Effect {
 		if s.sync.sourceSynced(msg.Source) {
 			out = []Effect{RebuildRestarted{}, SyncBarrier{}}
 		}
+	case pendingGaveUp:
+		out = s.pendingGaveUp(f, msg)
 	case syncZones:
 		for _, key := range msg.keys {
 			out = append(out, TellZone{Key: key, Msg: &barrier{tag: 0}})
@@ -225,6 +240,22 @@ func (s *State) ringMoved(f zoneFacts, msg ringMoved) []Effect {
 		out = append(out, ObserveHandoff{Gained: len(plan.gained), Lost: len(plan.lost)})
 	}
 	return out
+}
+
+// pendingGaveUp loads the deferred zones without an actor, hidden until a
+// replay fills them. With sharded watches most deferred zones are unknown
+// here: the replay waits for the list of the widened watches.
+func (s *State) pendingGaveUp(f zoneFacts, msg pendingGaveUp) []Effect {
+	gained := deferredToLoad(f, slices.Values(slices.Sorted(slices.Values(msg.known))))
+	var out []Effect
+	for _, key := range gained {
+		out = append(out, SpawnZone{Key: key, Hidden: true})
+	}
+	out = append(out, WarnDeferredLoad{Zones: len(gained)})
+	if len(gained) > 0 || msg.sharded {
+		return append(out, LoadZones{Keys: gained})
+	}
+	return append(out, CheckLoaded{})
 }
 
 // graceOver stops the lost zones at the end of their grace period,

@@ -193,3 +193,32 @@ func TestStateStepSync(t *testing.T) {
 		})
 	}
 }
+
+// When the replicas still syncing do not announce in time, the deferred
+// zones without an actor load, hidden until a replay fills them.
+func TestStateStepPendingGaveUp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    facts
+		msg  pendingGaveUp
+		want []Effect
+	}{
+		{"deferred zones load", facts{owned: []string{"d1", "d2", "kept"}, deferred: []string{"d1", "d2"}, active: []string{"kept"}},
+			pendingGaveUp{known: []string{"kept", "d2", "d1"}},
+			[]Effect{SpawnZone{Key: "d1", Hidden: true}, SpawnZone{Key: "d2", Hidden: true}, WarnDeferredLoad{Zones: 2},
+				LoadZones{Keys: []string{"d1", "d2"}}}},
+		{"nothing deferred is known: loaded", facts{owned: []string{"kept"}, active: []string{"kept"}},
+			pendingGaveUp{known: []string{"kept"}},
+			[]Effect{WarnDeferredLoad{}, CheckLoaded{}}},
+		{"sharded: the widened watches' list is replayed", facts{owned: []string{"kept"}, active: []string{"kept"}},
+			pendingGaveUp{known: []string{"kept"}, sharded: true},
+			[]Effect{WarnDeferredLoad{}, LoadZones{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(time.Second, nil)
+			if got := s.Step(tc.f, tc.msg); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
