@@ -133,7 +133,7 @@ type barrier struct{ tag uint64 }
 
 // repack asks a zone actor to build its published snapshot again, as it
 // is, into new memory, and answer repacked: sent to the zones a replica
-// keeps when it stops the ones it handed over (see onReleaseZones).
+// keeps when it stops the ones it handed over (see release, placement.go).
 type repack struct{}
 
 // repacked is a zone actor's answer to repack.
