@@ -156,7 +156,9 @@ func (m *Manager) onLoadDeferred(ctx actor.Context, msg *loadDeferred) {
 	if msg.gen != m.deferred.gen || m.deferred.eventual == nil {
 		return
 	}
-	gained := deferredToLoad(m, maps.Keys(m.zoneSize))
+	// Decided while the zones are still deferred, carried out once they
+	// are not.
+	effects := m.state.Step(m, pendingGaveUp{known: slices.Collect(maps.Keys(m.zoneSize)), sharded: m.sharded})
 	eventual := m.deferred.eventual
 	m.deferred.eventual = nil
 	// With sharded watches most deferred zones are unknown here: they
@@ -165,17 +167,7 @@ func (m *Manager) onLoadDeferred(ctx actor.Context, msg *loadDeferred) {
 		return m.ring.Owns(m.cfg.Self, key) && !m.deferredIn(m.ring, eventual, key)
 	}, false)
 	m.setInterest(ctx) // before the replay, which the sources answer after it
-	for _, key := range gained {
-		m.spawnZone(ctx, key, true)
-	}
-	slices.Sort(gained)
-	m.cfg.Logger.Warn("replicas still syncing did not announce in time: loading the zones they would own",
-		"zones", len(gained))
-	if len(gained) > 0 || m.sharded {
-		m.startReplay(ctx, gained, true)
-	} else if m.replay.keys == nil {
-		m.setLoaded(true)
-	}
+	m.carry(ctx, effects)
 	m.publishPlacement()
 }
 

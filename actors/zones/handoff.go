@@ -141,7 +141,7 @@ type peerState struct {
 //     old gave it (settled): a namespace without objects, which it hands
 //     over empty until its grace ends.
 func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, settled bool) {
-	if !m.sharded || m.ring == nil || !m.sync.synced {
+	if !m.sharded || m.ring == nil || !m.state.sync.synced {
 		return
 	}
 	now := m.cfg.Now()
@@ -196,7 +196,7 @@ func namespaceZoneMove(was, is, settled bool) zoneMove {
 // every object of its namespaces sent by the sources, or lost it so in a
 // ring change whose grace has not ended.
 func (m *Manager) heldEmpty(key string) bool {
-	if !m.sharded || !m.sync.synced || m.ring == nil || m.children[key] != nil {
+	if !m.sharded || !m.state.sync.synced || m.ring == nil || m.children[key] != nil {
 		return false
 	}
 	route := m.cfg.Answer.Domains.Route(key)
@@ -267,8 +267,8 @@ func (m *Manager) pruneGained() {
 // source has not answered that replay. Once every source has, the zones
 // loading wait for the replay's barrier, which shows them.
 func (m *Manager) loadingGained(key string) bool {
-	return m.replay.keys != nil && len(m.replay.waiting) > 0 && m.owns(key) && !m.isDeferred(key) &&
-		(m.children[key] == nil || m.replay.keys[key])
+	return m.state.replay.keys != nil && len(m.state.replay.waiting) > 0 && m.owns(key) && !m.isDeferred(key) &&
+		(m.children[key] == nil || m.state.replay.keys[key])
 }
 
 // fetchGained asks the replicas that held them for the gained zones not
@@ -371,7 +371,7 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		// published: until then the placement keeps sending its
 		// questions to the replicas that held it (a zone hidden here and
 		// placed nowhere would be NXDOMAIN).
-		if pid := m.children[key]; pid != nil && m.replay.keys[key] {
+		if pid := m.children[key]; pid != nil && m.state.replay.keys[key] {
 			delete(m.handoff.from, key)
 			shown = append(shown, key)
 		}
@@ -423,10 +423,10 @@ func (m *Manager) onPeerBarrierDone(msg *barrierDone) {
 	// Once every source has answered the replay, its own barrier counts
 	// this zone and shows it: taking it out of the replay now would leave
 	// that barrier waiting for ever.
-	if m.children[msg.key] == nil || !m.replay.keys[msg.key] || len(m.replay.waiting) == 0 || !m.owns(msg.key) {
+	if m.children[msg.key] == nil || !m.state.replay.keys[msg.key] || len(m.state.replay.waiting) == 0 || !m.owns(msg.key) {
 		return
 	}
-	delete(m.replay.keys, msg.key)
+	delete(m.state.replay.keys, msg.key)
 	m.addSlots()
 	if slot := m.cfg.Table.SlotOf(msg.key); slot != nil {
 		slot.SetLoading(false) // visible before the placement stops sending it elsewhere
@@ -477,8 +477,8 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
 		return
 	}
-	if pid == nil || !m.sync.synced || m.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
-		!m.grace[msg.Key] && !m.owns(msg.Key) {
+	if pid == nil || !m.state.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
+		!m.state.inGrace(msg.Key) && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return
 	}

@@ -3,6 +3,7 @@ package zones
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // facts is a zoneFacts of sets of keys.
@@ -116,5 +117,23 @@ func TestAskOrder(t *testing.T) {
 				t.Errorf("askOrder = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A gain's load that outlasts half the grace warns that the grace should
+// be raised: the replicas that lost the zones may stop answering first.
+func TestOutlastsHalfGrace(t *testing.T) {
+	for _, tc := range []struct {
+		took, grace time.Duration
+		want        bool
+	}{
+		{4 * time.Second, 10 * time.Second, false},
+		{5 * time.Second, 10 * time.Second, false},
+		{6 * time.Second, 10 * time.Second, true},
+		{time.Hour, 0, false}, // no grace configured: nothing to raise
+	} {
+		if got := outlastsHalfGrace(tc.took, tc.grace); got != tc.want {
+			t.Errorf("outlastsHalfGrace(%v, %v) = %v, want %v", tc.took, tc.grace, got, tc.want)
+		}
 	}
 }

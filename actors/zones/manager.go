@@ -62,7 +62,6 @@ type Config struct {
 type Manager struct {
 	cfg        Config
 	hooks      testHooks
-	sync       firstSync // the way to readiness
 	namespaces map[string]struct{}
 	zonesOf    zoneIndex             // the zones each object contributes to
 	zoneSize   map[string]int        // objects contributing to each zone
@@ -81,15 +80,11 @@ type Manager struct {
 	fileZones map[string]bool            // file zone origins → held by every replica (see file.go)
 
 	// Sharding (see placement.go).
-	ring    *cluster.Ring         // nil: this replica owns every zone
-	sources map[string]*actor.PID // source actors, for replays
-	grace   map[string]bool       // lost zones still held for a while
-	// graceChanged says grace gained or lost a key since the Observer
-	// was last told.
-	graceChanged bool
-	replay       replayState
-	deferred     deferredState // zones left to replicas still syncing (deferred.go)
-	handoff      handoffState
+	ring     *cluster.Ring         // nil: this replica owns every zone
+	sources  map[string]*actor.PID // source actors, for replays
+	state    State                 // the decisions Step makes (state.go)
+	deferred deferredState         // zones left to replicas still syncing (deferred.go)
+	handoff  handoffState
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
 	placementStale bool
@@ -150,11 +145,11 @@ func newManager(cfg Config) *Manager {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
-	m := &Manager{cfg: cfg, sync: newFirstSync(cfg.Sources), namespaces: map[string]struct{}{},
+	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{},
 		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
 		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
 		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
-		sources: map[string]*actor.PID{}, grace: map[string]bool{}, ring: cfg.Ring,
+		sources: map[string]*actor.PID{}, state: newState(cfg.Grace, cfg.Sources), ring: cfg.Ring,
 		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
 			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
@@ -171,7 +166,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *actor.Started:
 		m.onStarted(ctx)
 	case *startupTimeout:
-		m.onStartupTimeout()
+		m.carry(ctx, m.state.Step(m, msg))
 	case *Apply:
 		m.onApply(ctx, msg)
 	case *Synced:
@@ -185,7 +180,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *RingChanged:
 		m.onRingChanged(ctx, msg)
 	case *ReplayDone:
-		m.onReplayDone(ctx, msg)
+		m.carry(ctx, m.state.Step(m, msg))
 	case *releaseZones:
 		m.onReleaseZones(ctx, msg)
 	case *loadDeferred:
@@ -206,16 +201,57 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.onExportZone(ctx, msg)
 	}
 	m.installSlots()
-	m.reportGrace()
+	m.carry(ctx, m.state.reportGrace()) // what a message outside Step changed
 }
 
-// reportGrace tells the Observer which lost zones are in their grace
-// period, when that changed.
-func (m *Manager) reportGrace() {
-	if m.graceChanged {
-		m.cfg.Observer.Grace(slices.Sorted(maps.Keys(m.grace)))
+// carry carries out, in order, the effects Step decided.
+func (m *Manager) carry(ctx actor.Context, effects []Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case SpawnZone:
+			m.spawnZone(ctx, e.Key, e.Hidden)
+		case StopZones:
+			m.release(ctx, e.Keys)
+		case Timer:
+			msg := e.Msg
+			if g, ok := msg.(*graceEnds); ok {
+				msg = m.pinned(g)
+			}
+			scheduler.NewTimerScheduler(ctx).SendOnce(e.After, ctx.Self(), msg)
+		case LoadZones:
+			m.startReplay(ctx, e.Keys, true)
+		case CheckLoaded:
+			if m.state.replay.keys == nil {
+				m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
+			}
+		case Settle:
+			m.settled()
+		case TellZone:
+			m.tell(ctx, e.Key, m.children[e.Key], e.Msg)
+		case FinishReplay:
+			m.finishReplay(ctx)
+		case RebuildRestarted:
+			m.rebuildRestarted(ctx)
+		case SyncBarrier:
+			// The zones running now, the restarted ones rebuilt among them.
+			m.carry(ctx, m.state.Step(m, syncZones{keys: slices.Sorted(maps.Keys(m.children))}))
+		case MarkSynced:
+			m.markSynced()
+		case WarnDeferredLoad:
+			m.cfg.Logger.Warn("replicas still syncing did not announce in time: loading the zones they would own",
+				"zones", e.Zones)
+		case ServeUnsynced:
+			m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
+				"timeout", m.cfg.StartupTimeout, "waiting", e.Waiting)
+			m.publishDirectory()
+		case ObserveHandoff:
+			m.cfg.Observer.Handoff(e.Gained, e.Lost)
+		case ObserveGrace:
+			m.cfg.Observer.Grace(e.Keys)
+		case ObserveLoading:
+			m.cfg.Observer.Loading()
+		}
 	}
-	m.graceChanged = false
 }
 
 // installSlots publishes the slots of the zones spawned and stopped since
@@ -255,7 +291,7 @@ func (m *Manager) setSlot(key string, slot *zone.Slot) {
 }
 
 func (m *Manager) onStarted(ctx actor.Context) {
-	if len(m.sync.unsynced) == 0 {
+	if len(m.state.sync.unsynced) == 0 {
 		// No source at all (a forwarder, hosts or stub-domain server):
 		// nothing to wait for.
 		m.markSynced()
@@ -267,19 +303,8 @@ func (m *Manager) onStarted(ctx actor.Context) {
 	}
 }
 
-// onStartupTimeout starts serving what is known, as CoreDNS does after its
-// startup timeout, while readiness keeps waiting for the real sync.
-func (m *Manager) onStartupTimeout() {
-	if !m.sync.timeout() {
-		return
-	}
-	m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
-		"timeout", m.cfg.StartupTimeout, "waiting", slices.Sorted(maps.Keys(m.sync.unsynced)))
-	m.publishDirectory()
-}
-
-// onSynced counts a source as synced. With the last one, it sends every
-// zone a barrier: readiness waits until each has published what the
+// onSynced counts a source as synced (Step). With the last one, every
+// zone gets a barrier: readiness waits until each has published what the
 // sources sent, so a node (or a reloaded configuration) never turns ready
 // with zones still empty.
 func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
@@ -288,21 +313,10 @@ func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
 		// It may have sorted some objects by an older ring.
 		ctx.Send(msg.From, &InterestChanged{})
 	}
-	known := m.sync.unsynced[msg.Source]
-	last := m.sync.sourceSynced(msg.Source)
-	if known {
+	if m.state.sync.unsynced[msg.Source] {
 		m.cfg.Logger.Info("source synced", "source", msg.Source)
 	}
-	if !last {
-		return
-	}
-	m.rebuildRestarted(ctx) // before the barrier, which waits for them
-	for key, pid := range m.children {
-		m.tell(ctx, key, pid, &barrier{tag: 0})
-	}
-	if m.sync.barriersSent(len(m.children)) {
-		m.markSynced()
-	}
+	m.carry(ctx, m.state.Step(m, msg))
 }
 
 func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
@@ -310,18 +324,16 @@ func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
 		m.onPeerBarrierDone(msg)
 		return
 	}
-	if msg.tag != 0 {
-		m.onReplayBarrierDone(ctx, msg)
+	if msg.tag != 0 { // a replay's
+		m.carry(ctx, m.state.Step(m, msg))
 		return
 	}
-	if m.sync.barrierDone() {
-		m.markSynced()
-	}
+	m.carry(ctx, m.state.Step(m, msg)) // the sync barrier's
 }
 
 func (m *Manager) markSynced() {
 	m.settled() // first, so whoever sees the node synced sees the release asked for
-	m.sync.synced = true
+	m.state.sync.synced = true
 	m.publishDirectory()
 }
 
@@ -331,7 +343,7 @@ func (m *Manager) settled() {
 }
 
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
-	if msg.Replay == 0 && m.sync.synced && msg.Source != peerSource {
+	if msg.Replay == 0 && m.state.sync.synced && msg.Source != peerSource {
 		m.cfg.Observer.Changes(len(msg.Changes))
 	}
 	m.confirm(msg)
@@ -359,7 +371,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 		}
 	}
 	for key, b := range batches {
-		if msg.Replay != 0 && !m.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
+		if msg.Replay != 0 && !m.state.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
 			continue // a replay only fills the zones being loaded
 		}
 		if pid := m.zoneActor(ctx, key); pid != nil {
@@ -567,7 +579,7 @@ func (m *Manager) compactIndex() {
 	m.zoneSize = resized(m.zoneSize)
 	m.children = resized(m.children)
 	m.ipOwner = resized(m.ipOwner)
-	m.grace = resized(m.grace)
+	m.state.grace = resized(m.state.grace)
 	m.rebuiltAt = resized(m.rebuiltAt)
 }
 
@@ -602,11 +614,11 @@ func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
 	if pid := m.children[key]; pid != nil {
 		return pid
 	}
-	switch spawnFor(m, key, m.sharded, m.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
+	switch spawnFor(m, key, m.sharded, m.state.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
 	case spawnNone:
 		return nil // a deferred zone loads from the sources' caches when its wait ends
 	case spawnHidden:
-		m.replay.keys[key] = true // shown when the replay that waits for its list ends
+		m.state.replay.keys[key] = true // shown when the replay that waits for its list ends
 		return m.spawnZone(ctx, key, true)
 	}
 	return m.spawnZone(ctx, key, false)
@@ -617,7 +629,7 @@ func (m *Manager) running(key string) bool { return m.children[key] != nil }
 
 // inGrace reports whether zone key, lost to a ring change, is still held
 // through its grace period (zoneFacts).
-func (m *Manager) inGrace(key string) bool { return m.grace[key] }
+func (m *Manager) inGrace(key string) bool { return m.state.inGrace(key) }
 
 // spawnZone starts the actor of key; a loading zone is hidden from
 // queries until its replay completes.
@@ -654,10 +666,7 @@ func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneAppl
 		}
 		delete(m.zoneSize, key)
 		m.zonesOf.forget(key)
-		if m.grace[key] {
-			delete(m.grace, key)
-			m.graceChanged = true
-		}
+		m.state.endGrace(key)
 		if pid := m.children[key]; pid != nil {
 			m.stopZone(ctx, key, pid)
 			delete(m.children, key)
@@ -677,9 +686,9 @@ func (m *Manager) publishDirectory() {
 	for n := range m.meshNames {
 		mesh[n] = struct{}{}
 	}
-	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.sync.serving(), m.serial).
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.state.sync.serving(), m.serial).
 		WithMesh(mesh).WithFiles(m.fileOrigins()))
 	if m.cfg.Synced != nil {
-		m.cfg.Synced.Store(m.sync.synced)
+		m.cfg.Synced.Store(m.state.sync.synced)
 	}
 }

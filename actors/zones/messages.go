@@ -8,6 +8,13 @@
 // actor is the only writer of its zone: it applies changes to private maps
 // and publishes an immutable snapshot into the zone.Table, batching all
 // changes already in its mailbox into one publish.
+//
+// The Manager's decisions are pure where they can be: State.Step decides
+// what a ring change, a grace period's end, a replay's answers, the first
+// sync and the end of the wait for replicas still syncing do (state.go),
+// returning effects the Manager carries out (carry); lifecycle.go,
+// deferred.go and the handoff plans decide the rest. Each is table-tested
+// without an actor system.
 package zones
 
 import (
@@ -126,7 +133,7 @@ type barrier struct{ tag uint64 }
 
 // repack asks a zone actor to build its published snapshot again, as it
 // is, into new memory, and answer repacked: sent to the zones a replica
-// keeps when it stops the ones it handed over (see onReleaseZones).
+// keeps when it stops the ones it handed over (see release, placement.go).
 type repack struct{}
 
 // repacked is a zone actor's answer to repack.

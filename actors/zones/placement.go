@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 )
 
 // A replica owns the zones the ring gives it. When the ring changes:
@@ -89,45 +88,15 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	old, oldEventual := m.ring, m.deferred.eventual
 	// Whether every source has sent what the old ring gave this replica:
 	// then a namespace it owned and holds no zone of had no objects.
-	settled := m.sync.synced && (m.replay.keys == nil || len(m.replay.waiting) == 0)
+	settled := m.state.sync.synced && (m.state.replay.keys == nil || len(m.state.replay.waiting) == 0)
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
-	plan := planRing(m, maps.Keys(m.zoneSize))
-	gained := plan.gained
-	for _, key := range gained {
-		m.spawnZone(ctx, key, true)
-	}
-	for _, key := range plan.regained {
-		delete(m.grace, key)
-		m.graceChanged = true
-	}
-	lost := make(map[string]*actor.PID, len(plan.lost))
-	for _, key := range plan.lost {
-		m.grace[key] = true
-		m.graceChanged = true
-		lost[key] = m.children[key]
-	}
-	if len(lost) > 0 {
-		// One timer for every zone this change lost: they are released
-		// together, with one placement for all of them.
-		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &releaseZones{zones: lost})
-	}
-	if len(gained) > 0 || m.sharded {
-		// With sharded watches the zones gained are mostly unknown here
-		// until the source's new watch lists them: the replay waits for
-		// that list, and the zones it spawns stay hidden until it ends.
-		m.startReplay(ctx, gained, true)
-	} else if m.replay.keys == nil {
-		m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
-	}
+	m.carry(ctx, m.state.Step(m, ringMoved{known: slices.Collect(maps.Keys(m.zoneSize)), sharded: m.sharded}))
 	if old != nil {
 		m.noteMoved(old, func(key string) bool {
 			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
 		}, settled)
-	}
-	if len(gained) > 0 || len(lost) > 0 {
-		m.cfg.Observer.Handoff(len(gained), len(lost))
 	}
 	m.publishFanOut()
 	m.publishPlacement()
@@ -139,14 +108,14 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 // loaded; a restarted zone keeps serving its last snapshot.
 func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uint64 {
 	m.cfg.Observer.Loading()
-	loading, since, gaining := m.replay.keys, m.replay.since, m.replay.gaining
+	loading, since, gaining := m.state.replay.keys, m.state.replay.since, m.state.replay.gaining
 	if loading == nil {
 		loading, since, gaining = map[string]bool{}, time.Now(), false
 	}
 	for _, k := range keys {
 		loading[k] = true
 	}
-	m.replay = replayState{id: m.replay.id + 1, keys: loading, waiting: map[string]bool{},
+	m.state.replay = replayState{id: m.state.replay.id + 1, keys: loading, waiting: map[string]bool{},
 		since: since, gaining: gaining || hidden}
 	// A replay does not make the replica unready: the node does that as
 	// it announces itself, until the zones its announcement gains have
@@ -157,39 +126,11 @@ func (m *Manager) startReplay(ctx actor.Context, keys []string, hidden bool) uin
 	// The zones a replay loads stay hidden meanwhile, and their questions
 	// go to the replicas that still hold them.
 	for name, pid := range m.sources {
-		m.replay.waiting[name] = true
-		ctx.Send(pid, &Replay{ID: m.replay.id})
+		m.state.replay.waiting[name] = true
+		ctx.Send(pid, &Replay{ID: m.state.replay.id})
 	}
-	if len(m.replay.waiting) == 0 {
-		m.replayBarrier(ctx)
-	}
-	return m.replay.id
-}
-
-func (m *Manager) onReplayDone(ctx actor.Context, msg *ReplayDone) {
-	if m.replay.sourceDone(msg.ID, msg.Source) {
-		m.replayBarrier(ctx)
-	}
-}
-
-// replayBarrier makes every loading zone publish the replayed objects.
-func (m *Manager) replayBarrier(ctx actor.Context) {
-	sent := 0
-	for key := range m.replay.keys {
-		if pid := m.children[key]; pid != nil {
-			sent++
-			m.tell(ctx, key, pid, &barrier{tag: m.replay.id})
-		}
-	}
-	if m.replay.barriersSent(sent) {
-		m.finishReplay(ctx)
-	}
-}
-
-func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
-	if m.replay.barrierDone(msg.tag, msg.key) {
-		m.finishReplay(ctx)
-	}
+	m.carry(ctx, m.state.Step(m, replayAsked{}))
+	return m.state.replay.id
 }
 
 // finishReplay shows the loaded zones to queries, and deletes what other
@@ -197,19 +138,19 @@ func (m *Manager) onReplayBarrierDone(ctx actor.Context, msg *barrierDone) {
 func (m *Manager) finishReplay(ctx actor.Context) {
 	m.settled() // first, so whoever sees the zones loaded sees the release asked for
 	m.addSlots()
-	for key := range m.replay.keys {
+	for key := range m.state.replay.keys {
 		if m.children[key] != nil {
 			if slot := m.cfg.Table.SlotOf(key); slot != nil {
 				slot.SetLoading(false)
 			}
 		}
 	}
-	took := time.Since(m.replay.since)
-	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.replay.keys), "took", took.Round(time.Millisecond))
-	if m.replay.gained() {
+	took := time.Since(m.state.replay.since)
+	m.cfg.Logger.Info("zones loaded from the sources", "zones", len(m.state.replay.keys), "took", took.Round(time.Millisecond))
+	if m.state.replay.gained() {
 		m.reportGainLoaded(took)
 	}
-	m.replay.keys = nil
+	m.state.replay.keys = nil
 	m.setLoaded(!m.waitingForPending())
 	m.pruneGained()
 	m.publishPlacement()
@@ -224,11 +165,17 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 // more than half the grace is logged as a warning, so that the grace is
 // raised before a larger cluster outgrows it.
 func (m *Manager) reportGainLoaded(took time.Duration) {
-	m.cfg.Observer.GainLoaded(took)
-	if m.cfg.Grace > 0 && took > m.cfg.Grace/2 {
+	if outlastsHalfGrace(took, m.cfg.Grace) {
 		m.cfg.Logger.Warn("gained zones took more than half of cluster.handoffGrace to load: the replicas that lost them may stop answering them first; raise cluster.handoffGrace",
 			"took", took.Round(time.Millisecond), "handoffGrace", m.cfg.Grace)
 	}
+	m.cfg.Observer.GainLoaded(took) // after the warning: whoever is told finds it logged
+}
+
+// outlastsHalfGrace reports whether a gain's load took long enough to
+// warn that the grace should be raised.
+func outlastsHalfGrace(took, grace time.Duration) bool {
+	return grace > 0 && took > grace/2
 }
 
 func (m *Manager) setLoaded(b bool) {
@@ -237,26 +184,39 @@ func (m *Manager) setLoaded(b bool) {
 	}
 }
 
-// onReleaseZones stops lost zones at the end of their grace period,
-// unless they were gained back meanwhile. The placement that sends their
-// queries elsewhere is published before they stop.
+// onReleaseZones ends the grace period of the zones a ring change lost
+// (Step decides which stop: graceOver).
 func (m *Manager) onReleaseZones(ctx actor.Context, msg *releaseZones) {
-	stop := map[string]*actor.PID{}
+	keys := make([]string, 0, len(msg.zones))
+	same := make(map[string]bool, len(msg.zones))
 	for key, pid := range msg.zones {
-		if !releasable(m, key, m.children[key] == pid) {
-			continue
-		}
-		delete(m.grace, key)
-		m.graceChanged = true
+		keys = append(keys, key)
+		same[key] = m.children[key] == pid
+	}
+	m.carry(ctx, m.state.Step(m, graceOver{zones: keys, same: same}))
+}
+
+// pinned is the timer message of a grace period: each lost zone with its
+// actor then, so that its release stops that one and not another spawned
+// since the zone emptied (graceOver).
+func (m *Manager) pinned(g *graceEnds) *releaseZones {
+	zones := make(map[string]*actor.PID, len(g.zones))
+	for _, key := range g.zones {
+		zones[key] = m.children[key]
+	}
+	return &releaseZones{zones: zones}
+}
+
+// release stops the lost zones of keys, whose grace period is over. The
+// placement that sends their queries elsewhere is published before they
+// stop.
+func (m *Manager) release(ctx actor.Context, keys []string) {
+	stop := make(map[string]*actor.PID, len(keys))
+	for _, key := range keys {
+		stop[key] = m.children[key]
 		delete(m.children, key)
 		m.setSlot(key, nil)
-		stop[key] = pid
 	}
-	if len(stop) == 0 {
-		m.settled() // all gained back: the release is over all the same
-		return
-	}
-	m.cfg.Observer.Loading()
 	m.forgetReleased(ctx)
 	m.publishPlacement()
 	// The zones kept were built among those stopped now. Built again
@@ -283,7 +243,7 @@ func (m *Manager) onCompactKept(ctx actor.Context) {
 func (m *Manager) repackKept(ctx actor.Context) []*actor.Future {
 	kept := make(map[string]*actor.PID, len(m.children))
 	for key, pid := range m.children {
-		if !m.grace[key] {
+		if !m.state.inGrace(key) {
 			kept[key] = pid
 		}
 	}
@@ -360,7 +320,7 @@ func (m *Manager) publishPlacement() {
 	}
 	p := make(map[string][]string)
 	place := func(key string) {
-		if m.children[key] != nil && !m.replay.keys[key] && m.owns(key) {
+		if m.children[key] != nil && !m.state.replay.keys[key] && m.owns(key) {
 			return // served here
 		}
 		p[key] = askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)

@@ -40,7 +40,7 @@ func (m *Manager) onZoneRestarted(ctx actor.Context, msg *zoneRestarted) {
 				"zone", key, "rebuilt", at)
 			continue
 		}
-		if len(m.sync.unsynced) > 0 {
+		if len(m.state.sync.unsynced) > 0 {
 			m.rebuildAfterSync[key] = true // the sources cannot replay yet
 			continue
 		}

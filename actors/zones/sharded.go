@@ -125,5 +125,5 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 // ring change gains are not known until the source sends them. The zone
 // actor then starts hidden and joins the replay (see zoneActor).
 func (m *Manager) gainedUnknown(key string, id uint64) bool {
-	return m.sharded && id == m.replay.id && m.replay.keys != nil && m.children[key] == nil && m.owns(key)
+	return m.sharded && id == m.state.replay.id && m.state.replay.keys != nil && m.children[key] == nil && m.owns(key)
 }

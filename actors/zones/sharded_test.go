@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -246,41 +245,6 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 		if owned(ns) != (len(resp.Answer) == 1) || !owned(ns) && !slices.Equal(resp.Remote, []string{"b"}) {
 			t.Fatalf("%s after the release: rcode %s, %d records, remote %v", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote)
 		}
-	}
-}
-
-// A replica that only loses namespaces to one that joins lists what it
-// keeps again (a replay that waits for its source), but it gained no
-// zone: it stays ready, reports no gained load and warns of no grace.
-func TestShardedReplicaLosingOnlyReportsNoGain(t *testing.T) {
-	var logs testutil.SyncBuffer
-	gains := make(chan time.Duration, 4)
-	r := startShardedReplica(t, func(cfg *zones.Config) {
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		cfg.Grace = time.Nanosecond // any load reported would outlast half of it
-		cfg.Observer = &observed{gainLoaded: func(took time.Duration) { gains <- took }}
-	})
-	three := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}}, 1)
-	owned := func(ns string) bool { return three.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) }
-	r.owned.Store(&owned)
-	r.system.Root.Send(r.manager, &zones.RingChanged{Ring: three})
-	r.release <- struct{}{}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if !strings.Contains(logs.String(), "zones loaded from the sources") {
-			return fmt.Errorf("the replay has not ended")
-		}
-		return nil
-	})
-	if !r.loaded.Load() {
-		t.Error("a replica that gained nothing is not ready after the replay")
-	}
-	select {
-	case took := <-gains:
-		t.Errorf("a replay that gained no zone was reported as a gained load of %v", took)
-	default:
-	}
-	if strings.Contains(logs.String(), "raise cluster.handoffGrace") {
-		t.Errorf("a replay that gained no zone warned of the grace; log:\n%s", logs.String())
 	}
 }
 
