@@ -87,7 +87,7 @@ NODES_OUT ?= $(CURDIR)/bench-node-tier.tsv
 bench: deps build
 	bash -o pipefail -c "SHARDNS_BENCH=1 SHARDNS_SCALE=$(SCALE) SHARDNS_SCALE_OUT=$(SCALE_OUT) SHARDNS_NODES=$(NODES) SHARDNS_NODE_TIER_OUT=$(NODES_OUT) $(GO) test -p 1 -count=1 -v -timeout 360m -run '^(TestDNSPerf|TestNodeLocalPerf|TestBlocksPerf|TestShardedMemory|TestShardedIngest|TestKillWindow|TestFloodBench|TestPeakMemory|TestScaleCurve|TestNodeTierScale)\$$' ./integration/bench ./integration/cluster | grep -E '(perf|memory|ingest_bench|failover|flood_bench|flood|scale)_test|^(ok|FAIL|---)'"
 
-	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zones ./sources/kubernetes
+	$(GO) test -run '^$$' -bench . -benchmem ./zone ./query ./listeners ./cache ./model ./actors/zonemanager ./sources/kubernetes
 	$(GO) test -p 1 -run '^$$' -bench 'BenchmarkClusterDispatch|BenchmarkNodeLocal' -benchtime 3000x ./integration/cluster ./integration/functional
 
 ## soak: SOAK_DURATION (10m) of mixed queries and 10 Service changes per second

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/shardns/shardns/actors/dispatch"
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cache"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/liveness"
@@ -332,7 +332,7 @@ func (n *Node) publishRing() {
 		return
 	}
 	if c := n.core.Load(); c != nil && c.manager != nil {
-		n.system.Root.Send(c.manager, &zones.RingChanged{Ring: r})
+		n.system.Root.Send(c.manager, &zonemanager.RingChanged{Ring: r})
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/shardns/shardns/actors/dispatch"
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/config"
@@ -57,9 +57,9 @@ func (n *Node) applyChanges(changes []*wire.ZoneChange, tier string) {
 }
 
 // published tells the askers of a zone this replica published what
-// changed in it (zones.Observer.Published), and observes how long after
+// changed in it (zonemanager.Observer.Published), and observes how long after
 // the change in the API it was published.
-func (n *Node) published(p zones.Published) {
+func (n *Node) published(p zonemanager.Published) {
 	if !p.Trigger.IsZero() {
 		n.metrics.Cluster.DNSProgramming.WithLabelValues("owner").Observe(max(time.Since(p.Trigger), 0).Seconds())
 	}

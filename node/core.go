@@ -12,7 +12,7 @@ import (
 
 	"github.com/shardns/shardns/acl"
 	"github.com/shardns/shardns/actors/dispatch"
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/forward"
@@ -97,7 +97,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if cfg.Autopath.Enabled {
 		c.pods = &zone.PodIndex{}
 	}
-	interest := &zones.Interest{} // the Kubernetes source freezes what other replicas' zones are built from
+	interest := &zonemanager.Interest{} // the Kubernetes source freezes what other replicas' zones are built from
 	enabled := sources.Enabled(registry.Sources, cfg)
 	deps := sources.Deps{Config: cfg, Files: files, Logger: log, Metrics: m, Interest: interest,
 		Listing: memory.listing, UserAgent: "shardns/" + Version}
@@ -128,7 +128,7 @@ func newCore(system *actor.ActorSystem, cfg *config.Config, log *slog.Logger, fi
 	if err = c.buildBlocks(listen, m.Forward); err != nil {
 		return nil, err
 	}
-	manager := c.spawn(zones.NewManagerProps(zones.Config{
+	manager := c.spawn(zonemanager.NewManagerProps(zonemanager.Config{
 		Answer: c.answer, Table: c.table, Sources: names, Now: time.Now, Logger: log,
 		StartupTimeout: cfg.Kubernetes.StartupTimeout.D(), Synced: &c.synced, PodIndex: c.pods,
 		Self: sharding.self, Ring: sharding.ring, Grace: cfg.Cluster.HandoffGrace.D(), Loaded: &c.loaded,
@@ -159,10 +159,10 @@ type coreSharding struct {
 	ring    *cluster.Ring
 	cluster *query.Cluster
 	live    func() *cluster.Ring       // the ring as it changes
-	fetch   zones.FetchZone            // loads a gained zone from a replica that held it
+	fetch   zonemanager.FetchZone      // loads a gained zone from a replica that held it
 	mesh    func() *dispatch.MeshNames // the mesh names the replicas told a node-local process
-	// published is told what each zone publish changed (zones.Observer.Published).
-	published func(zones.Published)
+	// published is told what each zone publish changed (zonemanager.Observer.Published).
+	published func(zonemanager.Published)
 }
 
 // handler is the query handler of this core for one listener; server is

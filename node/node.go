@@ -24,7 +24,7 @@ import (
 	cmap "github.com/orcaman/concurrent-map"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/httpapi"
@@ -490,7 +490,7 @@ func (n *Node) watchEverything(lameduck time.Duration) {
 		default: // one is on its way already
 		}
 	}()
-	if _, err := n.system.Root.RequestFuture(c.kube, &zones.WatchEverything{}, lameduck/2-time.Since(start)).Result(); err != nil {
+	if _, err := n.system.Root.RequestFuture(c.kube, &zonemanager.WatchEverything{}, lameduck/2-time.Since(start)).Result(); err != nil {
 		n.log.Warn("leaving before every object was listed; if every replica is stopping, names of zones this one did not own may fail",
 			"waited", time.Since(start).Round(time.Millisecond))
 		return

@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/internal/fsutil"
 )
@@ -76,7 +76,7 @@ func (n *Node) Reload(cfg *config.Config) error {
 	old := n.core.Swap(next)
 	if n.cluster != nil && next.manager != nil {
 		// A ring change during the build went to the old core only.
-		n.system.Root.Send(next.manager, &zones.RingChanged{Ring: n.rings.Live()})
+		n.system.Root.Send(next.manager, &zonemanager.RingChanged{Ring: n.rings.Live()})
 	}
 	n.cfg = cfg
 	if cfg.HTTP.Pprof {

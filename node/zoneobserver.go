@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/metrics"
 )
 
@@ -13,11 +13,11 @@ import (
 type zoneObserver struct {
 	metrics   *metrics.All
 	memory    *memoryReleaser
-	grace     *atomic.Pointer[[]string] // the zones in their grace period, for /debug/ring
-	published func(zones.Published)     // coherence of node-local processes
+	grace     *atomic.Pointer[[]string]   // the zones in their grace period, for /debug/ring
+	published func(zonemanager.Published) // coherence of node-local processes
 }
 
-var _ zones.Observer = (*zoneObserver)(nil)
+var _ zonemanager.Observer = (*zoneObserver)(nil)
 
 func (o *zoneObserver) Handoff(gained, lost int) {
 	o.memory.loading() // gained zones load now, lost ones are dropped after the grace
@@ -46,7 +46,7 @@ func (o *zoneObserver) MeshSkipped(why string) {
 	o.metrics.Kubernetes.MeshSkipped.WithLabelValues(why).Inc()
 }
 
-func (o *zoneObserver) Published(p zones.Published) {
+func (o *zoneObserver) Published(p zonemanager.Published) {
 	if o.published != nil {
 		o.published(p)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/config"
 	"github.com/shardns/shardns/metrics"
 )
@@ -37,7 +37,7 @@ type Spec struct {
 	RBAC []Rule
 	// Watcher marks the source that watches namespaced kinds for other
 	// sources (WatchKinds) and widens its sharded watches when asked
-	// (zones.WatchEverything) before its replica leaves. At most one.
+	// (zonemanager.WatchEverything) before its replica leaves. At most one.
 	Watcher bool
 	// Enabled reports whether cfg runs the source.
 	Enabled func(cfg *config.Config) bool
@@ -68,7 +68,7 @@ type Deps struct {
 	Metrics *metrics.All
 	// Interest says which namespaces this replica's zones are built
 	// from; the manager keeps it current, sharded watches read it.
-	Interest *zones.Interest
+	Interest *zonemanager.Interest
 	// Listing, when set, is told when an informer's list begins (true)
 	// and ends (false); it must not block.
 	Listing func(began bool)

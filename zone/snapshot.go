@@ -42,7 +42,7 @@ type Snapshot struct {
 	ptrRecords int
 
 	// Sources the snapshot was built from (read-only), set by whoever
-	// builds it (see actors/zones).
+	// builds it (see actors/zonemanager).
 	Services map[string]model.Frozen  // service zones, by name
 	Slices   map[string]model.Frozen  // service zones, by name
 	PTRs     []PTRSource              // reverse zones, sorted by source object

@@ -13,7 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster/wire"
 )
 
@@ -150,9 +150,9 @@ func (co *Coherence) Stop() {
 	}
 }
 
-// Published takes what a zone actor published (zones.Observer.Published)
+// Published takes what a zone actor published (zonemanager.Observer.Published)
 // for the next batch. It never blocks.
-func (co *Coherence) Published(p zones.Published) {
+func (co *Coherence) Published(p zonemanager.Published) {
 	co.mu.Lock()
 	ch := co.pending[p.Zone]
 	if ch == nil {

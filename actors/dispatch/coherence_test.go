@@ -16,7 +16,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/internal/testutil"
@@ -142,9 +142,9 @@ func TestOwnerTellsAskerOfChanges(t *testing.T) {
 		t.Fatalf("asking the owner: %v %v", m, err)
 	}
 	trigger := time.Unix(1000, 5)
-	co.Published(zones.Published{Zone: "other.svc.cluster.local.", All: true})
-	co.Published(zones.Published{Zone: partZone, Labels: []string{"web"}, Trigger: trigger.Add(time.Second)})
-	co.Published(zones.Published{Zone: partZone, Labels: []string{"db", "web"}, Trigger: trigger})
+	co.Published(zonemanager.Published{Zone: "other.svc.cluster.local.", All: true})
+	co.Published(zonemanager.Published{Zone: partZone, Labels: []string{"web"}, Trigger: trigger.Add(time.Second)})
+	co.Published(zonemanager.Published{Zone: partZone, Labels: []string{"db", "web"}, Trigger: trigger})
 	waitFor(t, func() bool { changes, _ := tl.state(); return len(changes) > 0 })
 	changes, lost := tl.state()
 	if len(changes) != 1 || lost != 0 {

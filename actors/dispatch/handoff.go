@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/model"
 )
@@ -17,7 +17,7 @@ import (
 // replica that held it for the zone's objects (see the zones package's
 // handoff.go). Every replica runs a server actor named "handoff" that
 // takes a wire.ZoneStateRequest, asks its zone manager for one page of the
-// zone (zones.ExportZone), and answers with a wire.ZoneState; the asking
+// zone (zonemanager.ExportZone), and answers with a wire.ZoneState; the asking
 // side reads the pages in turn through its "handoff-replies" actor. A page
 // holds at most StatePageBytes of objects, so that no remote message
 // nears gRPC's 4 MB limit, whatever a zone holds and however many pages
@@ -37,7 +37,7 @@ const StatePageBytes = 256 << 10
 // it is checked: the largest legitimate one holds the pages of every zone
 // a replica loads at once from one holder, twice over for the framing and
 // for one object that alone exceeds a page.
-const MaxMessageBytes = 2 * zones.FetchParallel * StatePageBytes
+const MaxMessageBytes = 2 * zonemanager.FetchParallel * StatePageBytes
 
 // exportTimeout bounds the wait for the zone manager's page.
 const exportTimeout = 5 * time.Second
@@ -70,11 +70,11 @@ func (s *handoffServer) Receive(ctx actor.Context) {
 	}
 	// The manager answers from its zone's actor: wait for it off this
 	// actor, which keeps taking requests.
-	f := ctx.RequestFuture(manager, &zones.ExportZone{Key: q.Zone, AfterKind: model.Kind(q.AfterKind),
+	f := ctx.RequestFuture(manager, &zonemanager.ExportZone{Key: q.Zone, AfterKind: model.Kind(q.AfterKind),
 		AfterName: q.AfterName, MaxBytes: StatePageBytes}, exportTimeout)
 	go func() {
 		if res, err := f.Result(); err == nil {
-			if page, ok := res.(*zones.ZoneExport); ok && page.Held {
+			if page, ok := res.(*zonemanager.ZoneExport); ok && page.Held {
 				reply.Held, reply.Done = true, page.Done
 				reply.Objects = make([]*wire.ZoneObject, len(page.Objects))
 				for i, o := range page.Objects {
@@ -115,7 +115,7 @@ func (h *Handoff) receive(ctx actor.Context) {
 // Fetch reads zone key, of namespace, from the replica whose actor remote
 // listens on remoteAddr, page after page, until ctx ends: the changes that
 // build the zone, each object checked to decode. It implements
-// zones.FetchZone.
+// zonemanager.FetchZone.
 func (h *Handoff) Fetch(ctx context.Context, remoteAddr, key, namespace string) ([]model.Change, error) {
 	var changes []model.Change
 	var afterKind model.Kind
@@ -166,7 +166,7 @@ func (h *Handoff) page(ctx context.Context, remoteAddr string, q *wire.ZoneState
 	case r := <-ch:
 		switch {
 		case !r.Held:
-			return nil, fmt.Errorf("handoff: %s from %s: %w", q.Zone, remoteAddr, zones.ErrNotHeld)
+			return nil, fmt.Errorf("handoff: %s from %s: %w", q.Zone, remoteAddr, zonemanager.ErrNotHeld)
 		case r.Format != model.FrozenFormat:
 			return nil, fmt.Errorf("handoff: %s answered in encoding %d, this replica reads %d", remoteAddr, r.Format, model.FrozenFormat)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/actors/dispatch"
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
@@ -61,7 +61,7 @@ func TestHandoffFetchesAZoneOfManyPages(t *testing.T) {
 	cfg.Prepare()
 	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
 	var synced atomic.Bool
-	pid := holder.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table, Now: time.Now,
+	pid := holder.Root.Spawn(zonemanager.NewManagerProps(zonemanager.Config{Answer: cfg, Table: table, Now: time.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Synced: &synced}))
 	managerPID.Store(pid)
 
@@ -86,7 +86,7 @@ func TestHandoffFetchesAZoneOfManyPages(t *testing.T) {
 		}
 		add(es, es.Key())
 	}
-	holder.Root.Send(pid, &zones.Apply{Source: "kubernetes", Changes: changes})
+	holder.Root.Send(pid, &zonemanager.Apply{Source: "kubernetes", Changes: changes})
 	bytes := 0
 	for _, f := range want {
 		bytes += len(f)
@@ -116,10 +116,10 @@ func TestHandoffFetchesAZoneOfManyPages(t *testing.T) {
 		}
 		delete(want, c.Key)
 	}
-	if _, err := asker.Fetch(ctx, holderAddr, "small.svc.cluster.local.", "small"); !errors.Is(err, zones.ErrNotHeld) {
+	if _, err := asker.Fetch(ctx, holderAddr, "small.svc.cluster.local.", "small"); !errors.Is(err, zonemanager.ErrNotHeld) {
 		t.Fatalf("a zone the holder does not have: %v, want ErrNotHeld", err)
 	}
-	if _, err := asker.Fetch(ctx, holderAddr, "0.96.10.in-addr.arpa.", ""); !errors.Is(err, zones.ErrNotHeld) {
+	if _, err := asker.Fetch(ctx, holderAddr, "0.96.10.in-addr.arpa.", ""); !errors.Is(err, zonemanager.ErrNotHeld) {
 		t.Fatalf("a reverse zone: %v, want ErrNotHeld", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardns/shardns/actors/dispatch"
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster/trust"
 	"github.com/shardns/shardns/cluster/wire"
 	"github.com/shardns/shardns/integration/harness"
@@ -95,9 +95,9 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 	// asks once it has, as a client would any time later.
 	var asking atomic.Bool
 	var synced atomic.Bool
-	manager := owner.system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
+	manager := owner.system.Root.Spawn(zonemanager.NewManagerProps(zonemanager.Config{Answer: cfg, Table: table,
 		Sources: []string{"kubernetes"}, Now: time.Now, Logger: harness.DiscardLog, Synced: &synced,
-		Observer: publishedTo{f: func(p zones.Published) {
+		Observer: publishedTo{f: func(p zonemanager.Published) {
 			if asking.Load() {
 				owner.co.Published(p)
 			}
@@ -112,9 +112,9 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 		return model.Change{Key: s.Key(), Object: f}
 	}
 	ns := &model.Namespace{Name: "shop"}
-	owner.system.Root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{{Key: ns.Key(), Object: ns},
+	owner.system.Root.Send(manager, &zonemanager.Apply{Source: "kubernetes", Changes: []model.Change{{Key: ns.Key(), Object: ns},
 		service("web", "10.96.0.1"), service("db", "10.96.0.2")}})
-	owner.system.Root.Send(manager, &zones.Synced{Source: "kubernetes"})
+	owner.system.Root.Send(manager, &zonemanager.Synced{Source: "kubernetes"})
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if !synced.Load() {
 			return fmt.Errorf("the owner has not synced")
@@ -134,7 +134,7 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 			t.Fatalf("asking the owner for %s: %v %v", name, m, err)
 		}
 	}
-	owner.system.Root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{service("web", "10.96.0.9")}})
+	owner.system.Root.Send(manager, &zonemanager.Apply{Source: "kubernetes", Changes: []model.Change{service("web", "10.96.0.9")}})
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if asker.fresh.Current(zoneKey, "web.shop.svc.cluster.local.", asked) {
 			return fmt.Errorf("the answer of web asked before its change is still current at the asker")
@@ -148,8 +148,8 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 
 // publishedTo is an Observer that hands what zone actors publish to f.
 type publishedTo struct {
-	zones.NopObserver
-	f func(zones.Published)
+	zonemanager.NopObserver
+	f func(zonemanager.Published)
 }
 
-func (o publishedTo) Published(p zones.Published) { o.f(p) }
+func (o publishedTo) Published(p zonemanager.Published) { o.f(p) }

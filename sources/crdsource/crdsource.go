@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources/kubeclient"
 )
@@ -105,7 +105,7 @@ func NewProps(cfg Config) *actor.Props {
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = time.Minute
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
+	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zonemanager.BurstMailbox())
 }
 
 // Receive starts discovery, then the watch, and stops them.
@@ -117,7 +117,7 @@ func (s *Source) Receive(ctx actor.Context) {
 		s.wg.Go(func() { s.discover(root, self) })
 	case *discovered:
 		s.watch(ctx, msg.gvr)
-	case *zones.Replay:
+	case *zonemanager.Replay:
 		s.replay(ctx, msg.ID)
 	case *actor.Stopping:
 		s.shutdown()
@@ -134,7 +134,7 @@ func (s *Source) discover(root *actor.RootContext, self *actor.PID) {
 		func() (err error) { gvr, err = s.cfg.Find(); return err },
 		func(err error) {
 			s.cfg.Logger.Warn(s.cfg.Logs.Missing, "err", err, "every", s.cfg.Recheck)
-			root.Send(s.cfg.Manager, &zones.Synced{Source: s.cfg.Name, From: self})
+			root.Send(s.cfg.Manager, &zonemanager.Synced{Source: s.cfg.Name, From: self})
 		},
 		func(err error, in time.Duration) {
 			s.cfg.Logger.Warn(s.cfg.Logs.Failed, "err", err, "in", in)
@@ -152,7 +152,7 @@ func (s *Source) watch(ctx actor.Context, gvr schema.GroupVersionResource) {
 	start := time.Now()
 	listed := func() {
 		s.cfg.Logger.Info(s.cfg.Logs.Listed, "took", time.Since(start).Round(time.Millisecond))
-		root.Send(manager, &zones.Synced{Source: s.cfg.Name, From: self})
+		root.Send(manager, &zonemanager.Synced{Source: s.cfg.Name, From: self})
 	}
 	if s.cfg.Informer == nil {
 		s.cfg.Handoff(ctx, gvr, listed)
@@ -180,7 +180,7 @@ func (s *Source) watch(ctx actor.Context, gvr schema.GroupVersionResource) {
 		s.cfg.Logger.Warn(s.cfg.Logs.WatchFailed, "err", err)
 	})
 	send := func(c model.Change) {
-		root.Send(manager, &zones.Apply{Source: s.cfg.Name, Changes: []model.Change{c}})
+		root.Send(manager, &zonemanager.Apply{Source: s.cfg.Name, Changes: []model.Change{c}})
 	}
 	reg, err := inf.AddEventHandler(s.cfg.Informer.Handler(send, false))
 	if err != nil {
@@ -208,9 +208,9 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 				h.OnAdd(obj, true) // as the initial list: no change in the API, no trigger
 			}
 		}
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: s.cfg.Name, Changes: changes, Replay: id})
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: s.cfg.Name, Changes: changes, Replay: id})
 	}
-	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: s.cfg.Name, ID: id})
+	ctx.Send(s.cfg.Manager, &zonemanager.ReplayDone{Source: s.cfg.Name, ID: id})
 }
 
 func (s *Source) shutdown() {

@@ -35,7 +35,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources/kubeclient"
 	"github.com/shardns/shardns/zone"
@@ -159,7 +159,7 @@ func (s *Source) Receive(ctx actor.Context) {
 		if !s.synced && len(s.ready) == len(s.kinds) {
 			s.synced = true
 			s.onFlush(ctx)
-			ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
+			ctx.Send(s.cfg.Manager, &zonemanager.Synced{Source: SourceName, From: ctx.Self()})
 		}
 	case *flush:
 		if s.synced {
@@ -167,15 +167,15 @@ func (s *Source) Receive(ctx actor.Context) {
 		} else {
 			s.dirty.Store(false) // the first flush comes once every kind is listed
 		}
-	case *zones.Replay:
+	case *zonemanager.Replay:
 		var changes []model.Change
 		for _, o := range s.cfg.Zones {
 			if z := s.served[zone.Fqdn(o)]; z != nil {
 				changes = append(changes, change(z.zone))
 			}
 		}
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: msg.ID})
-		ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: msg.ID})
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes, Replay: msg.ID})
+		ctx.Send(s.cfg.Manager, &zonemanager.ReplayDone{Source: SourceName, ID: msg.ID})
 	case *actor.Stopping:
 		if s.stop != nil {
 			close(s.stop)
@@ -313,7 +313,7 @@ func (s *Source) onFlush(ctx actor.Context) {
 		changes = append(changes, change(z))
 	}
 	if len(changes) > 0 {
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes})
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
@@ -98,7 +98,7 @@ func TestSourceFeedsMeshZones(t *testing.T) {
 	system := actor.NewActorSystem()
 	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
 	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
+	manager := system.Root.Spawn(zonemanager.NewManagerProps(zonemanager.Config{Answer: cfg, Table: table,
 		Sources: []string{SourceName}, Now: time.Now, Logger: quiet, Synced: &synced}))
 	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf("v1beta1", "v1"),
 		Manager: manager, Logger: quiet}))
@@ -164,7 +164,7 @@ type probe struct{ got chan any }
 
 func (p *probe) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *zones.Apply, *zones.Synced, *zones.ReplayDone:
+	case *zonemanager.Apply, *zonemanager.Synced, *zonemanager.ReplayDone:
 		p.got <- m
 	}
 }
@@ -205,12 +205,12 @@ func TestSourceReplayAndNoOps(t *testing.T) {
 	pid, got := startProbe(t, system)
 	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf("v1"), Manager: pid, Logger: quiet}))
 	t.Cleanup(func() { system.Root.StopFuture(src).Wait() })
-	next[*zones.Synced](t, got)
+	next[*zonemanager.Synced](t, got)
 
-	system.Root.Send(src, &zones.Replay{ID: 7})
-	apply := next[*zones.Apply](t, got)
+	system.Root.Send(src, &zonemanager.Replay{ID: 7})
+	apply := next[*zonemanager.Apply](t, got)
 	for apply.Replay != 7 {
-		apply = next[*zones.Apply](t, got)
+		apply = next[*zonemanager.Apply](t, got)
 	}
 	var keys []string
 	for _, c := range apply.Changes {
@@ -220,7 +220,7 @@ func TestSourceReplayAndNoOps(t *testing.T) {
 	if !slices.Equal(keys, []string{"ServiceEntry a/one", "ServiceEntry b/two"}) {
 		t.Errorf("replay sent %v", keys)
 	}
-	if d := next[*zones.ReplayDone](t, got); d.ID != 7 || d.Source != SourceName {
+	if d := next[*zonemanager.ReplayDone](t, got); d.ID != 7 || d.Source != SourceName {
 		t.Errorf("ReplayDone = %+v", d)
 	}
 
@@ -238,7 +238,7 @@ func TestSourceReplayAndNoOps(t *testing.T) {
 	if _, err := res.Update(ctx, newEntry("a", "one", "3", spec), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	apply = next[*zones.Apply](t, got)
+	apply = next[*zonemanager.Apply](t, got)
 	e, ok := apply.Changes[0].Object.(*model.ServiceEntry)
 	if !ok || e.ResourceVersion != "3" {
 		t.Fatalf("first change after the no-ops: %+v, want version 3", apply.Changes[0])
@@ -253,11 +253,11 @@ func TestSourceWithoutIstio(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf(), Manager: pid, Logger: quiet}))
 	t.Cleanup(func() { system.Root.StopFuture(src).Wait() })
-	if s := next[*zones.Synced](t, got); s.Source != SourceName {
+	if s := next[*zonemanager.Synced](t, got); s.Source != SourceName {
 		t.Errorf("Synced = %+v", s)
 	}
-	system.Root.Send(src, &zones.Replay{ID: 1})
-	if a := next[*zones.Apply](t, got); len(a.Changes) != 0 || a.Replay != 1 {
+	system.Root.Send(src, &zonemanager.Replay{ID: 1})
+	if a := next[*zonemanager.Apply](t, got); len(a.Changes) != 0 || a.Replay != 1 {
 		t.Errorf("replay without a watch: %+v", a)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/zone"
 )
@@ -78,7 +78,7 @@ func startMeshSource(t *testing.T, cfg *zone.Config, client *dynamicfake.FakeDyn
 	system := actor.NewActorSystem()
 	table := zone.NewTable(zone.NewDirectory(cfg, map[string]struct{}{}, false, 0))
 	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
+	manager := system.Root.Spawn(zonemanager.NewManagerProps(zonemanager.Config{Answer: cfg, Table: table,
 		Sources: []string{SourceName}, Now: time.Now, Logger: quiet, Synced: &synced,
 		Observer: meshSkipped{f: func(why string) { mu.Lock(); skipped[why]++; mu.Unlock() }}}))
 	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf("v1"), Manager: manager, Logger: quiet}))
@@ -104,7 +104,7 @@ func answersA(cfg *zone.Config, v zone.Reader, name, want string) error {
 
 // meshSkipped is an Observer that hands why each host was skipped to f.
 type meshSkipped struct {
-	zones.NopObserver
+	zonemanager.NopObserver
 	f func(why string)
 }
 

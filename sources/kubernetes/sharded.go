@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources"
@@ -125,7 +125,7 @@ func (s *Source) startSharded(ctx actor.Context) {
 	s.sharded = true
 	s.cfg.Logger.Info("the API server shards watches: this replica watches the Services, EndpointSlices and Pods of the namespaces it owns")
 	root, self := ctx.ActorSystem().Root, ctx.Self()
-	root.Send(s.cfg.Manager, &zones.IngestSharded{})
+	root.Send(s.cfg.Manager, &zonemanager.IngestSharded{})
 	if s.cfg.ShardedWatch != nil {
 		s.cfg.ShardedWatch.Set(1)
 	}
@@ -311,7 +311,7 @@ const (
 )
 
 // watchStall tells the zone manager when the lists of a wave do not come
-// because the API server does not answer (zones.SourceStalled): the zones
+// because the API server does not answer (zonemanager.SourceStalled): the zones
 // the wave's namespaces gained then load from the replicas that held
 // them. A reflector retries a refused list without a word (its error
 // handler is not called), so the source asks the API server's /readyz
@@ -344,7 +344,7 @@ func (s *Source) watchStall(done <-chan struct{}, synced []cache.InformerSynced)
 			default:
 			}
 			if err != nil && !answers(err) {
-				root.Send(manager, &zones.SourceStalled{Source: SourceName})
+				root.Send(manager, &zonemanager.SourceStalled{Source: SourceName})
 				return
 			}
 			select {
@@ -494,7 +494,7 @@ func (s *Source) onShardsSynced(ctx actor.Context, msg *shardsSynced) {
 	if !s.syncedOnce {
 		s.syncedOnce = true
 		s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(s.started).Round(time.Millisecond))
-		ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
+		ctx.Send(s.cfg.Manager, &zonemanager.Synced{Source: SourceName, From: ctx.Self()})
 	}
 	s.callListed()
 	waiting := s.replaysWaiting
@@ -506,7 +506,7 @@ func (s *Source) onShardsSynced(ctx actor.Context, msg *shardsSynced) {
 }
 
 // onWatchEverything widens every sharded kind's watch to every namespace
-// (see zones.WatchEverything); the answer waits for their lists.
+// (see zonemanager.WatchEverything); the answer waits for their lists.
 func (s *Source) onWatchEverything(ctx actor.Context) {
 	if ctx.Sender() != nil {
 		s.wideWaiters = append(s.wideWaiters, ctx.Sender())
@@ -521,7 +521,7 @@ func (s *Source) onWatchEverything(ctx actor.Context) {
 		if s.cfg.ShardedWatch != nil {
 			s.cfg.ShardedWatch.Set(0) // its watches take every object from now on
 		}
-		ctx.Send(s.cfg.Manager, &zones.IngestWide{}) // before the wide watches' first batch
+		ctx.Send(s.cfg.Manager, &zonemanager.IngestWide{}) // before the wide watches' first batch
 		s.reshard(ctx)
 	}
 	if s.shardsReady() {
@@ -536,7 +536,7 @@ func (s *Source) answerWide(ctx actor.Context) {
 		return
 	}
 	for _, pid := range s.wideWaiters {
-		ctx.Send(pid, &zones.WatchingEverything{})
+		ctx.Send(pid, &zonemanager.WatchingEverything{})
 	}
 	s.wideWaiters = nil
 }
@@ -597,7 +597,7 @@ func (s *Source) sendDeleted(ctx actor.Context, k *shardedKind) {
 	}
 	k.retired = nil
 	if len(changes) > 0 {
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes})
 	}
 }
 

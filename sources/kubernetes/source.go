@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources"
 	"github.com/shardns/shardns/sources/kubeclient"
@@ -44,7 +44,7 @@ type Config struct {
 	NoEndpoints    bool // do not watch endpoint slices
 	// Interest says which namespaces this replica's zones are built from,
 	// for sharded watches. Nil, or no ring, watches every namespace.
-	Interest *zones.Interest
+	Interest *zonemanager.Interest
 	Logger   *slog.Logger
 	// Skipped counts what the API served malformed for DNS, by kind and
 	// what (object | field); may be nil.
@@ -92,7 +92,7 @@ type watched struct {
 
 // NewProps returns the props of a Source.
 func NewProps(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zones.BurstMailbox())
+	return actor.PropsFromProducer(func() actor.Actor { return &Source{cfg: cfg} }, zonemanager.BurstMailbox())
 }
 
 // Receive starts the watches and stops them.
@@ -106,15 +106,15 @@ func (s *Source) Receive(ctx actor.Context) {
 		} else {
 			s.startFull(ctx)
 		}
-	case *zones.Replay:
+	case *zonemanager.Replay:
 		if s.sharded && !s.shardsReady() {
 			s.replaysWaiting = append(s.replaysWaiting, msg.ID) // answered once the new informers synced
 		} else {
 			s.replay(ctx, msg.ID)
 		}
-	case *zones.InterestChanged:
+	case *zonemanager.InterestChanged:
 		s.reshard(ctx)
-	case *zones.WatchEverything:
+	case *zonemanager.WatchEverything:
 		s.onWatchEverything(ctx)
 	case *sources.WatchKinds:
 		s.onWatchKinds(ctx, msg)
@@ -182,7 +182,7 @@ func (s *Source) register(w watched, sharded *shardedKind) (cache.InformerSynced
 	})
 	root, manager := s.root, s.cfg.Manager
 	send := s.generationGuard(sharded, func(c model.Change) {
-		root.Send(manager, &zones.Apply{Source: SourceName, Changes: []model.Change{c}})
+		root.Send(manager, &zonemanager.Apply{Source: SourceName, Changes: []model.Change{c}})
 	})
 	held := &heldEntries{own: w.informer.GetStore()}
 	if w.extra != nil {
@@ -242,7 +242,7 @@ func (s *Source) startFull(ctx actor.Context) {
 	s.wg.Go(func() {
 		if cache.WaitForCacheSync(s.stop, synced...) {
 			s.cfg.Logger.Info("kubernetes initial list done", "took", time.Since(s.started).Round(time.Millisecond))
-			root.Send(manager, &zones.Synced{Source: SourceName, From: self})
+			root.Send(manager, &zonemanager.Synced{Source: SourceName, From: self})
 			for _, f := range listed {
 				f()
 			}
@@ -261,8 +261,8 @@ func (s *Source) replay(ctx actor.Context, id uint64) {
 			h.OnAdd(obj, true) // as the initial list: no change in the API, no trigger
 		}
 	}
-	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes, Replay: id})
-	ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: id})
+	ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes, Replay: id})
+	ctx.Send(s.cfg.Manager, &zonemanager.ReplayDone{Source: SourceName, ID: id})
 }
 
 // byNamespace orders a store's entries by namespace and name. The store

@@ -11,7 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/internal/fsutil"
 	"github.com/shardns/shardns/internal/ticker"
 	"github.com/shardns/shardns/model"
@@ -127,9 +127,9 @@ func (s *Source) Receive(ctx actor.Context) {
 		s.onStarted(ctx)
 	case *tick:
 		s.onTick(ctx)
-	case *zones.Replay:
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: s.served.Diff(nil), Replay: msg.ID})
-		ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: msg.ID})
+	case *zonemanager.Replay:
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: s.served.Diff(nil), Replay: msg.ID})
+		ctx.Send(s.cfg.Manager, &zonemanager.ReplayDone{Source: SourceName, ID: msg.ID})
 	case *actor.Stopping:
 		if s.cancel != nil {
 			s.cancel()
@@ -138,8 +138,8 @@ func (s *Source) Receive(ctx actor.Context) {
 }
 
 func (s *Source) onStarted(ctx actor.Context) {
-	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: s.served.Diff(nil)})
-	ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
+	ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: s.served.Diff(nil)})
+	ctx.Send(s.cfg.Manager, &zonemanager.Synced{Source: SourceName, From: ctx.Self()})
 	s.cancel = ticker.Every(ctx.ActorSystem(), ctx.Self(), s.cfg.Interval, &tick{})
 }
 
@@ -147,7 +147,7 @@ func (s *Source) onStarted(ctx actor.Context) {
 // the last good state serving.
 func (s *Source) onTick(ctx actor.Context) {
 	if changes := s.reload(); len(changes) > 0 {
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes})
 	}
 }
 

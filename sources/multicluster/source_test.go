@@ -19,7 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/internal/testutil"
 	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/sources"
@@ -62,10 +62,10 @@ func serve(t *testing.T, served bool, objs ...runtime.Object) func(name string) 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(system.Shutdown)
 	var synced atomic.Bool
-	manager := system.Root.Spawn(zones.NewManagerProps(zones.Config{Answer: cfg, Table: table,
+	manager := system.Root.Spawn(zonemanager.NewManagerProps(zonemanager.Config{Answer: cfg, Table: table,
 		Sources: []string{SourceName}, Now: time.Now, Logger: quiet, Synced: &synced}))
 	ns := &model.Namespace{Name: "shop"}
-	system.Root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{{Key: ns.Key(), Object: ns}}})
+	system.Root.Send(manager, &zonemanager.Apply{Source: "kubernetes", Changes: []model.Change{{Key: ns.Key(), Object: ns}}})
 	host := system.Root.Spawn(actor.PropsFromFunc(watchWhole(t, manager)))
 	src := system.Root.Spawn(NewProps(Config{Client: client, Discovery: discoveryOf(served), Manager: manager,
 		Kubernetes: host, Logger: quiet}))
@@ -99,7 +99,7 @@ func watchWhole(t *testing.T, manager *actor.PID) actor.ReceiveFunc {
 		}
 		root := ctx.ActorSystem().Root
 		send := func(c model.Change) {
-			root.Send(manager, &zones.Apply{Source: "kubernetes", Changes: []model.Change{c}})
+			root.Send(manager, &zonemanager.Apply{Source: "kubernetes", Changes: []model.Change{c}})
 		}
 		var synced []cache.InformerSynced
 		for _, k := range msg.Kinds {

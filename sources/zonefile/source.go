@@ -9,7 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shardns/shardns/actors/zones"
+	"github.com/shardns/shardns/actors/zonemanager"
 	"github.com/shardns/shardns/internal/fsutil"
 	"github.com/shardns/shardns/internal/ticker"
 	"github.com/shardns/shardns/model"
@@ -54,9 +54,9 @@ func (s *Source) Receive(ctx actor.Context) {
 		s.onStarted(ctx)
 	case *tick:
 		s.onTick(ctx)
-	case *zones.Replay:
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: s.replay(), Replay: msg.ID})
-		ctx.Send(s.cfg.Manager, &zones.ReplayDone{Source: SourceName, ID: msg.ID})
+	case *zonemanager.Replay:
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: s.replay(), Replay: msg.ID})
+		ctx.Send(s.cfg.Manager, &zonemanager.ReplayDone{Source: SourceName, ID: msg.ID})
 	case *actor.Stopping:
 		if s.cancel != nil {
 			s.cancel()
@@ -71,8 +71,8 @@ func (s *Source) onStarted(ctx actor.Context) {
 		s.cfg.Logger.Info("zone file loaded", "zone", z.Origin, "file", z.File, "serial", z.Serial, "records", len(z.Records))
 	}
 	s.served.initial = nil // the zones hold the records; the source keeps the bytes
-	ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
-	ctx.Send(s.cfg.Manager, &zones.Synced{Source: SourceName, From: ctx.Self()})
+	ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes})
+	ctx.Send(s.cfg.Manager, &zonemanager.Synced{Source: SourceName, From: ctx.Self()})
 	s.cancel = ticker.Every(ctx.ActorSystem(), ctx.Self(), s.cfg.Interval, &tick{})
 }
 
@@ -113,7 +113,7 @@ func (s *Source) onTick(ctx actor.Context) {
 		}
 	}
 	if len(changes) > 0 {
-		ctx.Send(s.cfg.Manager, &zones.Apply{Source: SourceName, Changes: changes})
+		ctx.Send(s.cfg.Manager, &zonemanager.Apply{Source: SourceName, Changes: changes})
 	}
 }
 

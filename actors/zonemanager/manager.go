@@ -1,0 +1,694 @@
+package zonemanager
+
+import (
+	"log/slog"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/shardns/shardns/cluster"
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/zone"
+)
+
+// Config is what the Manager needs. Every field is required.
+type Config struct {
+	Answer  *zone.Config     // record options shared with the listeners
+	Table   *zone.Table      // where zone actors publish
+	Sources []string         // sources that must sync before the node is ready
+	Now     func() time.Time // clock for SOA serials
+	Logger  *slog.Logger
+	// StartupTimeout bounds how long missing names get SERVFAIL while
+	// sources sync; after it, what is known is served. 0 waits for ever.
+	StartupTimeout time.Duration
+	// Synced is set once every source has synced: the node is ready.
+	Synced *atomic.Bool
+	// PodIndex, when set, is kept up to date with pod addresses (autopath).
+	PodIndex *zone.PodIndex
+	// Self is this replica's name in the ring.
+	Self string
+	// Grace is how long a zone this replica lost keeps serving queries
+	// sent to it, while its new owners load it.
+	Grace time.Duration
+	// PendingWait is how long a replica that announced itself waits for
+	// the replicas still syncing before it loads the zones they will own
+	// (deferred.go); 0: half of Grace, or DefaultPendingWait without one.
+	PendingWait time.Duration
+	// Loaded is set while no gained zone is still loading, and none waits
+	// for the replicas still syncing.
+	Loaded *atomic.Bool
+	// Ring is the ring at start; nil owns every zone. Later rings come as
+	// RingChanged.
+	Ring *cluster.Ring
+	// Interest, when set, is kept telling the sources which namespaces
+	// this replica's zones are built from.
+	Interest *Interest
+	// FetchZone loads a zone from another replica that holds it: with
+	// sharded watches, a gained zone the sources do not list loads from
+	// the replicas that held it (handoff.go). Nil: only from the sources.
+	FetchZone FetchZone
+	// Observer is told what the Manager and its zones did; nil: nobody.
+	Observer Observer
+}
+
+// Manager routes source changes to zone actors and owns the directory.
+// Mesh zones (Istio ServiceEntry hosts) are routed in mesh.go.
+type Manager struct {
+	cfg        Config
+	hooks      testHooks
+	namespaces map[string]struct{}
+	zonesOf    zoneIndex             // the zones each object contributes to
+	zoneSize   map[string]int        // objects contributing to each zone
+	children   map[string]*actor.PID // a zone's actor, or the pool of a reverse zone (reversepool.go)
+	pools      [reversePools]*actor.PID
+	// newSlots are the table slots of zones spawned (a slot) or stopped
+	// (nil) since the table was last told: it is told once a message is
+	// handled, or before anything reads it, with one copy of its slot map
+	// for all (installSlots).
+	newSlots  map[string]*zone.Slot
+	serial    uint32
+	podIPs    map[model.Key][]netip.Addr // for PodIndex
+	ipOwner   map[netip.Addr]model.Key   // the pod an address is indexed for
+	meshNames map[string]int             // mesh host names → entries declaring them
+	meshOf    map[model.Key][]string     // mesh host names of each entry
+	fileZones map[string]bool            // file zone origins → held by every replica (see file.go)
+
+	// Sharding (see placement.go).
+	ring     *cluster.Ring         // nil: this replica owns every zone
+	sources  map[string]*actor.PID // source actors, for replays
+	state    State                 // the decisions Step makes (state.go)
+	deferred deferredState         // zones left to replicas still syncing (deferred.go)
+	handoff  handoffState
+	// placementStale says that since placement was last published a zone
+	// it places came or went, or (with sharded watches) a namespace.
+	placementStale bool
+	placementDue   bool // a publishPlacement message is in the mailbox
+	// sharded is set once a source says it receives only this replica's
+	// namespaces (see sharded.go).
+	sharded bool
+	// wide is set once that source watches every namespace again, before
+	// this replica leaves the ring (see sharded.go).
+	wide bool
+
+	// Restarted zone actors (see rebuild.go).
+	rebuildAfterSync map[string]bool      // restarted before every source synced
+	rebuiltAt        map[string]time.Time // when each zone was last rebuilt
+}
+
+// NewManagerProps returns the props of a Manager. Zone actors are its
+// children and are restarted on every failure, however many: a stopped
+// zone actor would take its zone's names with it (NXDOMAIN), while a
+// restarted one keeps serving its last snapshot (see rebuild.go).
+func NewManagerProps(cfg Config) *actor.Props {
+	return newManagerProps(cfg, testHooks{})
+}
+
+// testHooks let this package's tests reach into zone actors (export_test.go
+// sets them); a running node has none.
+type testHooks struct {
+	// fault runs before a zone actor applies a batch, so a test can make
+	// it fail.
+	fault func(key string, batch *zoneApply)
+	// repacked runs after a zone actor built its snapshot again for a
+	// repack.
+	repacked func(key string)
+	// reversePools is how many pools the reverse zones share, at most
+	// the default (reversepool.go); 0: the default.
+	reversePools int
+}
+
+func newManagerProps(cfg Config, hooks testHooks) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { m := newManager(cfg); m.hooks = hooks; return m },
+		actor.WithSupervisor(actor.NewRestartingStrategy()), BurstMailbox())
+}
+
+// BurstMailbox is the mailbox of the actors that lists flood: sources,
+// the Manager and the zones. protoactor's default mailbox queues in a
+// ring that doubles when full and never shrinks, so each such actor kept,
+// for as long as it lived, a ring as long as the longest burst it had
+// queued (a few hundred kilobytes each after a list of 20k services).
+// This one links a node per message, freed as it is read.
+func BurstMailbox() actor.PropsOption {
+	return actor.WithMailbox(actor.UnboundedLockfree())
+}
+
+func newManager(cfg Config) *Manager {
+	if cfg.Grace == 0 {
+		cfg.Grace = defaultGrace
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{},
+		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
+		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
+		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
+		sources: map[string]*actor.PID{}, state: newState(cfg.Grace, cfg.Sources), ring: cfg.Ring,
+		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
+			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
+		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
+	if cfg.Loaded != nil {
+		cfg.Loaded.Store(true)
+	}
+	m.setInterest(nil)
+	return m
+}
+
+// Receive handles source batches and sync notices.
+func (m *Manager) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		m.onStarted(ctx)
+	case *startupTimeout:
+		m.carry(ctx, m.state.Step(m, msg))
+	case *Apply:
+		m.onApply(ctx, msg)
+	case *Synced:
+		m.onSynced(ctx, msg)
+	case *barrierDone:
+		m.onBarrierDone(ctx, msg)
+	case *IngestSharded:
+		m.onIngestSharded()
+	case *IngestWide:
+		m.wide = true
+	case *RingChanged:
+		m.onRingChanged(ctx, msg)
+	case *ReplayDone:
+		m.carry(ctx, m.state.Step(m, msg))
+	case *releaseZones:
+		m.onReleaseZones(ctx, msg)
+	case *loadDeferred:
+		m.onLoadDeferred(ctx, msg)
+	case *compactKept:
+		m.onCompactKept(ctx)
+	case *releaseSettled:
+		m.settled()
+	case *flushPlacement:
+		m.onPublishPlacement()
+	case *zoneRestarted:
+		m.onZoneRestarted(ctx, msg)
+	case *SourceStalled:
+		m.fetchGained(ctx)
+	case *peerState:
+		m.onPeerState(ctx, msg)
+	case *ExportZone:
+		m.onExportZone(ctx, msg)
+	}
+	m.installSlots()
+	m.carry(ctx, m.state.reportGrace()) // what a message outside Step changed
+}
+
+// carry carries out, in order, the effects Step decided.
+func (m *Manager) carry(ctx actor.Context, effects []Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case SpawnZone:
+			m.spawnZone(ctx, e.Key, e.Hidden)
+		case StopZones:
+			m.release(ctx, e.Keys)
+		case Timer:
+			msg := e.Msg
+			if g, ok := msg.(*graceEnds); ok {
+				msg = m.pinned(g)
+			}
+			scheduler.NewTimerScheduler(ctx).SendOnce(e.After, ctx.Self(), msg)
+		case LoadZones:
+			m.startReplay(ctx, e.Keys, true)
+		case CheckLoaded:
+			if m.state.replay.keys == nil {
+				m.setLoaded(!m.waitingForPending()) // nothing is loading, whatever the node assumed
+			}
+		case Settle:
+			m.settled()
+		case TellZone:
+			m.tell(ctx, e.Key, m.children[e.Key], e.Msg)
+		case FinishReplay:
+			m.finishReplay(ctx)
+		case RebuildRestarted:
+			m.rebuildRestarted(ctx)
+		case SyncBarrier:
+			// The zones running now, the restarted ones rebuilt among them.
+			m.carry(ctx, m.state.Step(m, syncZones{keys: slices.Sorted(maps.Keys(m.children))}))
+		case MarkSynced:
+			m.markSynced()
+		case WarnDeferredLoad:
+			m.cfg.Logger.Warn("replicas still syncing did not announce in time: loading the zones they would own",
+				"zones", e.Zones)
+		case ServeUnsynced:
+			m.cfg.Logger.Warn("sources not synced within the startup timeout; serving what is known",
+				"timeout", m.cfg.StartupTimeout, "waiting", e.Waiting)
+			m.publishDirectory()
+		case ObserveHandoff:
+			m.cfg.Observer.Handoff(e.Gained, e.Lost)
+		case ObserveGrace:
+			m.cfg.Observer.Grace(e.Keys)
+		case ObserveLoading:
+			m.cfg.Observer.Loading()
+		}
+	}
+}
+
+// installSlots publishes the slots of the zones spawned and stopped since
+// it last ran.
+func (m *Manager) installSlots() {
+	if len(m.newSlots) > 0 {
+		m.cfg.Table.SetSlots(m.newSlots)
+		m.newSlots = nil
+	}
+}
+
+// addSlots publishes the slots of the zones spawned since installSlots
+// last ran, not yet those stopped: it runs before what tells queries
+// that a zone is here (placement, the directory, a load's end), which
+// must find it, and a stopped zone's slot goes after the placement that
+// sends its queries elsewhere.
+func (m *Manager) addSlots() {
+	if len(m.newSlots) == 0 {
+		return
+	}
+	added := map[string]*zone.Slot{}
+	for key, slot := range m.newSlots {
+		if slot != nil {
+			added[key] = slot
+			delete(m.newSlots, key)
+		}
+	}
+	m.cfg.Table.SetSlots(added)
+}
+
+// setSlot notes the slot of key for installSlots; nil drops it.
+func (m *Manager) setSlot(key string, slot *zone.Slot) {
+	if m.newSlots == nil {
+		m.newSlots = map[string]*zone.Slot{}
+	}
+	m.newSlots[key] = slot
+}
+
+func (m *Manager) onStarted(ctx actor.Context) {
+	if len(m.state.sync.unsynced) == 0 {
+		// No source at all (a forwarder, hosts or stub-domain server):
+		// nothing to wait for.
+		m.markSynced()
+		return
+	}
+	m.publishDirectory()
+	if m.cfg.StartupTimeout > 0 {
+		scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.StartupTimeout, ctx.Self(), &startupTimeout{})
+	}
+}
+
+// onSynced counts a source as synced (Step). With the last one, every
+// zone gets a barrier: readiness waits until each has published what the
+// sources sent, so a node (or a reloaded configuration) never turns ready
+// with zones still empty.
+func (m *Manager) onSynced(ctx actor.Context, msg *Synced) {
+	if msg.From != nil {
+		m.sources[msg.Source] = msg.From
+		// It may have sorted some objects by an older ring.
+		ctx.Send(msg.From, &InterestChanged{})
+	}
+	if m.state.sync.unsynced[msg.Source] {
+		m.cfg.Logger.Info("source synced", "source", msg.Source)
+	}
+	m.carry(ctx, m.state.Step(m, msg))
+}
+
+func (m *Manager) onBarrierDone(ctx actor.Context, msg *barrierDone) {
+	if msg.tag&peerTag != 0 {
+		m.onPeerBarrierDone(msg)
+		return
+	}
+	if msg.tag != 0 { // a replay's
+		m.carry(ctx, m.state.Step(m, msg))
+		return
+	}
+	m.carry(ctx, m.state.Step(m, msg)) // the sync barrier's
+}
+
+func (m *Manager) markSynced() {
+	m.settled() // first, so whoever sees the node synced sees the release asked for
+	m.state.sync.synced = true
+	m.publishDirectory()
+}
+
+func (m *Manager) settled() {
+	m.compactIndex()
+	m.cfg.Observer.Settled()
+}
+
+func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
+	if msg.Replay == 0 && m.state.sync.synced && msg.Source != peerSource {
+		m.cfg.Observer.Changes(len(msg.Changes))
+	}
+	m.confirm(msg)
+	batches := map[string]*zoneApply{}
+	batch := func(key string) *zoneApply {
+		b := batches[key]
+		if b == nil {
+			b = &zoneApply{}
+			batches[key] = b
+		}
+		return b
+	}
+	dirChanged := false
+	for _, c := range msg.Changes {
+		switch c.Key.Kind {
+		case model.KindNamespace:
+			dirChanged = m.applyNamespace(c) || dirChanged
+		case model.KindService, model.KindEndpointSlice, model.KindPod,
+			model.KindServiceImport, model.KindMultiClusterSlice:
+			if m.accepts(c) {
+				m.route(c, batch, false)
+			}
+		case model.KindServiceEntry, model.KindZoneFile:
+			dirChanged = m.route(c, batch, msg.Replay == 0) || dirChanged
+		}
+	}
+	for key, b := range batches {
+		if msg.Replay != 0 && !m.state.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
+			continue // a replay only fills the zones being loaded
+		}
+		if pid := m.zoneActor(ctx, key); pid != nil {
+			m.tell(ctx, key, pid, b)
+		}
+	}
+	m.stopEmptyZones(ctx, batches)
+	if dirChanged {
+		m.publishDirectory()
+	}
+	if m.placementStale {
+		m.schedulePlacement(ctx)
+	}
+}
+
+func (m *Manager) applyNamespace(c model.Change) bool {
+	_, had := m.namespaces[c.Key.Name]
+	if c.Object == nil {
+		delete(m.namespaces, c.Key.Name)
+	} else {
+		m.namespaces[c.Key.Name] = struct{}{}
+	}
+	changed := had != (c.Object != nil)
+	if changed && m.sharded {
+		// Its zones are placed before any object of it is known here:
+		// most namespaces' objects never are.
+		m.placementStale = true
+	}
+	return changed
+}
+
+// places reports whether the placement lists zone key when this replica
+// does not serve it. With sharded watches every replica holds a share of
+// every reverse zone and asks the others for the rest (FanOut), so the
+// reverse zones that come and go with the addresses of a churn, most of
+// the keys a replica knows, move nothing: publishing the placement again
+// for each, a walk of every key and namespace, was a tenth of the CPU of a
+// replica of three under churn (TestShardedIngest's profiles).
+func (m *Manager) places(key string) bool {
+	return !m.sharded || !isReverseKey(m.cfg.Answer, key)
+}
+
+// route sends a change to the zones zone.ZonesOf names, and to those of
+// the reverse and mesh zones its object contributed to before that it no
+// longer does, to remove what it put there; it keeps the directory's mesh
+// names and file origins, and reports whether they changed. Skipped mesh
+// hosts are logged and counted when report is set (live changes, not
+// replays, which send what was reported already).
+func (m *Manager) route(c model.Change, batch func(string) *zoneApply, report bool) bool {
+	switch c.Key.Kind {
+	case model.KindService, model.KindEndpointSlice:
+		// The zones keep the frozen form; the reverse records are read
+		// from the thawed object.
+		routed := c
+		if c.Object != nil {
+			routed = thawed(c, m.cfg.Logger)
+		}
+		return m.routeAs(c, routed.Object, batch, report)
+	case model.KindPod:
+		c = thawed(c, m.cfg.Logger)
+		if m.cfg.PodIndex != nil {
+			m.indexPod(c)
+		}
+	}
+	return m.routeAs(c, c.Object, batch, report)
+}
+
+// routeAs routes c by what obj, its object thawed, contributes.
+func (m *Manager) routeAs(c model.Change, obj any, batch func(string) *zoneApply, report bool) bool {
+	contributions, skipped := zone.ZonesOf(m.cfg.Answer, c.Key, obj)
+	if report {
+		m.reportSkipped(c.Key, skipped)
+	}
+	var keys, meshNames []string
+	dirChanged := false
+	for _, z := range contributions {
+		keys = append(keys, z.Key)
+		b := batch(z.Key)
+		switch z.Part {
+		case zone.PartServices:
+			b.services = append(b.services, serviceChange{change: c})
+		case zone.PartImported:
+			b.imported = append(b.imported, c)
+		case zone.PartPTRs:
+			b.ptrs = append(b.ptrs, ptrChange{source: c.Key, ptrs: z.PTRs})
+		case zone.PartPods:
+			b.pods = append(b.pods, c)
+		case zone.PartMesh:
+			b.mesh = append(b.mesh, meshChange{source: c.Key, hosts: z.Mesh})
+			meshNames = zone.MeshNames(meshNames, z.Mesh)
+		case zone.PartFile:
+			dirChanged = m.setFileZone(z.Key, c.Object)
+			b.file = &fileChange{}
+			b.file.zone, _ = c.Object.(*zone.FileZone)
+		}
+	}
+	m.leaveZones(c.Key, keys, batch)
+	if c.Object == nil {
+		keys = nil
+	}
+	m.setZonesOf(c.Key, keys)
+	if c.Key.Kind == model.KindServiceEntry {
+		dirChanged = m.setMeshNames(c.Key, meshNames)
+	}
+	return dirChanged
+}
+
+// leaveZones removes what the object of key put into the reverse and mesh
+// zones it contributed to and no longer does, keys being the zones it
+// goes to now. Its other zones are named by its key alone: it never
+// leaves those while it exists.
+func (m *Manager) leaveZones(key model.Key, keys []string, batch func(string) *zoneApply) {
+	for _, id := range m.zonesOf.zones(key) {
+		old := m.zonesOf.key(id)
+		if slices.Contains(keys, old) {
+			continue
+		}
+		switch {
+		case key.Kind == model.KindServiceEntry:
+			batch(old).mesh = append(batch(old).mesh, meshChange{source: key})
+		case isReverseKey(m.cfg.Answer, old):
+			batch(old).ptrs = append(batch(old).ptrs, ptrChange{source: key})
+		}
+	}
+}
+
+// indexPod keeps the address → namespace index of autopath. An address
+// reused by a newer pod belongs to that pod; deleting the older one leaves
+// it alone.
+func (m *Manager) indexPod(c model.Change) {
+	for _, ip := range m.podIPs[c.Key] {
+		if m.ipOwner[ip] == c.Key {
+			delete(m.ipOwner, ip)
+			m.cfg.PodIndex.Delete(ip)
+		}
+	}
+	delete(m.podIPs, c.Key)
+	p, ok := c.Object.(*model.Pod)
+	if !ok {
+		return
+	}
+	m.podIPs[c.Key] = p.IPs
+	for _, ip := range p.IPs {
+		m.ipOwner[ip] = c.Key
+		m.cfg.PodIndex.Set(ip, strings.ToLower(p.Namespace))
+	}
+}
+
+// thawed returns c with the model object its frozen form encodes, and
+// with its identity and trigger; other changes are returned as they
+// are. A frozen object that does not thaw (only a bug can make one) is
+// logged and taken for a delete, so that nothing is built from it.
+func thawed(c model.Change, log *slog.Logger) model.Change {
+	f, ok := c.Object.(model.Frozen)
+	if !ok {
+		return c
+	}
+	obj, err := f.Thaw(c.Key.Namespace, c.Key.Name, "")
+	if err != nil {
+		log.Error("dropping an object that does not thaw", "object", c.Key.String(), "err", err)
+		return model.Change{Key: c.Key}
+	}
+	return model.Change{Key: c.Key, Object: obj, Trigger: c.Trigger}
+}
+
+func isReverseKey(cfg *zone.Config, key string) bool {
+	return isReverseRoute(cfg.Domains.Route(key))
+}
+
+// isReverseRoute reports whether r is the route of a reverse zone's key.
+func isReverseRoute(r zone.Route) bool {
+	return r.Kind == zone.RouteZone && r.Reverse
+}
+
+// setZonesOf records which zones an object is in, keeping per-zone counts
+// so that zones are stopped when their last object goes.
+func (m *Manager) setZonesOf(key model.Key, zones []string) {
+	if m.zonesOf.same(key, zones) {
+		return // most updates: the same zones, counted already
+	}
+	for _, id := range m.zonesOf.zones(key) {
+		m.zoneSize[m.zonesOf.key(id)]--
+	}
+	for _, z := range zones {
+		if _, known := m.zoneSize[z]; !known && m.places(z) {
+			m.placementStale = true
+		}
+		m.zoneSize[z]++
+	}
+	m.zonesOf.set(key, zones)
+}
+
+// compactIndex makes the per-object indexes anew, each map at its size
+// and the lists of every object in one array, once a load or a release is
+// over (settled). A Go map keeps the table of its largest size, so a
+// replica that handed zones over would keep the entries of every object it
+// ever held; and each object's list, made while its API object was
+// decoded and thawed, lies among that garbage. At 20k services the
+// replicas of six held 1-3 MB less live heap for it (TestShardedIngest),
+// for a copy of some 10,000 entries per load or release.
+func (m *Manager) compactIndex() {
+	m.zonesOf.pack()
+	m.podIPs = packed(m.podIPs)
+	m.meshOf = packed(m.meshOf)
+	m.zoneSize = resized(m.zoneSize)
+	m.children = resized(m.children)
+	m.ipOwner = resized(m.ipOwner)
+	m.state.grace = resized(m.state.grace)
+	m.rebuiltAt = resized(m.rebuiltAt)
+}
+
+// packed copies index into a map of its size whose lists share one array.
+// A list replaced later leaves its part of the array unused until the
+// next packing.
+func packed[K comparable, V any](index map[K][]V) map[K][]V {
+	total := 0
+	for _, list := range index {
+		total += len(list)
+	}
+	all := make([]V, 0, total)
+	out := make(map[K][]V, len(index))
+	for key, list := range index {
+		start := len(all)
+		all = append(all, list...)
+		out[key] = all[start:len(all):len(all)]
+	}
+	return out
+}
+
+// resized copies m into a map of its current size.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	maps.Copy(out, m)
+	return out
+}
+
+// zoneActor returns the actor of zone key, spawning it with a fresh slot
+// when this replica owns the zone; nil when the zone lives elsewhere.
+func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
+	if pid := m.children[key]; pid != nil {
+		return pid
+	}
+	switch spawnFor(m, key, m.sharded, m.state.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
+	case spawnNone:
+		return nil // a deferred zone loads from the sources' caches when its wait ends
+	case spawnHidden:
+		m.state.replay.keys[key] = true // shown when the replay that waits for its list ends
+		return m.spawnZone(ctx, key, true)
+	}
+	return m.spawnZone(ctx, key, false)
+}
+
+// running reports whether the actor of zone key runs here (zoneFacts).
+func (m *Manager) running(key string) bool { return m.children[key] != nil }
+
+// inGrace reports whether zone key, lost to a ring change, is still held
+// through its grace period (zoneFacts).
+func (m *Manager) inGrace(key string) bool { return m.state.inGrace(key) }
+
+// spawnZone starts the actor of key; a loading zone is hidden from
+// queries until its replay completes.
+func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.PID {
+	r := m.cfg.Answer.Domains.Route(key)
+	slot := &zone.Slot{}
+	slot.SetLoading(loading)
+	m.setSlot(key, slot)
+	z := &zoneActor{key: key, origin: r.Origin, reverse: r.Reverse, pods: r.Pods,
+		mesh: r.Kind == zone.RouteExternal, cfg: m.cfg.Answer,
+		slot: slot, table: m.cfg.Table, now: m.cfg.Now, log: m.cfg.Logger,
+		fault: m.hooks.fault, repacked: m.hooks.repacked, observer: m.cfg.Observer}
+	var pid *actor.PID
+	if isReverseRoute(r) { // pooledKey, from the route at hand
+		pid = m.spawnPooled(ctx, key, z)
+	} else {
+		var incarnations atomic.Int32 // the supervisor calls the producer again on each restart
+		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			fresh := z.identity()
+			fresh.restarted = incarnations.Add(1) > 1
+			return fresh
+		}, BurstMailbox()))
+	}
+	m.children[key] = pid
+	return pid
+}
+
+// stopEmptyZones stops the actors of zones whose last object this batch
+// removed. Poison is queued behind the batch, so the zone applies it first.
+func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneApply) {
+	for _, key := range emptied(maps.Keys(batches), func(key string) int { return m.zoneSize[key] }) {
+		if m.places(key) {
+			m.placementStale = true
+		}
+		delete(m.zoneSize, key)
+		m.zonesOf.forget(key)
+		m.state.endGrace(key)
+		if pid := m.children[key]; pid != nil {
+			m.stopZone(ctx, key, pid)
+			delete(m.children, key)
+			m.setSlot(key, nil)
+		}
+	}
+}
+
+func (m *Manager) publishDirectory() {
+	m.addSlots() // a directory that says synced must find the zones
+	m.serial = nextSerial(m.serial, m.cfg.Now())
+	ns := make(map[string]struct{}, len(m.namespaces))
+	for n := range m.namespaces {
+		ns[n] = struct{}{}
+	}
+	mesh := make(map[string]struct{}, len(m.meshNames))
+	for n := range m.meshNames {
+		mesh[n] = struct{}{}
+	}
+	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.state.sync.serving(), m.serial).
+		WithMesh(mesh).WithFiles(m.fileOrigins()))
+	if m.cfg.Synced != nil {
+		m.cfg.Synced.Store(m.state.sync.synced)
+	}
+}

@@ -1,0 +1,129 @@
+package zonemanager
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shardns/shardns/model"
+	"github.com/shardns/shardns/zone"
+)
+
+// With sharded watches (IngestSharded) a replica receives the Services,
+// EndpointSlices and Pods of the namespaces whose zones it owns, and only
+// those; so:
+//
+//   - Each replica builds every reverse zone from its own namespaces'
+//     objects: the zone is partial, and a name missing from it is asked of
+//     every other replica (the table's fan-out list), which answer from
+//     theirs.
+//   - The zones of other namespaces are unknown here; the placement lists
+//     them from the namespace list, which every replica watches whole.
+//   - A change for a namespace this replica holds no zone of is dropped (a
+//     watch being narrowed may still deliver one); the objects of
+//     namespaces whose zones a ring change took away are forgotten when
+//     those zones are released.
+//   - A leaving replica widens its watches (IngestWide): from then on it
+//     keeps every change, so its reverse zones turn whole, and forgets
+//     nothing. Should every replica stop at once, the last one answers
+//     reverse names alone, with no share missing.
+
+func (m *Manager) onIngestSharded() {
+	if m.sharded {
+		return
+	}
+	m.sharded = true
+	m.publishFanOut()
+}
+
+// publishFanOut tells the query path which replicas hold the rest of the
+// partial reverse zones: every other owner.
+func (m *Manager) publishFanOut() {
+	if !m.sharded || m.ring == nil {
+		m.cfg.Table.SetFanOut(nil)
+		return
+	}
+	others := []string{}
+	for _, name := range m.ring.Owners() {
+		if name != m.cfg.Self {
+			others = append(others, name)
+		}
+	}
+	m.cfg.Table.SetFanOut(others)
+}
+
+// namespaceKeys lists the zone keys built from namespace ns's objects.
+func (m *Manager) namespaceKeys(ns string) []string {
+	var keys []string
+	for _, origin := range m.cfg.Answer.Domains.Cluster {
+		keys = append(keys, zone.ServiceZoneKey(ns, origin))
+		if m.cfg.Answer.Domains.PodZones {
+			keys = append(keys, zone.PodZoneKey(ns, origin))
+		}
+	}
+	return keys
+}
+
+// holds reports whether a zone of namespace ns built from kind is owned
+// here or still held through its grace period.
+func (m *Manager) holds(kind model.Kind, ns string) bool {
+	for _, origin := range m.cfg.Answer.Domains.Cluster {
+		key := zone.ServiceZoneKey(ns, origin)
+		if kind == model.KindPod {
+			key = zone.PodZoneKey(ns, origin)
+		}
+		if m.owns(key) && !m.isDeferred(key) || m.children[key] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// accepts reports whether change c is for this replica. Deletes always
+// are; so are pods while autopath indexes every pod, and everything once
+// the watches widened before leaving.
+func (m *Manager) accepts(c model.Change) bool {
+	if !m.sharded || m.wide || c.Object == nil {
+		return true
+	}
+	if c.Key.Kind == model.KindPod && (m.cfg.PodIndex != nil || !m.cfg.Answer.Domains.PodZones) {
+		return true
+	}
+	return m.holds(c.Key.Kind, c.Key.Namespace)
+}
+
+// forgetReleased removes the objects of namespaces this replica holds no
+// zone of any more, with the reverse records they gave its partial reverse
+// zones: the source no longer watches them, so no delete would come.
+func (m *Manager) forgetReleased(ctx actor.Context) {
+	if !m.sharded || m.wide {
+		return
+	}
+	var forget []model.Change
+	for key := range m.zonesOf.of {
+		switch key.Kind {
+		case model.KindPod:
+			if m.cfg.PodIndex != nil {
+				continue // every pod is watched
+			}
+		case model.KindService, model.KindEndpointSlice, model.KindServiceImport, model.KindMultiClusterSlice:
+		default:
+			continue
+		}
+		if !m.holds(key.Kind, key.Namespace) {
+			forget = append(forget, model.Change{Key: key})
+		}
+	}
+	if len(forget) == 0 {
+		return
+	}
+	m.onApply(ctx, &Apply{Source: "release", Changes: forget})
+	// The indexes keep the tables of their largest size until the
+	// release settles (compactIndex).
+}
+
+// gainedUnknown reports whether key, in a batch of replay id, is a zone
+// this replica owns but has never seen: with sharded watches the zones a
+// ring change gains are not known until the source sends them. The zone
+// actor then starts hidden and joins the replay (see zoneActor).
+func (m *Manager) gainedUnknown(key string, id uint64) bool {
+	return m.sharded && id == m.state.replay.id && m.state.replay.keys != nil && m.children[key] == nil && m.owns(key)
+}
