@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,7 +85,7 @@ type coherenceTest struct {
 // member whose gossip address is seed unless "".
 func (c *coherenceTest) start(t *testing.T, name, seed string) {
 	t.Helper()
-	r := startCorefileReplica(t, c.cp, name, seed)
+	r := harness.StartCorefileReplica(t, c.cp, name, seed, harness.LoopbackCorefile(harness.ReadDistribution(t, "kubeadm")))
 	if c.byName == nil {
 		c.byName = map[string]*harness.Replica{}
 	}
@@ -141,34 +139,6 @@ func (c *coherenceTest) restart(t *testing.T) {
 	harness.Settled(t, append(others, c.nl), len(others))
 	c.start(t, victim, c.byName["co0"].Gossip)
 	t.Logf("%s killed and started again", victim)
-}
-
-// startCorefileReplica starts `shardns serve --corefile` on kubeadm's
-// default Corefile (on loopback, reading the test apiserver, forwarding
-// to a port where nothing listens) with a base that makes it the member
-// name of a cluster with replicationFactor 1, joining seed unless "".
-func startCorefileReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed string) *harness.Replica {
-	t.Helper()
-	return harness.LaunchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*harness.Process, error) {
-		dir := t.TempDir()
-		run := harness.RenderCorefile(t, harness.LoopbackCorefile(harness.ReadDistribution(t, "kubeadm")), map[string]string{
-			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))})
-		harness.WriteFiles(t, dir, map[string]string{"Corefile": run.Text, "base.yaml": fmt.Sprintf(`cluster:
-  nodeName: %s
-  %s
-  bind: %q
-  remote: "127.0.0.1:%d"
-  replicationFactor: 1
-  gossip: fast
-`, name, join, gossip, remote)})
-		p, err := harness.TryStart(t, harness.Options{Args: []string{"--corefile", filepath.Join(dir, "Corefile"), "--config", filepath.Join(dir, "base.yaml")}})
-		if err == nil {
-			// kubeadm's health lameduck would hold each replica 5 s
-			// at the end; it is killed instead.
-			t.Cleanup(func() { p.Cmd.Process.Signal(syscall.SIGKILL) })
-		}
-		return p, err
-	})
 }
 
 // round makes each kind of change coherenceRepeats times, each after

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -180,31 +179,6 @@ const gatewayCorefile = `example.com:{{dns}} example.org:{{dns}} {
 }
 `
 
-// startGatewayReplica starts `shardns serve --corefile` on gatewayCorefile
-// as member name of a cluster with replicationFactor 1, joining seed
-// unless "".
-func startGatewayReplica(t *testing.T, cp *kubeapi.ControlPlane, name, seed string) *harness.Replica {
-	t.Helper()
-	return harness.LaunchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*harness.Process, error) {
-		dir := t.TempDir()
-		run := harness.RenderCorefile(t, gatewayCorefile, map[string]string{
-			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))})
-		harness.WriteFiles(t, dir, map[string]string{"Corefile": run.Text, "base.yaml": fmt.Sprintf(`cluster:
-  nodeName: %s
-  %s
-  bind: %q
-  remote: "127.0.0.1:%d"
-  replicationFactor: 1
-  gossip: fast
-`, name, join, gossip, remote)})
-		p, err := harness.TryStart(t, harness.Options{Args: []string{"--corefile", filepath.Join(dir, "Corefile"), "--config", filepath.Join(dir, "base.yaml")}})
-		if err == nil {
-			t.Cleanup(func() { p.Cmd.Process.Signal(syscall.SIGKILL) })
-		}
-		return p, err
-	})
-}
-
 // gatewayAnswer asks addr and describes the response as a user reads it:
 // rcode, then the answer and authority records (TTLs dropped: a remote
 // owner's answer may come from a cache, counting down), sorted.
@@ -250,8 +224,8 @@ func TestGateway(t *testing.T) {
 	const ns = "gatewayapi"
 	mkGatewayCluster(t, cp, dyn, ns)
 
-	a := startGatewayReplica(t, cp, "gw0", "")
-	b := startGatewayReplica(t, cp, "gw1", a.Gossip)
+	a := harness.StartCorefileReplica(t, cp, "gw0", "", gatewayCorefile)
+	b := harness.StartCorefileReplica(t, cp, "gw1", a.Gossip, gatewayCorefile)
 	rs := []*harness.Replica{a, b}
 	harness.Settled(t, rs, 2)
 

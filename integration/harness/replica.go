@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,4 +208,33 @@ func Addrs(rs []*Replica) []string {
 		out = append(out, r.Addr)
 	}
 	return out
+}
+
+// StartCorefileReplica starts `shardns serve --corefile` on corefile, a
+// template RenderCorefile fills ({{kubeconfig}} with cp's, {{upstream}}
+// with a loopback port where nothing listens, each other name with a free
+// port), beside a base that makes it member name of a cluster with
+// replicationFactor 1, joining seed unless "". It is killed, not
+// stopped, when the test ends: a Corefile's health lameduck would hold
+// each replica for seconds.
+func StartCorefileReplica(t testing.TB, cp *kubeapi.ControlPlane, name, seed, corefile string) *Replica {
+	t.Helper()
+	return LaunchReplica(t, name, []string{seed}, func(join, gossip string, remote int) (*Process, error) {
+		dir := t.TempDir()
+		run := RenderCorefile(t, corefile, map[string]string{
+			"kubeconfig": cp.Kubeconfig, "upstream": fmt.Sprintf("127.0.0.1:%d", FreePort(t))})
+		WriteFiles(t, dir, map[string]string{"Corefile": run.Text, "base.yaml": fmt.Sprintf(`cluster:
+  nodeName: %s
+  %s
+  bind: %q
+  remote: "127.0.0.1:%d"
+  replicationFactor: 1
+  gossip: fast
+`, name, join, gossip, remote)})
+		p, err := TryStart(t, Options{Args: []string{"--corefile", filepath.Join(dir, "Corefile"), "--config", filepath.Join(dir, "base.yaml")}})
+		if err == nil {
+			t.Cleanup(func() { p.Cmd.Process.Signal(syscall.SIGKILL) })
+		}
+		return p, err
+	})
 }
