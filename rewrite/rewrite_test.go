@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/shardns/shardns/config"
+	"github.com/shardns/shardns/internal/testutil"
 )
 
 func name(from, to string) config.RewriteRule {
@@ -190,7 +191,7 @@ func TestMatchesAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(100, func() { rs.Matches("web.shop.svc.cluster.local.", dns.TypeA) })
-	if allocs != 0 {
+	if allocs != 0 && !testutil.RaceEnabled { // regexp keeps its machines in a sync.Pool
 		t.Fatalf("Matches allocates %v times per call", allocs)
 	}
 }
