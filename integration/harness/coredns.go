@@ -241,13 +241,13 @@ func BuildCoreDNS(t testing.TB) string {
 
 // distributionsDir holds the default Corefiles of the distributions and
 // installers, each with its source and how it was rendered.
-const distributionsDir = "../corefile/testdata/distributions"
+const distributionsDir = "corefile/testdata/distributions" // under Root
 
 // ReadDistribution reads the default Corefile of a distribution, less
 // the comment lines that head it (its source, how it was rendered).
 func ReadDistribution(t testing.TB, name string) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(distributionsDir, name+".Corefile"))
+	src, err := os.ReadFile(filepath.Join(Root(t), distributionsDir, name+".Corefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
