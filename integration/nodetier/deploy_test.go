@@ -471,7 +471,9 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 	want := []string{"/services", "discovery.k8s.io/endpointslices", "/namespaces", "/pods",
-		"networking.istio.io/serviceentries", "multicluster.x-k8s.io/serviceimports"}
+		"networking.istio.io/serviceentries", "multicluster.x-k8s.io/serviceimports",
+		"gateway.networking.k8s.io/gateways", "gateway.networking.k8s.io/httproutes",
+		"gateway.networking.k8s.io/grpcroutes", "gateway.networking.k8s.io/tlsroutes", "networking.k8s.io/ingresses"}
 	for _, w := range want {
 		if !granted[w] {
 			t.Errorf("ClusterRole does not grant %s", w)
