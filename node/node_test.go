@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -329,19 +331,15 @@ hosts: {entries: ["192.0.2.7 printer.example."]}
 // would forward every name round in a loop, as one on dns.listen would:
 // the node refuses to start.
 func TestForwardLoopThroughServersRefused(t *testing.T) {
-	probe, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := probe.LocalAddr().(*net.UDPAddr).Port
-	probe.Close()
-	err = startError(t, fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
+	err := startErrorOnFreePort(t, func(port int) string {
+		return fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: false}
 forward: {upstreams: ["127.0.0.1:%d"]}
 servers:
 - {listen: ["127.0.0.1:%d"], zones: [example.org]}
-`, port, port))
+`, port, port)
+	})
 	if err == nil || !strings.Contains(err.Error(), "forwarding would loop") {
 		t.Fatalf("Start = %v, want the loop refused", err)
 	}
@@ -351,22 +349,40 @@ servers:
 // refused the same way, whatever its path.
 func TestForwardLoopThroughHTTPSServerRefused(t *testing.T) {
 	certFile, keyFile, _ := testutil.WriteCert(t, t.TempDir(), "server", "server")
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
-	err = startError(t, fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
+	err := startErrorOnFreePort(t, func(port int) string {
+		return fmt.Sprintf(`dns: {listen: ["127.0.0.1:0"]}
 http: {listen: ""}
 kubernetes: {enabled: false}
 forward: {upstreams: ["https://127.0.0.1:%d/other"]}
 servers:
 - {listen: ["0.0.0.0:%d"], transport: https, path: /dns-query, tls: {certFile: %q, keyFile: %q}}
-`, port, port, certFile, keyFile))
+`, port, port, certFile, keyFile)
+	})
 	if err == nil || !strings.Contains(err.Error(), "forwarding would loop") {
 		t.Fatalf("Start = %v, want the loop refused", err)
 	}
+}
+
+// startErrorOnFreePort is startError for a config that names one port
+// twice (a listener and an upstream on it). The port is free when
+// picked but another test process may bind it before the node does;
+// then the start is tried again on another port, as a start that failed
+// on the bind says nothing about the check under test.
+func startErrorOnFreePort(t *testing.T, cfgText func(port int) string) error {
+	t.Helper()
+	var err error
+	for range 5 {
+		probe, perr := net.Listen("tcp", "127.0.0.1:0")
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		port := probe.Addr().(*net.TCPAddr).Port
+		probe.Close()
+		if err = startError(t, cfgText(port)); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+	}
+	return err
 }
 
 // A TLS file of an upstream that cannot be read stops the start, with
