@@ -60,7 +60,7 @@ func (m *Manager) isDeferred(key string) bool {
 // deferredIn reports whether key was deferred in ring r while waiting for
 // eventual.
 func (m *Manager) deferredIn(r, eventual *cluster.Ring, key string) bool {
-	if eventual == nil || r == nil || m.fileZones[key] || m.sharded && isReverseKey(m.cfg.Answer, key) {
+	if eventual == nil || r == nil || m.routes.fileZones[key] || m.sharded && isReverseKey(m.cfg.Answer, key) {
 		return false
 	}
 	return r.Owns(m.cfg.Self, key) && !eventual.Owns(m.cfg.Self, key)
@@ -126,13 +126,13 @@ func pendingWait(configured, grace time.Duration) time.Duration {
 // sharded watches those of every namespace.
 func (m *Manager) defersAny(eventual *cluster.Ring) bool {
 	deferred := func(key string) bool { return m.deferredIn(m.ring, eventual, key) }
-	for key := range m.zoneSize {
+	for key := range m.routes.zoneSize {
 		if deferred(key) {
 			return true
 		}
 	}
 	if m.sharded {
-		for ns := range m.namespaces {
+		for ns := range m.routes.namespaces {
 			for _, key := range m.namespaceKeys(ns) {
 				if deferred(key) {
 					return true
@@ -158,7 +158,7 @@ func (m *Manager) onLoadDeferred(ctx actor.Context, msg *loadDeferred) {
 	}
 	// Decided while the zones are still deferred, carried out once they
 	// are not.
-	effects := m.state.Step(m, pendingGaveUp{known: slices.Collect(maps.Keys(m.zoneSize)), sharded: m.sharded})
+	effects := m.state.Step(m, pendingGaveUp{known: slices.Collect(maps.Keys(m.routes.zoneSize)), sharded: m.sharded})
 	eventual := m.deferred.eventual
 	m.deferred.eventual = nil
 	// With sharded watches most deferred zones are unknown here: they

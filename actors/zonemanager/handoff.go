@@ -150,7 +150,7 @@ func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, 
 			delete(m.handoff.lostEmpty, key)
 		}
 	}
-	for ns := range m.namespaces {
+	for ns := range m.routes.namespaces {
 		for _, key := range m.namespaceKeys(ns) {
 			if m.children[key] != nil {
 				continue
@@ -204,7 +204,7 @@ func (m *Manager) heldEmpty(key string) bool {
 		return false
 	}
 	ns, _, _ := strings.Cut(key, ".")
-	if _, known := m.namespaces[ns]; !known {
+	if _, known := m.routes.namespaces[ns]; !known {
 		return false
 	}
 	if until, ok := m.handoff.lostEmpty[key]; ok && m.cfg.Now().Before(until) {
@@ -453,7 +453,7 @@ func (m *Manager) dropUnconfirmed(ctx actor.Context) {
 	}
 	var deletes []model.Change
 	for key := range m.handoff.provisional {
-		if m.zonesOf.holds(key) {
+		if m.routes.zonesOf.holds(key) {
 			deletes = append(deletes, model.Change{Key: key})
 		}
 	}
@@ -477,7 +477,7 @@ func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
 		return
 	}
-	if pid == nil || !m.state.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.fileZones[msg.Key] ||
+	if pid == nil || !m.state.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.routes.fileZones[msg.Key] ||
 		!m.state.inGrace(msg.Key) && !m.owns(msg.Key) {
 		ctx.Respond(&ZoneExport{})
 		return

@@ -3,9 +3,7 @@ package zonemanager
 import (
 	"log/slog"
 	"maps"
-	"net/netip"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,27 +55,22 @@ type Config struct {
 	Observer Observer
 }
 
-// Manager routes source changes to zone actors and owns the directory.
-// Mesh zones (Istio ServiceEntry hosts) are routed in mesh.go.
+// Manager routes source changes to zone actors and owns the directory:
+// routes decides where each change goes (routing.go), State which zone
+// actors that spawns, reaches and stops (state.go), and the Manager
+// carries it out.
 type Manager struct {
-	cfg        Config
-	hooks      testHooks
-	namespaces map[string]struct{}
-	zonesOf    zoneIndex             // the zones each object contributes to
-	zoneSize   map[string]int        // objects contributing to each zone
-	children   map[string]*actor.PID // a zone's actor, or the pool of a reverse zone (reversepool.go)
-	pools      [reversePools]*actor.PID
+	cfg      Config
+	hooks    testHooks
+	routes   routes                // where each object's changes went (routing.go)
+	children map[string]*actor.PID // a zone's actor, or the pool of a reverse zone (reversepool.go)
+	pools    [reversePools]*actor.PID
 	// newSlots are the table slots of zones spawned (a slot) or stopped
 	// (nil) since the table was last told: it is told once a message is
 	// handled, or before anything reads it, with one copy of its slot map
 	// for all (installSlots).
-	newSlots  map[string]*zone.Slot
-	serial    uint32
-	podIPs    map[model.Key][]netip.Addr // for PodIndex
-	ipOwner   map[netip.Addr]model.Key   // the pod an address is indexed for
-	meshNames map[string]int             // mesh host names → entries declaring them
-	meshOf    map[model.Key][]string     // mesh host names of each entry
-	fileZones map[string]bool            // file zone origins → held by every replica (see file.go)
+	newSlots map[string]*zone.Slot
+	serial   uint32
 
 	// Sharding (see placement.go).
 	ring     *cluster.Ring         // nil: this replica owns every zone
@@ -145,10 +138,7 @@ func newManager(cfg Config) *Manager {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
-	m := &Manager{cfg: cfg, namespaces: map[string]struct{}{},
-		zonesOf: newZoneIndex(), zoneSize: map[string]int{}, children: map[string]*actor.PID{},
-		podIPs: map[model.Key][]netip.Addr{}, ipOwner: map[netip.Addr]model.Key{},
-		meshNames: map[string]int{}, meshOf: map[model.Key][]string{}, fileZones: map[string]bool{},
+	m := &Manager{cfg: cfg, routes: newRoutes(cfg.Answer, cfg.PodIndex != nil), children: map[string]*actor.PID{},
 		sources: map[string]*actor.PID{}, state: newState(cfg.Grace, cfg.Sources), ring: cfg.Ring,
 		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
 			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
@@ -212,6 +202,12 @@ func (m *Manager) carry(ctx actor.Context, effects []Effect) {
 			m.spawnZone(ctx, e.Key, e.Hidden)
 		case StopZones:
 			m.release(ctx, e.Keys)
+		case StopZone:
+			if pid := m.children[e.Key]; pid != nil {
+				m.stopZone(ctx, e.Key, pid)
+				delete(m.children, e.Key)
+				m.setSlot(e.Key, nil)
+			}
 		case Timer:
 			msg := e.Msg
 			if g, ok := msg.(*graceEnds); ok {
@@ -342,199 +338,36 @@ func (m *Manager) settled() {
 	m.cfg.Observer.Settled()
 }
 
+// onApply routes a batch of changes (routes.apply) and carries out what
+// Step decides of the zones it reaches.
 func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 	if msg.Replay == 0 && m.state.sync.synced && msg.Source != peerSource {
 		m.cfg.Observer.Changes(len(msg.Changes))
 	}
 	m.confirm(msg)
-	batches := map[string]*zoneApply{}
-	batch := func(key string) *zoneApply {
-		b := batches[key]
-		if b == nil {
-			b = &zoneApply{}
-			batches[key] = b
-		}
-		return b
+	plan := m.routes.apply(msg.Changes, m.accepts, m.sharded, msg.Replay == 0)
+	for _, u := range plan.unthawed {
+		m.cfg.Logger.Error("dropping an object that does not thaw", "object", u.key.String(), "err", u.err)
 	}
-	dirChanged := false
-	for _, c := range msg.Changes {
-		switch c.Key.Kind {
-		case model.KindNamespace:
-			dirChanged = m.applyNamespace(c) || dirChanged
-		case model.KindService, model.KindEndpointSlice, model.KindPod,
-			model.KindServiceImport, model.KindMultiClusterSlice:
-			if m.accepts(c) {
-				m.route(c, batch, false)
-			}
-		case model.KindServiceEntry, model.KindZoneFile:
-			dirChanged = m.route(c, batch, msg.Replay == 0) || dirChanged
+	for _, s := range plan.skipped {
+		m.cfg.Logger.Info("ServiceEntry host not answered", "object", s.entry.String(), "host", s.host.Host, "why", s.host.Why, "reason", s.host.Reason)
+		m.cfg.Observer.MeshSkipped(s.host.Why)
+	}
+	for _, p := range plan.pods {
+		if p.namespace == "" {
+			m.cfg.PodIndex.Delete(p.ip)
+		} else {
+			m.cfg.PodIndex.Set(p.ip, p.namespace)
 		}
 	}
-	for key, b := range batches {
-		if msg.Replay != 0 && !m.state.replay.keys[key] && !m.gainedUnknown(key, msg.Replay) {
-			continue // a replay only fills the zones being loaded
-		}
-		if pid := m.zoneActor(ctx, key); pid != nil {
-			m.tell(ctx, key, pid, b)
-		}
-	}
-	m.stopEmptyZones(ctx, batches)
-	if dirChanged {
+	m.placementStale = m.placementStale || plan.placementStale
+	m.carry(ctx, m.state.Step(m, applied{zones: plan.zones, emptied: plan.emptied, replay: msg.Replay, sharded: m.sharded}))
+	if plan.dirChanged {
 		m.publishDirectory()
 	}
 	if m.placementStale {
 		m.schedulePlacement(ctx)
 	}
-}
-
-func (m *Manager) applyNamespace(c model.Change) bool {
-	_, had := m.namespaces[c.Key.Name]
-	if c.Object == nil {
-		delete(m.namespaces, c.Key.Name)
-	} else {
-		m.namespaces[c.Key.Name] = struct{}{}
-	}
-	changed := had != (c.Object != nil)
-	if changed && m.sharded {
-		// Its zones are placed before any object of it is known here:
-		// most namespaces' objects never are.
-		m.placementStale = true
-	}
-	return changed
-}
-
-// places reports whether the placement lists zone key when this replica
-// does not serve it. With sharded watches every replica holds a share of
-// every reverse zone and asks the others for the rest (FanOut), so the
-// reverse zones that come and go with the addresses of a churn, most of
-// the keys a replica knows, move nothing: publishing the placement again
-// for each, a walk of every key and namespace, was a tenth of the CPU of a
-// replica of three under churn (TestShardedIngest's profiles).
-func (m *Manager) places(key string) bool {
-	return !m.sharded || !isReverseKey(m.cfg.Answer, key)
-}
-
-// route sends a change to the zones zone.ZonesOf names, and to those of
-// the reverse and mesh zones its object contributed to before that it no
-// longer does, to remove what it put there; it keeps the directory's mesh
-// names and file origins, and reports whether they changed. Skipped mesh
-// hosts are logged and counted when report is set (live changes, not
-// replays, which send what was reported already).
-func (m *Manager) route(c model.Change, batch func(string) *zoneApply, report bool) bool {
-	switch c.Key.Kind {
-	case model.KindService, model.KindEndpointSlice:
-		// The zones keep the frozen form; the reverse records are read
-		// from the thawed object.
-		routed := c
-		if c.Object != nil {
-			routed = thawed(c, m.cfg.Logger)
-		}
-		return m.routeAs(c, routed.Object, batch, report)
-	case model.KindPod:
-		c = thawed(c, m.cfg.Logger)
-		if m.cfg.PodIndex != nil {
-			m.indexPod(c)
-		}
-	}
-	return m.routeAs(c, c.Object, batch, report)
-}
-
-// routeAs routes c by what obj, its object thawed, contributes.
-func (m *Manager) routeAs(c model.Change, obj any, batch func(string) *zoneApply, report bool) bool {
-	contributions, skipped := zone.ZonesOf(m.cfg.Answer, c.Key, obj)
-	if report {
-		m.reportSkipped(c.Key, skipped)
-	}
-	var keys, meshNames []string
-	dirChanged := false
-	for _, z := range contributions {
-		keys = append(keys, z.Key)
-		b := batch(z.Key)
-		switch z.Part {
-		case zone.PartServices:
-			b.services = append(b.services, serviceChange{change: c})
-		case zone.PartImported:
-			b.imported = append(b.imported, c)
-		case zone.PartPTRs:
-			b.ptrs = append(b.ptrs, ptrChange{source: c.Key, ptrs: z.PTRs})
-		case zone.PartPods:
-			b.pods = append(b.pods, c)
-		case zone.PartMesh:
-			b.mesh = append(b.mesh, meshChange{source: c.Key, hosts: z.Mesh})
-			meshNames = zone.MeshNames(meshNames, z.Mesh)
-		case zone.PartFile:
-			dirChanged = m.setFileZone(z.Key, c.Object)
-			b.file = &fileChange{}
-			b.file.zone, _ = c.Object.(*zone.FileZone)
-		}
-	}
-	m.leaveZones(c.Key, keys, batch)
-	if c.Object == nil {
-		keys = nil
-	}
-	m.setZonesOf(c.Key, keys)
-	if c.Key.Kind == model.KindServiceEntry {
-		dirChanged = m.setMeshNames(c.Key, meshNames)
-	}
-	return dirChanged
-}
-
-// leaveZones removes what the object of key put into the reverse and mesh
-// zones it contributed to and no longer does, keys being the zones it
-// goes to now. Its other zones are named by its key alone: it never
-// leaves those while it exists.
-func (m *Manager) leaveZones(key model.Key, keys []string, batch func(string) *zoneApply) {
-	for _, id := range m.zonesOf.zones(key) {
-		old := m.zonesOf.key(id)
-		if slices.Contains(keys, old) {
-			continue
-		}
-		switch {
-		case key.Kind == model.KindServiceEntry:
-			batch(old).mesh = append(batch(old).mesh, meshChange{source: key})
-		case isReverseKey(m.cfg.Answer, old):
-			batch(old).ptrs = append(batch(old).ptrs, ptrChange{source: key})
-		}
-	}
-}
-
-// indexPod keeps the address → namespace index of autopath. An address
-// reused by a newer pod belongs to that pod; deleting the older one leaves
-// it alone.
-func (m *Manager) indexPod(c model.Change) {
-	for _, ip := range m.podIPs[c.Key] {
-		if m.ipOwner[ip] == c.Key {
-			delete(m.ipOwner, ip)
-			m.cfg.PodIndex.Delete(ip)
-		}
-	}
-	delete(m.podIPs, c.Key)
-	p, ok := c.Object.(*model.Pod)
-	if !ok {
-		return
-	}
-	m.podIPs[c.Key] = p.IPs
-	for _, ip := range p.IPs {
-		m.ipOwner[ip] = c.Key
-		m.cfg.PodIndex.Set(ip, strings.ToLower(p.Namespace))
-	}
-}
-
-// thawed returns c with the model object its frozen form encodes, and
-// with its identity and trigger; other changes are returned as they
-// are. A frozen object that does not thaw (only a bug can make one) is
-// logged and taken for a delete, so that nothing is built from it.
-func thawed(c model.Change, log *slog.Logger) model.Change {
-	f, ok := c.Object.(model.Frozen)
-	if !ok {
-		return c
-	}
-	obj, err := f.Thaw(c.Key.Namespace, c.Key.Name, "")
-	if err != nil {
-		log.Error("dropping an object that does not thaw", "object", c.Key.String(), "err", err)
-		return model.Change{Key: c.Key}
-	}
-	return model.Change{Key: c.Key, Object: obj, Trigger: c.Trigger}
 }
 
 func isReverseKey(cfg *zone.Config, key string) bool {
@@ -546,24 +379,6 @@ func isReverseRoute(r zone.Route) bool {
 	return r.Kind == zone.RouteZone && r.Reverse
 }
 
-// setZonesOf records which zones an object is in, keeping per-zone counts
-// so that zones are stopped when their last object goes.
-func (m *Manager) setZonesOf(key model.Key, zones []string) {
-	if m.zonesOf.same(key, zones) {
-		return // most updates: the same zones, counted already
-	}
-	for _, id := range m.zonesOf.zones(key) {
-		m.zoneSize[m.zonesOf.key(id)]--
-	}
-	for _, z := range zones {
-		if _, known := m.zoneSize[z]; !known && m.places(z) {
-			m.placementStale = true
-		}
-		m.zoneSize[z]++
-	}
-	m.zonesOf.set(key, zones)
-}
-
 // compactIndex makes the per-object indexes anew, each map at its size
 // and the lists of every object in one array, once a load or a release is
 // over (settled). A Go map keeps the table of its largest size, so a
@@ -573,12 +388,8 @@ func (m *Manager) setZonesOf(key model.Key, zones []string) {
 // replicas of six held 1-3 MB less live heap for it (TestShardedIngest),
 // for a copy of some 10,000 entries per load or release.
 func (m *Manager) compactIndex() {
-	m.zonesOf.pack()
-	m.podIPs = packed(m.podIPs)
-	m.meshOf = packed(m.meshOf)
-	m.zoneSize = resized(m.zoneSize)
+	m.routes.compact()
 	m.children = resized(m.children)
-	m.ipOwner = resized(m.ipOwner)
 	m.state.grace = resized(m.state.grace)
 	m.rebuiltAt = resized(m.rebuiltAt)
 }
@@ -606,22 +417,6 @@ func resized[K comparable, V any](m map[K]V) map[K]V {
 	out := make(map[K]V, len(m))
 	maps.Copy(out, m)
 	return out
-}
-
-// zoneActor returns the actor of zone key, spawning it with a fresh slot
-// when this replica owns the zone; nil when the zone lives elsewhere.
-func (m *Manager) zoneActor(ctx actor.Context, key string) *actor.PID {
-	if pid := m.children[key]; pid != nil {
-		return pid
-	}
-	switch spawnFor(m, key, m.sharded, m.state.replay.keys != nil, isReverseKey(m.cfg.Answer, key)) {
-	case spawnNone:
-		return nil // a deferred zone loads from the sources' caches when its wait ends
-	case spawnHidden:
-		m.state.replay.keys[key] = true // shown when the replay that waits for its list ends
-		return m.spawnZone(ctx, key, true)
-	}
-	return m.spawnZone(ctx, key, false)
 }
 
 // running reports whether the actor of zone key runs here (zoneFacts).
@@ -657,37 +452,12 @@ func (m *Manager) spawnZone(ctx actor.Context, key string, loading bool) *actor.
 	return pid
 }
 
-// stopEmptyZones stops the actors of zones whose last object this batch
-// removed. Poison is queued behind the batch, so the zone applies it first.
-func (m *Manager) stopEmptyZones(ctx actor.Context, batches map[string]*zoneApply) {
-	for _, key := range emptied(maps.Keys(batches), func(key string) int { return m.zoneSize[key] }) {
-		if m.places(key) {
-			m.placementStale = true
-		}
-		delete(m.zoneSize, key)
-		m.zonesOf.forget(key)
-		m.state.endGrace(key)
-		if pid := m.children[key]; pid != nil {
-			m.stopZone(ctx, key, pid)
-			delete(m.children, key)
-			m.setSlot(key, nil)
-		}
-	}
-}
-
 func (m *Manager) publishDirectory() {
 	m.addSlots() // a directory that says synced must find the zones
 	m.serial = nextSerial(m.serial, m.cfg.Now())
-	ns := make(map[string]struct{}, len(m.namespaces))
-	for n := range m.namespaces {
-		ns[n] = struct{}{}
-	}
-	mesh := make(map[string]struct{}, len(m.meshNames))
-	for n := range m.meshNames {
-		mesh[n] = struct{}{}
-	}
+	ns, mesh, files := m.routes.directory()
 	m.cfg.Table.SetDirectory(zone.NewDirectory(m.cfg.Answer, ns, m.state.sync.serving(), m.serial).
-		WithMesh(mesh).WithFiles(m.fileOrigins()))
+		WithMesh(mesh).WithFiles(files))
 	if m.cfg.Synced != nil {
 		m.cfg.Synced.Store(m.state.sync.synced)
 	}

@@ -80,7 +80,7 @@ func (m *Manager) owns(key string) bool {
 	// Reverse keys first: with sharded watches they are most of the keys
 	// a replica knows, and placement asks about every key each time
 	// their number changes, where the ring's answer costs a rendezvous.
-	return m.ring == nil || m.sharded && isReverseKey(m.cfg.Answer, key) || m.fileZones[key] ||
+	return m.ring == nil || m.sharded && isReverseKey(m.cfg.Answer, key) || m.routes.fileZones[key] ||
 		m.ring.Owns(m.cfg.Self, key)
 }
 
@@ -92,7 +92,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.ring = msg.Ring
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
-	m.carry(ctx, m.state.Step(m, ringMoved{known: slices.Collect(maps.Keys(m.zoneSize)), sharded: m.sharded}))
+	m.carry(ctx, m.state.Step(m, ringMoved{known: slices.Collect(maps.Keys(m.routes.zoneSize)), sharded: m.sharded}))
 	if old != nil {
 		m.noteMoved(old, func(key string) bool {
 			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
@@ -325,7 +325,7 @@ func (m *Manager) publishPlacement() {
 		}
 		p[key] = askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)
 	}
-	for key := range m.zoneSize {
+	for key := range m.routes.zoneSize {
 		place(key)
 	}
 	if m.sharded {
@@ -334,7 +334,7 @@ func (m *Manager) publishPlacement() {
 		// zone of has no object: its names are NXDOMAIN here, as without
 		// sharding, unless it was just gained and its objects are still
 		// to come.
-		for ns := range m.namespaces {
+		for ns := range m.routes.namespaces {
 			for _, key := range m.namespaceKeys(ns) {
 				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.gaining(key) && !m.isDeferred(key) {
 					continue

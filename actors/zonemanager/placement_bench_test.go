@@ -26,13 +26,13 @@ func BenchmarkPublishPlacement(b *testing.B) {
 	pid := &actor.PID{Id: "zone"}
 	for i := range 5000 {
 		key := fmt.Sprintf("%d.%d.10.in-addr.arpa.", i%250, 200+i/250)
-		m.zoneSize[key], m.children[key] = 1, pid
+		m.routes.zoneSize[key], m.children[key] = 1, pid
 	}
 	for i := range 100 {
 		ns := fmt.Sprintf("bench%d", i)
-		m.namespaces[ns] = struct{}{}
+		m.routes.namespaces[ns] = struct{}{}
 		key := zone.ServiceZoneKey(ns, "cluster.local.")
-		m.zoneSize[key] = 200
+		m.routes.zoneSize[key] = 200
 		if m.owns(key) {
 			m.children[key] = pid
 		}

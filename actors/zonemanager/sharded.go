@@ -98,7 +98,7 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 		return
 	}
 	var forget []model.Change
-	for key := range m.zonesOf.of {
+	for key := range m.routes.zonesOf.of {
 		switch key.Kind {
 		case model.KindPod:
 			if m.cfg.PodIndex != nil {
@@ -118,12 +118,4 @@ func (m *Manager) forgetReleased(ctx actor.Context) {
 	m.onApply(ctx, &Apply{Source: "release", Changes: forget})
 	// The indexes keep the tables of their largest size until the
 	// release settles (compactIndex).
-}
-
-// gainedUnknown reports whether key, in a batch of replay id, is a zone
-// this replica owns but has never seen: with sharded watches the zones a
-// ring change gains are not known until the source sends them. The zone
-// actor then starts hidden and joins the replay (see zoneActor).
-func (m *Manager) gainedUnknown(key string, id uint64) bool {
-	return m.sharded && id == m.state.replay.id && m.state.replay.keys != nil && m.children[key] == nil && m.owns(key)
 }

@@ -10,8 +10,11 @@ import (
 // state machine without an actor or a clock: what a ring change does to
 // the zones known here, which lost zones stay in their grace period
 // until it ends, when the replay that loads zones is over, when the node
-// is synced, and what loads once replicas still syncing did not announce. Step returns the effects of a message (spawns, stops,
-// replays, timers, what the Observer is told) and the Manager carries
+// is synced, what loads once replicas still syncing did not announce, and
+// which zone actors a routed batch of changes spawns, reaches and stops
+// (the routing itself is routes.apply's, routing.go). Step returns the
+// effects of a message (spawns, tells, stops, replays, timers, what the
+// Observer is told) and the Manager carries
 // them out (carry, in manager.go), so the decisions are table-tested as
 // message sequences (state_test.go). Zones are named by key: the actors
 // that serve them are the Manager's.
@@ -66,6 +69,17 @@ type pendingGaveUp struct {
 // gets the sync barrier.
 type syncZones struct{ keys []string }
 
+// applied is a batch of changes routed (routes.apply): the part of each
+// zone, and the zones it emptied. replay is the Replay.ID the batch
+// answers (0: live changes); sharded says the sources watch only this
+// replica's namespaces.
+type applied struct {
+	zones   []zoneBatch
+	emptied []string
+	replay  uint64
+	sharded bool
+}
+
 // Step also takes *ReplayDone, a source's end of a replay; *barrierDone,
 // a zone's answer to a replay's barrier or to the sync barrier (tag 0);
 // *Synced, a source's first sync; *startupTimeout.
@@ -101,6 +115,10 @@ type LoadZones struct{ Keys []string }
 // CheckLoaded says nothing loads for this message: the replica is loaded
 // unless a replay is under way or it waits for replicas still syncing.
 type CheckLoaded struct{}
+
+// StopZone stops the actor of zone Key, whose last object went, after
+// what was sent to it before: it applies its last batch first.
+type StopZone struct{ Key string }
 
 // TellZone sends Msg to the actor of zone Key.
 type TellZone struct {
@@ -148,6 +166,7 @@ type ObserveLoading struct{}
 
 func (SpawnZone) effect()        {}
 func (StopZones) effect()        {}
+func (StopZone) effect()         {}
 func (Timer) effect()            {}
 func (LoadZones) effect()        {}
 func (CheckLoaded) effect()      {}
@@ -202,6 +221,8 @@ func (s *State) Step(f zoneFacts, msg any) []Effect {
 		if s.sync.barriersSent(len(msg.keys)) {
 			out = append(out, s.markSynced()...)
 		}
+	case applied:
+		out = s.applied(f, msg)
 	case *startupTimeout:
 		if s.sync.timeout() {
 			out = []Effect{ServeUnsynced{Waiting: slices.Sorted(maps.Keys(s.sync.unsynced))}}
@@ -256,6 +277,51 @@ func (s *State) pendingGaveUp(f zoneFacts, msg pendingGaveUp) []Effect {
 		return append(out, LoadZones{Keys: gained})
 	}
 	return append(out, CheckLoaded{})
+}
+
+// applied sends each zone its part of a batch, spawning its actor first
+// where the batch is its first (spawnFor), and stops the zones the batch
+// emptied behind it. A replay's batch fills only the zones it loads, and
+// with sharded watches the zones owned here it lists for the first time
+// (gainedUnknown).
+func (s *State) applied(f zoneFacts, msg applied) []Effect {
+	out := make([]Effect, 0, len(msg.zones)+len(msg.emptied))
+	var spawned map[string]bool
+	for _, b := range msg.zones {
+		if msg.replay != 0 && !s.replay.keys[b.key] && !s.gainedUnknown(f, b.key, msg.replay, msg.sharded) {
+			continue
+		}
+		if !f.running(b.key) {
+			mode := spawnFor(f, b.key, msg.sharded, s.replay.keys != nil, b.reverse)
+			switch mode {
+			case spawnNone:
+				continue // a deferred zone loads from the sources' caches when its wait ends
+			case spawnHidden:
+				s.replay.keys[b.key] = true // shown when the replay that waits for its list ends
+			}
+			out = append(out, SpawnZone{Key: b.key, Hidden: mode == spawnHidden})
+			if spawned == nil {
+				spawned = map[string]bool{}
+			}
+			spawned[b.key] = true
+		}
+		out = append(out, TellZone{Key: b.key, Msg: b.apply})
+	}
+	for _, key := range msg.emptied {
+		s.endGrace(key)
+		if f.running(key) || spawned[key] {
+			out = append(out, StopZone{Key: key})
+		}
+	}
+	return out
+}
+
+// gainedUnknown reports whether key, in a batch of replay id, is a zone
+// this replica owns but has never seen: with sharded watches the zones a
+// ring change gains are not known until the source sends them. The zone
+// actor then starts hidden and joins the replay (applied).
+func (s *State) gainedUnknown(f zoneFacts, key string, id uint64, sharded bool) bool {
+	return sharded && id == s.replay.id && s.replay.keys != nil && !f.running(key) && f.owns(key)
 }
 
 // graceOver stops the lost zones at the end of their grace period,

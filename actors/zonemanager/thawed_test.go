@@ -1,8 +1,6 @@
 package zonemanager
 
 import (
-	"io"
-	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
@@ -19,7 +17,10 @@ func TestThawedKeepsTrigger(t *testing.T) {
 		t.Fatal("a pod does not freeze")
 	}
 	trigger := time.Unix(1000, 0)
-	got := thawed(model.Change{Key: p.Key(), Object: f, Trigger: trigger}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	got, err := thawed(model.Change{Key: p.Key(), Object: f, Trigger: trigger})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if pod, ok := got.Object.(*model.Pod); !ok || pod.IPs[0] != p.IPs[0] || !got.Trigger.Equal(trigger) {
 		t.Fatalf("thawed into %+v, want the pod at 10.1.0.7 triggered at %v", got, trigger)
 	}
