@@ -101,30 +101,6 @@ const FetchParallel = 4
 // maxHolders is how many replicas a gained zone is asked of, in turn.
 const maxHolders = 3
 
-// handoffState is what the Manager knows of the zones it may load from
-// other replicas.
-type handoffState struct {
-	from     map[string]gainedZone // gained zone key → where it may be loaded from
-	fetching map[string]bool
-	// provisional are the objects peers handed over that no source has
-	// sent since.
-	provisional map[model.Key]bool
-	tags        uint64
-	showing     map[uint64][]string // barrier tag → the zones it shows
-	// lostEmpty are the namespace zones a ring change took from this
-	// replica while it owned them without objects, and when its grace
-	// for them ends: until then it hands them over empty. Those past
-	// their grace are dropped at the next ring change.
-	lostEmpty map[string]time.Time
-}
-
-// gainedZone is a zone a ring change gave this replica.
-type gainedZone struct {
-	namespace string
-	holders   []string // the replicas that held it, best first
-	remotes   []string // their actor remotes
-}
-
 // peerState is what one replica handed over of one zone, or why none did.
 type peerState struct {
 	key     string
@@ -145,11 +121,7 @@ func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, 
 		return
 	}
 	now := m.cfg.Now()
-	for key, until := range m.handoff.lostEmpty {
-		if !now.Before(until) {
-			delete(m.handoff.lostEmpty, key)
-		}
-	}
+	m.handoff.expire(now)
 	for ns := range m.routes.namespaces {
 		for _, key := range m.namespaceKeys(ns) {
 			if m.children[key] != nil {
@@ -166,131 +138,38 @@ func (m *Manager) noteMoved(old *cluster.Ring, wasServed func(key string) bool, 
 	}
 }
 
-// zoneMove is what a ring change did to a namespace zone that has no
-// actor here.
-type zoneMove uint8
-
-const (
-	zoneUnmoved   zoneMove = iota
-	zoneGained             // served here now: loaded from its holders if the sources do not list it
-	zoneLostEmpty          // served here before, with every object sent: handed over empty for the grace
-)
-
-// namespaceZoneMove decides what a ring change did to a namespace zone
-// with no actor here, from whether it was served here before and is now,
-// and whether the sources had sent every object of what the old ring
-// gave this replica (settled): only then is a zone without an actor one
-// without objects.
-func namespaceZoneMove(was, is, settled bool) zoneMove {
-	switch {
-	case is && !was:
-		return zoneGained
-	case was && !is && settled:
-		return zoneLostEmpty
-	}
-	return zoneUnmoved
-}
-
 // heldEmpty reports whether this replica can hand namespace zone key over
-// as empty: it knows the namespace, holds no zone of it, and owns it with
-// every object of its namespaces sent by the sources, or lost it so in a
-// ring change whose grace has not ended.
+// as empty (the pure heldEmpty decides).
 func (m *Manager) heldEmpty(key string) bool {
-	if !m.sharded || !m.state.sync.synced || m.ring == nil || m.children[key] != nil {
-		return false
-	}
 	route := m.cfg.Answer.Domains.Route(key)
-	if route.Kind != zone.RouteZone || route.Reverse || route.Key != key {
-		return false
-	}
 	ns, _, _ := strings.Cut(key, ".")
-	if _, known := m.routes.namespaces[ns]; !known {
-		return false
-	}
-	if until, ok := m.handoff.lostEmpty[key]; ok && m.cfg.Now().Before(until) {
-		return true
-	}
-	return m.ring.Owns(m.cfg.Self, key) && !m.loadingGained(key) && !m.isDeferred(key)
+	_, known := m.routes.namespaces[ns]
+	until, lost := m.handoff.lostEmpty[key]
+	return heldEmpty(emptyZone{sharded: m.sharded, synced: m.state.sync.synced, clustered: m.ring != nil,
+		running:       m.children[key] != nil,
+		namespaceZone: route.Kind == zone.RouteZone && !route.Reverse && route.Key == key, known: known,
+		lostInGrace:   lost && m.cfg.Now().Before(until),
+		ownedNow:      m.ring != nil && m.ring.Owns(m.cfg.Self, key),
+		loadingGained: loadingGained(m, key), deferred: m.isDeferred(key)})
 }
 
-// gaining reports whether key is a namespace zone a ring change gave this
-// replica that has not loaded yet: its names are not this replica's to
-// deny until it has.
-func (m *Manager) gaining(key string) bool {
-	_, gained := m.handoff.from[key]
-	return gained && m.loadingGained(key)
-}
+// loading reports whether a replay loads zone key (loadFacts).
+func (m *Manager) loading(key string) bool { return m.state.replay.keys[key] }
 
-// holders lists the replicas that owned key in ring old, then its other
-// owners in ring now (with replicationFactor 2 one of them kept it), and
-// their actor remotes: those still on the ring first, since a replica no
-// longer on it may have been killed (asking it costs a timeout) rather
-// than be leaving; self and members found down left out.
-func holders(self, key string, old, now *cluster.Ring) (names, remotes []string) {
-	var gone, goneRemotes []string
-	seen := map[string]bool{self: true}
-	for _, r := range []*cluster.Ring{old, now} {
-		order := r.Order(key)
-		if rf := r.Replication; rf > 0 && rf < len(order) {
-			order = order[:rf]
-		}
-		for _, name := range order {
-			m, ok := r.Member(name)
-			if seen[name] || !ok || m.Down || m.Remote == "" {
-				continue
-			}
-			seen[name] = true
-			switch cur, ok := now.Member(name); {
-			case !ok:
-				gone, goneRemotes = append(gone, name), append(goneRemotes, m.Remote)
-			case !cur.Down: // down: its port refuses connections
-				names, remotes = append(names, name), append(remotes, m.Remote)
-			}
-		}
-	}
-	names, remotes = append(names, gone...), append(remotes, goneRemotes...)
-	n := min(len(remotes), maxHolders)
-	return names[:n], remotes[:n]
-}
-
-// pruneGained forgets the gained zones that have loaded, or moved on.
-func (m *Manager) pruneGained() {
-	for key := range m.handoff.from {
-		if !m.handoff.fetching[key] && !m.loadingGained(key) {
-			delete(m.handoff.from, key)
-		}
-	}
-}
-
-// loadingGained reports whether key is a zone owned here that has not
-// loaded yet: unknown here, or hidden while a replay fills it, and some
-// source has not answered that replay. Once every source has, the zones
-// loading wait for the replay's barrier, which shows them.
-func (m *Manager) loadingGained(key string) bool {
-	return m.state.replay.keys != nil && len(m.state.replay.waiting) > 0 && m.owns(key) && !m.isDeferred(key) &&
-		(m.children[key] == nil || m.state.replay.keys[key])
+// listing reports whether a replay is under way that some source has not
+// answered (loadFacts).
+func (m *Manager) listing() bool {
+	return m.state.replay.keys != nil && len(m.state.replay.waiting) > 0
 }
 
 // fetchGained asks the replicas that held them for the gained zones not
-// loaded yet, off the actor; each answer comes back as a peerState.
+// loaded yet (toFetch), off the actor; each answer comes back as a
+// peerState.
 func (m *Manager) fetchGained(ctx actor.Context) {
-	type job struct {
-		key  string
-		zone gainedZone
-	}
-	var jobs []job
 	if m.cfg.FetchZone == nil {
 		return
 	}
-	for key, g := range m.handoff.from {
-		switch {
-		case !m.loadingGained(key):
-			delete(m.handoff.from, key)
-		case len(g.remotes) > 0 && !m.handoff.fetching[key]:
-			m.handoff.fetching[key] = true
-			jobs = append(jobs, job{key, g})
-		}
-	}
+	jobs := m.handoff.toFetch(m)
 	if len(jobs) == 0 {
 		return
 	}
@@ -324,23 +203,15 @@ func (m *Manager) fetchGained(ctx actor.Context) {
 // namespace and kind in every other cluster domain, built from the same
 // objects) once its actor has published it.
 func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
-	delete(m.handoff.fetching, msg.key)
-	g, ok := m.handoff.from[msg.key]
-	if !ok || !m.loadingGained(msg.key) {
-		delete(m.handoff.from, msg.key)
+	a := m.handoff.answered(m, msg.key, msg.changes, msg.err)
+	if a.givenUp {
 		return
 	}
-	if msg.err != nil {
-		// Still loading, from the sources alone: its questions no
-		// longer go to those replicas.
-		m.handoff.from[msg.key] = gainedZone{namespace: g.namespace}
+	if a.placementMoved {
 		m.schedulePlacement(ctx)
-	} else {
-		delete(m.handoff.from, msg.key)
 	}
-	result := peerResult(msg.err, len(msg.changes))
-	m.handedOver(result)
-	switch result {
+	m.cfg.Observer.HandedOver(a.result)
+	switch a.result {
 	case "not_held":
 		// Those asked do not hold it complete: they were loading it
 		// themselves, or do not know the namespace yet.
@@ -350,80 +221,32 @@ func (m *Manager) onPeerState(ctx actor.Context, msg *peerState) {
 		m.cfg.Logger.Warn("no replica that held a gained zone handed it over: it waits for its sources", "zone", msg.key, "err", msg.err)
 		return
 	case "empty":
-		// A namespace without objects: denied here as by the replica
-		// that held it, not sent there any more.
 		m.cfg.Logger.Info("a gained zone has no objects on the replica that held it: its names do not exist", "zone", msg.key, "from", msg.from)
-		m.schedulePlacement(ctx)
 		return
-	}
-	for _, c := range msg.changes {
-		m.handoff.provisional[c.Key] = true
 	}
 	m.onApply(ctx, &Apply{Source: peerSource, Changes: msg.changes})
 	pods := m.cfg.Answer.Domains.Route(msg.key).Pods
-	var shown []string
+	var keys []string
 	for _, origin := range m.cfg.Answer.Domains.Cluster {
-		key := zone.ServiceZoneKey(g.namespace, origin)
+		key := zone.ServiceZoneKey(a.namespace, origin)
 		if pods {
-			key = zone.PodZoneKey(g.namespace, origin)
+			key = zone.PodZoneKey(a.namespace, origin)
 		}
-		// The zone stays among the replay's until its actor has
-		// published: until then the placement keeps sending its
-		// questions to the replicas that held it (a zone hidden here and
-		// placed nowhere would be NXDOMAIN).
-		if pid := m.children[key]; pid != nil && m.state.replay.keys[key] {
-			delete(m.handoff.from, key)
-			shown = append(shown, key)
-		}
+		keys = append(keys, key)
 	}
-	if len(shown) == 0 {
-		return
-	}
-	m.handoff.tags++
-	tag := peerTag | m.handoff.tags
-	m.handoff.showing[tag] = shown
+	tag, shown := m.handoff.show(m, keys)
 	for _, key := range shown {
 		m.tell(ctx, key, m.children[key], &barrier{tag: tag})
 	}
-	m.cfg.Logger.Info("gained zone loaded from a replica that held it", "zone", msg.key, "from", msg.from, "objects", len(msg.changes))
-}
-
-// peerResult is the result of asking the replicas that held a gained
-// zone, as Observer.HandedOver counts it: "not_held" (none holds it
-// complete), "failed" (none answered), "empty" (a namespace without
-// objects) or "loaded".
-func peerResult(err error, changes int) string {
-	switch {
-	case errors.Is(err, ErrNotHeld):
-		return "not_held"
-	case err != nil:
-		return "failed"
-	case changes == 0:
-		return "empty"
+	if len(shown) > 0 {
+		m.cfg.Logger.Info("gained zone loaded from a replica that held it", "zone", msg.key, "from", msg.from, "objects", len(msg.changes))
 	}
-	return "loaded"
-}
-
-// handedOver reports the result of asking the holders of a gained zone.
-func (m *Manager) handedOver(result string) {
-	m.cfg.Observer.HandedOver(result)
 }
 
 // onPeerBarrierDone shows a zone loaded from a peer once its actor has
-// published what the peer handed over.
+// published what the peer handed over (shown decides).
 func (m *Manager) onPeerBarrierDone(msg *barrierDone) {
-	keys := m.handoff.showing[msg.tag]
-	if !slices.Contains(keys, msg.key) {
-		return
-	}
-	m.handoff.showing[msg.tag] = slices.DeleteFunc(keys, func(k string) bool { return k == msg.key })
-	if len(m.handoff.showing[msg.tag]) == 0 {
-		delete(m.handoff.showing, msg.tag)
-	}
-	// Once every source has answered the replay, its own barrier counts
-	// this zone and shows it: taking it out of the replay now would leave
-	// that barrier waiting for ever.
-	if m.children[msg.key] == nil || !m.state.replay.keys[msg.key] || len(m.state.replay.waiting) == 0 || !m.owns(msg.key) {
+	if !m.handoff.shown(m, msg.tag, msg.key) {
 		return
 	}
 	delete(m.state.replay.keys, msg.key)
@@ -434,30 +257,13 @@ func (m *Manager) onPeerBarrierDone(msg *barrierDone) {
 	m.publishPlacement()
 }
 
-// confirm drops from the provisional objects those a source sent.
-func (m *Manager) confirm(msg *Apply) {
-	if len(m.handoff.provisional) == 0 || msg.Source == peerSource {
-		return
-	}
-	for _, c := range msg.Changes {
-		delete(m.handoff.provisional, c.Key)
-	}
-}
-
 // dropUnconfirmed deletes the objects peers handed over that no source
-// has sent since, once a replay completed: the sources hold every object
-// of the zones owned here then, so those were deleted meanwhile.
+// has sent since, once a replay completed (unconfirmed).
 func (m *Manager) dropUnconfirmed(ctx actor.Context) {
 	if len(m.handoff.provisional) == 0 {
 		return
 	}
-	var deletes []model.Change
-	for key := range m.handoff.provisional {
-		if m.routes.zonesOf.holds(key) {
-			deletes = append(deletes, model.Change{Key: key})
-		}
-	}
-	clear(m.handoff.provisional)
+	deletes := m.handoff.unconfirmed(m.routes.zonesOf.holds)
 	if len(deletes) == 0 {
 		return
 	}
@@ -472,17 +278,17 @@ func (m *Manager) dropUnconfirmed(ctx actor.Context) {
 // from its own namespaces, and file and mesh zones by every replica:
 // none is handed over.
 func (m *Manager) onExportZone(ctx actor.Context, msg *ExportZone) {
-	pid := m.children[msg.Key]
-	if m.heldEmpty(msg.Key) {
+	switch exportOf(exportedZone{heldEmpty: m.heldEmpty(msg.Key), running: m.children[msg.Key] != nil,
+		synced: m.state.sync.synced, loading: m.state.replay.keys[msg.Key],
+		shared: m.pooledKey(msg.Key) || m.routes.fileZones[msg.Key],
+		held:   m.state.inGrace(msg.Key) || m.owns(msg.Key)}) {
+	case exportEmpty:
 		ctx.Respond(&ZoneExport{Held: true, Done: true})
-		return
-	}
-	if pid == nil || !m.state.sync.synced || m.state.replay.keys[msg.Key] || m.pooledKey(msg.Key) || m.routes.fileZones[msg.Key] ||
-		!m.state.inGrace(msg.Key) && !m.owns(msg.Key) {
+	case exportZone:
+		ctx.Forward(m.children[msg.Key])
+	default:
 		ctx.Respond(&ZoneExport{})
-		return
 	}
-	ctx.Forward(pid)
 }
 
 // onExport answers ExportZone with a page of the objects the zone is

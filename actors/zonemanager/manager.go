@@ -11,7 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/shardns/shardns/cluster"
-	"github.com/shardns/shardns/model"
 	"github.com/shardns/shardns/zone"
 )
 
@@ -140,8 +139,7 @@ func newManager(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, routes: newRoutes(cfg.Answer, cfg.PodIndex != nil), children: map[string]*actor.PID{},
 		sources: map[string]*actor.PID{}, state: newState(cfg.Grace, cfg.Sources), ring: cfg.Ring,
-		handoff: handoffState{from: map[string]gainedZone{}, fetching: map[string]bool{},
-			provisional: map[model.Key]bool{}, showing: map[uint64][]string{}, lostEmpty: map[string]time.Time{}},
+		handoff:          newHandoffState(),
 		rebuildAfterSync: map[string]bool{}, rebuiltAt: map[string]time.Time{}}
 	if cfg.Loaded != nil {
 		cfg.Loaded.Store(true)
@@ -344,7 +342,7 @@ func (m *Manager) onApply(ctx actor.Context, msg *Apply) {
 	if msg.Replay == 0 && m.state.sync.synced && msg.Source != peerSource {
 		m.cfg.Observer.Changes(len(msg.Changes))
 	}
-	m.confirm(msg)
+	m.handoff.confirm(msg)
 	plan := m.routes.apply(msg.Changes, m.accepts, m.sharded, msg.Replay == 0)
 	for _, u := range plan.unthawed {
 		m.cfg.Logger.Error("dropping an object that does not thaw", "object", u.key.String(), "err", u.err)

@@ -152,7 +152,7 @@ func (m *Manager) finishReplay(ctx actor.Context) {
 	}
 	m.state.replay.keys = nil
 	m.setLoaded(!m.waitingForPending())
-	m.pruneGained()
+	m.handoff.prune(m)
 	m.publishPlacement()
 	m.dropUnconfirmed(ctx)
 }
@@ -336,7 +336,7 @@ func (m *Manager) publishPlacement() {
 		// to come.
 		for ns := range m.routes.namespaces {
 			for _, key := range m.namespaceKeys(ns) {
-				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.gaining(key) && !m.isDeferred(key) {
+				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.handoff.gaining(m, key) && !m.isDeferred(key) {
 					continue
 				}
 				place(key)
