@@ -1,6 +1,7 @@
 package zonemanager
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -135,5 +136,57 @@ func TestOutlastsHalfGrace(t *testing.T) {
 		if got := outlastsHalfGrace(tc.took, tc.grace); got != tc.want {
 			t.Errorf("outlastsHalfGrace(%v, %v) = %v, want %v", tc.took, tc.grace, got, tc.want)
 		}
+	}
+}
+
+// placed is a placeFacts: every zone not served here is asked of "b",
+// then of its holders.
+type placed struct {
+	loads
+	gainingKeys []string
+	holders     map[string][]string
+}
+
+func (p placed) gaining(key string) bool { return slices.Contains(p.gainingKeys, key) }
+func (p placed) askFor(key string) []string {
+	return askOrder([]string{"a", "b"}, "a", p.holders[key])
+}
+
+// Which zones the placement sends elsewhere, and which it leaves to this
+// replica: those it serves, and the namespaces it owns without objects,
+// whose names it denies.
+func TestPlacement(t *testing.T) {
+	f := placed{loads: loads{facts: facts{
+		owned:    []string{"served.", "loading.", "deferred.", "empty.", "gained.", "handed-empty."},
+		active:   []string{"served.", "loading.", "grace."},
+		deferred: []string{"deferred."},
+	}, loadingKeys: []string{"loading."}},
+		gainingKeys: []string{"gained."}, holders: map[string][]string{"gained.": {"c"}}}
+	for _, tc := range []struct {
+		name                  string
+		known, namespaceZones []string // nil namespace zones: watches not sharded
+		want                  map[string][]string
+	}{
+		{"a zone served here is not placed; one loading, lost in its grace or another's is",
+			[]string{"served.", "loading.", "grace.", "theirs."}, nil,
+			map[string][]string{"loading.": {"b"}, "grace.": {"b"}, "theirs.": {"b"}}},
+		{"a known zone owned here without an actor waits elsewhere: deferred",
+			[]string{"deferred."}, nil, map[string][]string{"deferred.": {"b"}}},
+		{"sharded: another's namespace, never seen here, is asked of its owner",
+			nil, []string{"new-theirs."}, map[string][]string{"new-theirs.": {"b"}}},
+		{"sharded: an owned namespace without objects is denied here, also once handed over empty",
+			nil, []string{"empty.", "handed-empty.", "served."}, map[string][]string{}},
+		{"sharded: a gained namespace still loading goes to its owners and holders, a deferred one elsewhere",
+			nil, []string{"gained.", "deferred."}, map[string][]string{"gained.": {"b", "c"}, "deferred.": {"b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var namespaceZones func(yield func(string) bool)
+			if tc.namespaceZones != nil {
+				namespaceZones = slices.Values(tc.namespaceZones)
+			}
+			if got := placement(f, slices.Values(tc.known), namespaceZones); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("placement %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

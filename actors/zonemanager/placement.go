@@ -308,8 +308,9 @@ func askOrder(ringOrder []string, self string, holders []string) []string {
 }
 
 // publishPlacement tells the query path, for every known zone this
-// replica does not serve complete, which replicas to ask. An empty list
-// (no owner reachable yet) makes such names SERVFAIL, never NXDOMAIN.
+// replica does not serve complete, which replicas to ask (placement
+// decides). An empty list (no owner reachable yet) makes such names
+// SERVFAIL, never NXDOMAIN.
 func (m *Manager) publishPlacement() {
 	m.addSlots() // the zones it no longer places must be found here
 	m.placementDue = false
@@ -318,32 +319,67 @@ func (m *Manager) publishPlacement() {
 		m.cfg.Table.SetPlacement(nil)
 		return
 	}
-	p := make(map[string][]string)
-	place := func(key string) {
-		if m.children[key] != nil && !m.state.replay.keys[key] && m.owns(key) {
-			return // served here
-		}
-		p[key] = askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)
-	}
-	for key := range m.routes.zoneSize {
-		place(key)
-	}
+	var namespaceZones func(yield func(string) bool)
 	if m.sharded {
-		// The zones of namespaces other replicas own are not known here:
-		// every namespace's may exist. One this replica owns and holds no
-		// zone of has no object: its names are NXDOMAIN here, as without
-		// sharding, unless it was just gained and its objects are still
-		// to come.
-		for ns := range m.routes.namespaces {
-			for _, key := range m.namespaceKeys(ns) {
-				if _, known := p[key]; known || m.children[key] == nil && m.owns(key) && !m.handoff.gaining(m, key) && !m.isDeferred(key) {
-					continue
+		namespaceZones = func(yield func(string) bool) {
+			for ns := range m.routes.namespaces {
+				for _, key := range m.namespaceKeys(ns) {
+					if !yield(key) {
+						return
+					}
 				}
-				place(key)
 			}
 		}
 	}
-	m.cfg.Table.SetPlacement(p)
+	m.cfg.Table.SetPlacement(placement(m, maps.Keys(m.routes.zoneSize), namespaceZones))
+}
+
+// placeFacts is what the placement reads of one zone key beside
+// loadFacts.
+type placeFacts interface {
+	loadFacts
+	gaining(key string) bool    // gained, its objects still to come (handoffState.gaining)
+	askFor(key string) []string // the replicas its questions go to when not served here (askOrder)
+}
+
+// placement decides, of the zones known here (known) and, with sharded
+// watches, of those every namespace may have (namespaceZones; nil
+// without), which this replica does not serve complete, and for each the
+// replicas to ask. The zones of namespaces other replicas own are not
+// known here with sharded watches: every namespace's may exist. One this
+// replica owns and holds no zone of has no object: its names are
+// NXDOMAIN here, as without sharding, unless it was just gained and its
+// objects are still to come, or waits for a replica still syncing.
+func placement(f placeFacts, known, namespaceZones func(yield func(string) bool)) map[string][]string {
+	p := make(map[string][]string)
+	place := func(key string) {
+		if f.running(key) && !f.loading(key) && f.owns(key) {
+			return // served here
+		}
+		p[key] = f.askFor(key)
+	}
+	for key := range known {
+		place(key)
+	}
+	if namespaceZones == nil {
+		return p
+	}
+	for key := range namespaceZones {
+		if _, placed := p[key]; placed || !f.running(key) && f.owns(key) && !f.gaining(key) && !f.isDeferred(key) {
+			continue
+		}
+		place(key)
+	}
+	return p
+}
+
+// gaining reports whether key was gained and its objects are still to
+// come (placeFacts).
+func (m *Manager) gaining(key string) bool { return m.handoff.gaining(m, key) }
+
+// askFor returns the replicas to ask for zone key (placeFacts).
+func (m *Manager) askFor(key string) []string {
+	return askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)
 }
 
 // defaultGrace is used when Config.Grace is zero.
