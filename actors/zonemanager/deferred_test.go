@@ -2,13 +2,8 @@ package zonemanager_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,125 +16,12 @@ import (
 	"github.com/shardns/shardns/zone"
 )
 
-// startedTogether is replica "a" of a ring where "b" has joined too and
-// neither has announced itself, serving namespaces n0…n19 (service web in
-// each, at 10.96.<i>.1), with pendingWait for the wait on b.
-type startedTogether struct {
-	c       *cluster
-	send    func(*ring.Ring)
-	loaded  atomic.Bool
-	settled *ring.Ring // both owners
-}
-
-const togetherNamespaces = 20
-
-func startTogether(t *testing.T, pendingWait time.Duration) *startedTogether {
-	t.Helper()
-	s := &startedTogether{c: &cluster{file: filepath.Join(t.TempDir(), "cluster.yaml")}}
-	var docs []string
-	for i := range togetherNamespaces {
-		docs = append(docs, fmt.Sprintf("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n%d}\n", i))
-		doc := service("web", fmt.Sprintf("10.96.%d.1", i))
-		docs = append(docs, strings.Replace(doc, "namespace: shop", fmt.Sprintf("namespace: n%d", i), 1))
-	}
-	s.c.write(t, docs...)
-	joining := ring.NewRing("a", []ring.Member{{Name: "a"}, {Name: "b", Pending: true}}, 1)
-	system, manager := s.c.serve(t, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, func(cfg zonemanager.Hooked) zonemanager.Hooked {
-		cfg.Self, cfg.Ring, cfg.Loaded, cfg.Grace, cfg.PendingWait = "a", joining, &s.loaded, time.Second, pendingWait
-		return cfg
-	})
-	s.send = func(r *ring.Ring) { system.Root.Send(manager, &zonemanager.RingChanged{Ring: r}) }
-	s.settled = ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}}, 1)
-	return s
-}
-
-// answersWeb reports whether a answers web.n<i> from its own zones.
-func (s *startedTogether) answersWeb(i int) error {
-	q := zone.Question{Name: fmt.Sprintf("web.n%d.svc.cluster.local.", i), Type: dns.TypeA}
-	r := zone.Answer(s.c.cfg, s.c.table, q)
-	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-		return fmt.Errorf("%s: rcode %s, %d records", q.Name, dns.RcodeToString[r.Rcode], len(r.Answer))
-	}
-	if want := fmt.Sprintf("10.96.%d.1", i); r.Answer[0].(*dns.A).A.String() != want {
-		return fmt.Errorf("%s: %v, want %s", q.Name, r.Answer[0], want)
-	}
-	return nil
-}
-
-// kept are the namespaces a keeps once b owns zones too, and the others.
-func (s *startedTogether) kept(t *testing.T) (kept, others []int) {
-	for i := range togetherNamespaces {
-		if s.settled.Owns("a", fmt.Sprintf("n%d.svc.cluster.local.", i)) {
-			kept = append(kept, i)
-		} else {
-			others = append(others, i)
-		}
-	}
-	if len(kept) == 0 || len(others) == 0 {
-		t.Fatalf("a keeps %v and b takes %v: the test checks nothing", kept, others)
-	}
-	return kept, others
-}
-
-// A replica that announces itself while another that started with it is
-// still syncing loads only the zones it keeps once both own zones, and is
-// not loaded (ready) until the other has announced; it never builds the
-// other's zones.
-func TestAnnouncedReplicaLeavesPendingOnesTheirZones(t *testing.T) {
-	s := startTogether(t, time.Hour)
-	kept, others := s.kept(t)
-	s.loaded.Store(false) // as the node does when it announces
-	s.send(ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Pending: true}}, 1))
-	testutil.Eventually(t, 10*time.Second, func() error {
-		for _, i := range kept {
-			if err := s.answersWeb(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	for _, i := range others {
-		if s.answersWeb(i) == nil || s.c.table.SlotOf(fmt.Sprintf("n%d.svc.cluster.local.", i)) != nil {
-			t.Fatalf("n%d, b's once it announces, was built while b was still syncing", i)
-		}
-	}
-	if s.loaded.Load() {
-		t.Fatal("loaded while zones it owns wait for b")
-	}
-
-	s.send(s.settled)
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if !s.loaded.Load() {
-			return fmt.Errorf("not loaded after b announced")
-		}
-		return nil
-	})
-	for _, i := range others {
-		if s.c.table.SlotOf(fmt.Sprintf("n%d.svc.cluster.local.", i)) != nil {
-			t.Fatalf("n%d, b's, built after b announced", i)
-		}
-	}
-}
-
-// A pending replica that does not announce within the wait (it crashed
-// while listing) leaves its zones to the replica that owns them: it loads
-// them, and is loaded.
-func TestAnnouncedReplicaLoadsWhatPendingOnesNeverTake(t *testing.T) {
-	s := startTogether(t, 200*time.Millisecond)
-	s.loaded.Store(false)
-	s.send(ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Pending: true}}, 1))
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if !s.loaded.Load() {
-			return fmt.Errorf("not loaded after the wait for b")
-		}
-		for i := range togetherNamespaces {
-			if err := s.answersWeb(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
+// What a replica that announces itself while others are still syncing
+// defers, and what it loads when they never announce, is decided purely:
+// TestPendingWaitStep, TestSpawnFor, TestStateStepApplied (a deferred
+// zone is never spawned), TestStateStepPendingGaveUp and TestPlacement.
+// The tests here run the wait through the Manager with sharded watches,
+// where the sources' watches follow it too.
 
 // shardedTogether is startShardedReplica with "a" and "b" started
 // together, neither announced: the source holds what a's Interest serves,

@@ -1,7 +1,6 @@
 package zonemanager_test
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -298,58 +297,7 @@ func TestWidenedReplicaAnswersAloneOnceLoaded(t *testing.T) {
 	}
 }
 
-// A namespace created later, owned by the other replica, is asked of it
-// as soon as this replica knows the namespace, though no object of it
-// ever reaches here: its names are the owner's to answer, not NXDOMAIN.
-func TestShardedReplicaPlacesANewNamespace(t *testing.T) {
-	r := startShardedReplica(t)
-	ns := ""
-	for i := 0; ns == ""; i++ {
-		if name := fmt.Sprintf("late%d", i); !r.ring.Owns("a", zone.ServiceZoneKey(name, "cluster.local.")) {
-			ns = name
-		}
-	}
-	r.system.Root.Send(r.manager, &zonemanager.Apply{Source: "kubernetes", Changes: []model.Change{
-		{Key: model.Key{Kind: model.KindNamespace, Name: ns}, Object: &model.Namespace{Name: ns}}}})
-	name := "web." + ns + ".svc.cluster.local."
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if resp := r.ask(name, dns.TypeA); !slices.Equal(resp.Remote, []string{"b"}) {
-			return fmt.Errorf("%s (b's, created later): rcode %s, remote %v; want it asked of b", name, dns.RcodeToString[resp.Rcode], resp.Remote)
-		}
-		return nil
-	})
-}
-
-// A namespace this replica owns that has no object (no Service, so no
-// zone) is answered here: NXDOMAIN, as CoreDNS says and as a replica
-// without sharded watches does, not asked of the other replica, which
-// does not hold it either (that was SERVFAIL for every name in it, the
-// search-path names of its pods among them).
-func TestShardedReplicaDeniesNamesOfItsEmptyNamespace(t *testing.T) {
-	r := startShardedReplica(t)
-	mine, theirs := "", ""
-	for i := 0; mine == "" || theirs == ""; i++ {
-		name := fmt.Sprintf("empty%d", i)
-		if r.ring.Owns("a", zone.ServiceZoneKey(name, "cluster.local.")) {
-			mine = cmp.Or(mine, name)
-		} else {
-			theirs = cmp.Or(theirs, name)
-		}
-	}
-	var changes []model.Change
-	for _, ns := range []string{mine, theirs} {
-		changes = append(changes, model.Change{Key: model.Key{Kind: model.KindNamespace, Name: ns}, Object: &model.Namespace{Name: ns}})
-	}
-	r.system.Root.Send(r.manager, &zonemanager.Apply{Source: "kubernetes", Changes: changes})
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if resp := r.ask("web."+theirs+".svc.cluster.local.", dns.TypeA); !slices.Equal(resp.Remote, []string{"b"}) {
-			return fmt.Errorf("%s (b's): rcode %s, remote %v; want it asked of b", theirs, dns.RcodeToString[resp.Rcode], resp.Remote)
-		}
-		return nil
-	})
-	for _, name := range []string{"web." + mine + ".svc.cluster.local.", "api.github.com." + mine + ".svc.cluster.local."} {
-		if resp := r.ask(name, dns.TypeA); resp.Rcode != dns.RcodeNameError || len(resp.Remote) > 0 {
-			t.Errorf("%s (a's, no object): rcode %s, remote %v; want NXDOMAIN here", name, dns.RcodeToString[resp.Rcode], resp.Remote)
-		}
-	}
-}
+// Which namespaces' zones a replica with sharded watches sends elsewhere
+// and which it denies (a namespace created later, one it owns without
+// objects) is decided purely: TestRoutesApply (a namespace that comes
+// makes the placement stale) and TestPlacement.
