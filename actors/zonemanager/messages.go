@@ -1,5 +1,5 @@
-// Package zones holds the zone actors and the manager that routes source
-// updates to them.
+// Package zonemanager holds the zone actors and the manager that routes
+// source updates to them.
 //
 // Sources send Apply batches to the Manager. The Manager keeps the
 // replicated directory (namespaces, sync state), computes the zone keys of
@@ -9,12 +9,16 @@
 // and publishes an immutable snapshot into the zone.Table, batching all
 // changes already in its mailbox into one publish.
 //
-// The Manager's decisions are pure where they can be: State.Step decides
-// what a ring change, a grace period's end, a replay's answers, the first
-// sync and the end of the wait for replicas still syncing do (state.go),
-// returning effects the Manager carries out (carry); lifecycle.go,
-// deferred.go and the handoff plans decide the rest. Each is table-tested
-// without an actor system.
+// The Manager's decisions are pure: routes.apply decides where a batch's
+// changes go and what it does to the directory and the placement
+// (routing.go); State.Step decides which zone actors a routed batch
+// spawns, reaches and stops, and what a ring change, a grace period's
+// end, a replay's answers, the first sync and the end of the wait for
+// replicas still syncing do (state.go), returning effects the Manager
+// carries out (carry); lifecycle.go, deferred.go, placement (placement.go)
+// and the handoff's bookkeeping (handoffplan.go) decide the rest. Each is
+// table-tested without an actor system; the Manager only fetches, sends,
+// spawns, stops and sets timers.
 package zonemanager
 
 import (

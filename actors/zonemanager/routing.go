@@ -124,16 +124,20 @@ func (r *routes) apply(changes []model.Change, accepts func(model.Change) bool, 
 		p.zones = append(p.zones, zoneBatch{key: key, reverse: isReverseKey(r.cfg, key), apply: b})
 	}
 	slices.SortFunc(p.zones, func(a, b zoneBatch) int { return cmp.Compare(a.key, b.key) })
-	for _, b := range p.zones {
-		if r.zoneSize[b.key] > 0 {
-			continue
+	keys := func(yield func(string) bool) {
+		for _, b := range p.zones {
+			if !yield(b.key) {
+				return
+			}
 		}
-		p.emptied = append(p.emptied, b.key)
-		if places(sharded, r.cfg, b.key) {
+	}
+	p.emptied = emptied(keys, func(key string) int { return r.zoneSize[key] })
+	for _, key := range p.emptied {
+		if places(sharded, r.cfg, key) {
 			p.placementStale = true
 		}
-		delete(r.zoneSize, b.key)
-		r.zonesOf.forget(b.key)
+		delete(r.zoneSize, key)
+		r.zonesOf.forget(key)
 	}
 	return p
 }

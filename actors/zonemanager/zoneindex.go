@@ -8,9 +8,9 @@ import (
 
 // zoneIndex records which zones each object contributes to: its service
 // zone and the reverse zones of its addresses, or a ServiceEntry's mesh
-// zones. The Manager reads it to send a changed or deleted object's
-// removal to the zones it leaves, and keeps a count of objects per zone
-// beside it (Manager.zoneSize).
+// zones. The routing (routes, routing.go) reads it to send a changed or
+// deleted object's removal to the zones it leaves, and keeps a count of
+// objects per zone beside it (routes.zoneSize).
 //
 // It holds an entry for every object of the zones a replica serves, tens
 // of thousands, so each costs as little as it can: a zone is a number
@@ -115,7 +115,7 @@ func (x *zoneIndex) number(key string) uint32 {
 }
 
 // forget gives up the number of zone key, which no object contributes to any
-// more (its count in Manager.zoneSize reached 0).
+// more (its count in routes.zoneSize reached 0).
 func (x *zoneIndex) forget(key string) {
 	if id, ok := x.byKey[key]; ok {
 		delete(x.byKey, key)
