@@ -200,6 +200,10 @@ func (m *Manager) carry(ctx actor.Context, effects []Effect) {
 			m.spawnZone(ctx, e.Key, e.Hidden)
 		case StopZones:
 			m.release(ctx, e.Keys)
+		case SendBatches:
+			for _, z := range e.Zones {
+				m.tell(ctx, z.key, m.children[z.key], z.apply)
+			}
 		case StopZone:
 			if pid := m.children[e.Key]; pid != nil {
 				m.stopZone(ctx, e.Key, pid)

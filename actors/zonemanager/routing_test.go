@@ -315,8 +315,8 @@ func TestRoutesDirectory(t *testing.T) {
 func TestStateStepApplied(t *testing.T) {
 	b := func(key string) zoneBatch { return zoneBatch{key: key, apply: &zoneApply{}} }
 	rev := zoneBatch{key: "0.96.10.in-addr.arpa.", reverse: true, apply: &zoneApply{}}
-	tell := func(z zoneBatch) TellZone { return TellZone{Key: z.key, Msg: z.apply} }
-	run, fresh, theirs, wait := b("run."), b("fresh."), b("theirs."), b("wait.")
+	send := func(zones ...zoneBatch) SendBatches { return SendBatches{Zones: zones} }
+	run, fresh, theirs, wait, loading, gone := b("run."), b("fresh."), b("theirs."), b("wait."), b("loading."), b("gone.")
 	f := facts{owned: []string{"run.", "fresh.", "wait.", rev.key, "loading."}, active: []string{"run."}, deferred: []string{"wait."}}
 	replaying := func() replayState {
 		return replayState{id: 3, keys: map[string]bool{"loading.": true}, waiting: map[string]bool{"kubernetes": true}}
@@ -331,30 +331,30 @@ func TestStateStepApplied(t *testing.T) {
 	}{
 		{name: "live: a running zone is told, an owned one spawned first; another's and a deferred one are left",
 			msg:  applied{zones: []zoneBatch{fresh, run, theirs, wait}},
-			want: []Effect{SpawnZone{Key: "fresh."}, tell(fresh), tell(run)}},
+			want: []Effect{SpawnZone{Key: "fresh."}, send(fresh, run)}},
 		{name: "sharded, while a replay lists: a new namespace zone hides until it ends, a reverse zone does not",
 			replay: replaying(), msg: applied{zones: []zoneBatch{fresh, rev}, sharded: true},
-			want:   []Effect{SpawnZone{Key: "fresh.", Hidden: true}, tell(fresh), SpawnZone{Key: rev.key}, tell(rev)},
+			want:   []Effect{SpawnZone{Key: "fresh.", Hidden: true}, SpawnZone{Key: rev.key}, send(fresh, rev)},
 			joined: []string{"fresh."}},
 		{name: "unsharded, while a replay loads: a new zone serves at once",
 			replay: replaying(), msg: applied{zones: []zoneBatch{fresh}},
-			want: []Effect{SpawnZone{Key: "fresh."}, tell(fresh)}},
+			want: []Effect{SpawnZone{Key: "fresh."}, send(fresh)}},
 		{name: "a replay's batch fills only the zones it loads",
-			replay: replaying(), msg: applied{zones: []zoneBatch{b("loading."), fresh, run}, replay: 3},
-			want: []Effect{SpawnZone{Key: "loading."}, tell(b("loading."))}},
+			replay: replaying(), msg: applied{zones: []zoneBatch{loading, fresh, run}, replay: 3},
+			want: []Effect{SpawnZone{Key: "loading."}, send(loading)}},
 		{name: "sharded: a replay's batch also fills the owned zones it lists first, hidden",
 			replay: replaying(), msg: applied{zones: []zoneBatch{fresh, run, theirs}, replay: 3, sharded: true},
-			want:   []Effect{SpawnZone{Key: "fresh.", Hidden: true}, tell(fresh)},
+			want:   []Effect{SpawnZone{Key: "fresh.", Hidden: true}, send(fresh)},
 			joined: []string{"fresh."}},
 		{name: "sharded: an older replay's batch fills nothing new",
-			replay: replaying(), msg: applied{zones: []zoneBatch{fresh}, replay: 2, sharded: true}, want: []Effect{}},
+			replay: replaying(), msg: applied{zones: []zoneBatch{fresh}, replay: 2, sharded: true}},
 		{name: "emptied zones stop behind their last batch; their grace ends",
-			msg:      applied{zones: []zoneBatch{run, b("gone.")}, emptied: []string{"run.", "gone."}},
+			msg:      applied{zones: []zoneBatch{run, gone}, emptied: []string{"run.", "gone."}},
 			graceFor: []string{"run."},
-			want:     []Effect{tell(run), StopZone{Key: "run."}, ObserveGrace{}}},
+			want:     []Effect{send(run), StopZone{Key: "run."}, ObserveGrace{}}},
 		{name: "a zone spawned by the batch that empties it stops too",
 			msg:  applied{zones: []zoneBatch{fresh}, emptied: []string{"fresh."}},
-			want: []Effect{SpawnZone{Key: "fresh."}, tell(fresh), StopZone{Key: "fresh."}}},
+			want: []Effect{SpawnZone{Key: "fresh."}, send(fresh), StopZone{Key: "fresh."}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newState(time.Second, nil)

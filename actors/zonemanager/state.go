@@ -116,6 +116,10 @@ type LoadZones struct{ Keys []string }
 // unless a replay is under way or it waits for replicas still syncing.
 type CheckLoaded struct{}
 
+// SendBatches sends each zone of Zones its part of a batch of changes,
+// once its actor runs (a SpawnZone before it starts those that do not).
+type SendBatches struct{ Zones []zoneBatch }
+
 // StopZone stops the actor of zone Key, whose last object went, after
 // what was sent to it before: it applies its last batch first.
 type StopZone struct{ Key string }
@@ -167,6 +171,7 @@ type ObserveLoading struct{}
 func (SpawnZone) effect()        {}
 func (StopZones) effect()        {}
 func (StopZone) effect()         {}
+func (SendBatches) effect()      {}
 func (Timer) effect()            {}
 func (LoadZones) effect()        {}
 func (CheckLoaded) effect()      {}
@@ -283,10 +288,12 @@ func (s *State) pendingGaveUp(f zoneFacts, msg pendingGaveUp) []Effect {
 // where the batch is its first (spawnFor), and stops the zones the batch
 // emptied behind it. A replay's batch fills only the zones it loads, and
 // with sharded watches the zones owned here it lists for the first time
-// (gainedUnknown).
+// (gainedUnknown). The parts go in one effect, so that a batch costs no
+// allocation per zone: a list of 20k services is thousands of them.
 func (s *State) applied(f zoneFacts, msg applied) []Effect {
-	out := make([]Effect, 0, len(msg.zones)+len(msg.emptied))
+	var out []Effect
 	var spawned map[string]bool
+	send := msg.zones[:0]
 	for _, b := range msg.zones {
 		if msg.replay != 0 && !s.replay.keys[b.key] && !s.gainedUnknown(f, b.key, msg.replay, msg.sharded) {
 			continue
@@ -305,7 +312,10 @@ func (s *State) applied(f zoneFacts, msg applied) []Effect {
 			}
 			spawned[b.key] = true
 		}
-		out = append(out, TellZone{Key: b.key, Msg: b.apply})
+		send = append(send, b)
+	}
+	if len(send) > 0 {
+		out = append(out, SendBatches{Zones: send})
 	}
 	for _, key := range msg.emptied {
 		s.endGrace(key)
