@@ -378,3 +378,60 @@ func TestStateStepApplied(t *testing.T) {
 		})
 	}
 }
+
+// Which changes a replica with sharded watches takes, and which objects
+// it forgets once it holds no zone of their namespace.
+func TestAcceptsAndReleased(t *testing.T) {
+	domains := &zone.Domains{Cluster: []string{"cluster.local."}, PodZones: true}
+	f := facts{owned: []string{"mine.svc.cluster.local.", "mine.pod.cluster.local.", "waits.svc.cluster.local."},
+		deferred: []string{"waits.svc.cluster.local."}, active: []string{"lost.svc.cluster.local."}}
+	sharded := watched{sharded: true}
+	for _, tc := range []struct {
+		name string
+		w    watched
+		c    model.Change
+		want bool
+	}{
+		{"unsharded: every change", watched{}, svc("theirs", "web", "10.96.0.1"), true},
+		{"sharded: its own namespace's", sharded, svc("mine", "web", "10.96.0.1"), true},
+		{"sharded: a namespace it lost, in the grace", sharded, svc("lost", "web", "10.96.0.1"), true},
+		{"sharded: another's namespace (a narrowing watch)", sharded, svc("theirs", "web", "10.96.0.1"), false},
+		{"sharded: a namespace deferred to a replica still syncing", sharded, svc("waits", "web", "10.96.0.1"), false},
+		{"sharded: a delete, always", sharded, deleted(svc("theirs", "web", "10.96.0.1")), true},
+		{"sharded: another's pod", sharded, pod("theirs", "web-0", "10.1.0.1"), false},
+		{"sharded: another's pod, autopath indexing every pod", watched{sharded: true, allPods: true}, pod("theirs", "web-0", "10.1.0.1"), true},
+		{"widened before leaving: every change", watched{sharded: true, wide: true}, svc("theirs", "web", "10.96.0.1"), true},
+	} {
+		if got := accepts(f, domains, tc.w, tc.c); got != tc.want {
+			t.Errorf("%s: accepts = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	known := []model.Key{svc("mine", "web", "10.96.0.1").Key, svc("lost", "web", "10.96.0.1").Key, svc("theirs", "web", "10.96.0.1").Key,
+		pod("theirs", "web-0", "10.1.0.1").Key, {Kind: model.KindServiceEntry, Namespace: "theirs", Name: "ext"}}
+	forgotten := func(w watched) []string {
+		var out []string
+		for _, c := range released(f, domains, w, slices.Values(known)) {
+			if c.Object != nil {
+				t.Errorf("%s released as %v, not deleted", c.Key, c.Object)
+			}
+			out = append(out, c.Key.String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		w    watched
+		want []string
+	}{
+		{"sharded: the objects of namespaces it holds no zone of", sharded, []string{"Pod theirs/web-0", "Service theirs/web"}},
+		{"autopath watches every pod", watched{sharded: true, allPods: true}, []string{"Service theirs/web"}},
+		{"unsharded: the sources send deletes", watched{}, nil},
+		{"widened: it keeps everything", watched{sharded: true, wide: true}, nil},
+	} {
+		if got := forgotten(tc.w); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: forgets %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package zonemanager
 
 import (
+	"maps"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shardns/shardns/model"
@@ -62,15 +64,27 @@ func (m *Manager) namespaceKeys(ns string) []string {
 	return keys
 }
 
+// watched is what this replica's sources send it.
+type watched struct {
+	sharded bool // only the objects of the namespaces it owns (IngestSharded)
+	wide    bool // every object again, before it leaves the ring (IngestWide)
+	allPods bool // every pod, for autopath's index (Config.PodIndex)
+}
+
+// watched returns what this replica's sources send it now.
+func (m *Manager) watched() watched {
+	return watched{sharded: m.sharded, wide: m.wide, allPods: m.cfg.PodIndex != nil}
+}
+
 // holds reports whether a zone of namespace ns built from kind is owned
-// here or still held through its grace period.
-func (m *Manager) holds(kind model.Kind, ns string) bool {
-	for _, origin := range m.cfg.Answer.Domains.Cluster {
+// here (and not deferred) or still held through its grace period.
+func holds(f zoneFacts, domains *zone.Domains, kind model.Kind, ns string) bool {
+	for _, origin := range domains.Cluster {
 		key := zone.ServiceZoneKey(ns, origin)
 		if kind == model.KindPod {
 			key = zone.PodZoneKey(ns, origin)
 		}
-		if m.owns(key) && !m.isDeferred(key) || m.children[key] != nil {
+		if f.owns(key) && !f.isDeferred(key) || f.running(key) {
 			return true
 		}
 	}
@@ -78,40 +92,57 @@ func (m *Manager) holds(kind model.Kind, ns string) bool {
 }
 
 // accepts reports whether change c is for this replica. Deletes always
-// are; so are pods while autopath indexes every pod, and everything once
-// the watches widened before leaving.
+// are; so are pods while autopath indexes every pod (or no pod zone is
+// built from them), and everything unless the watches are sharded, or
+// once they widened before leaving.
+func accepts(f zoneFacts, domains *zone.Domains, w watched, c model.Change) bool {
+	if !w.sharded || w.wide || c.Object == nil {
+		return true
+	}
+	if c.Key.Kind == model.KindPod && (w.allPods || !domains.PodZones) {
+		return true
+	}
+	return holds(f, domains, c.Key.Kind, c.Key.Namespace)
+}
+
+// accepts reports whether change c is for this replica (the pure
+// accepts decides).
 func (m *Manager) accepts(c model.Change) bool {
-	if !m.sharded || m.wide || c.Object == nil {
-		return true
+	return accepts(m, &m.cfg.Answer.Domains, m.watched(), c)
+}
+
+// released lists the deletes of the objects (of those known) of
+// namespaces this replica holds no zone of any more, with sharded,
+// narrow watches: the sources no longer watch them, so no delete would
+// come. Every pod is watched while autopath indexes them; ServiceEntries
+// and zone files are every replica's.
+func released(f zoneFacts, domains *zone.Domains, w watched, known func(yield func(model.Key) bool)) []model.Change {
+	if !w.sharded || w.wide {
+		return nil
 	}
-	if c.Key.Kind == model.KindPod && (m.cfg.PodIndex != nil || !m.cfg.Answer.Domains.PodZones) {
-		return true
+	var forget []model.Change
+	for key := range known {
+		switch key.Kind {
+		case model.KindPod:
+			if w.allPods {
+				continue
+			}
+		case model.KindService, model.KindEndpointSlice, model.KindServiceImport, model.KindMultiClusterSlice:
+		default:
+			continue
+		}
+		if !holds(f, domains, key.Kind, key.Namespace) {
+			forget = append(forget, model.Change{Key: key})
+		}
 	}
-	return m.holds(c.Key.Kind, c.Key.Namespace)
+	return forget
 }
 
 // forgetReleased removes the objects of namespaces this replica holds no
 // zone of any more, with the reverse records they gave its partial reverse
 // zones: the source no longer watches them, so no delete would come.
 func (m *Manager) forgetReleased(ctx actor.Context) {
-	if !m.sharded || m.wide {
-		return
-	}
-	var forget []model.Change
-	for key := range m.routes.zonesOf.of {
-		switch key.Kind {
-		case model.KindPod:
-			if m.cfg.PodIndex != nil {
-				continue // every pod is watched
-			}
-		case model.KindService, model.KindEndpointSlice, model.KindServiceImport, model.KindMultiClusterSlice:
-		default:
-			continue
-		}
-		if !m.holds(key.Kind, key.Namespace) {
-			forget = append(forget, model.Change{Key: key})
-		}
-	}
+	forget := released(m, &m.cfg.Answer.Domains, m.watched(), maps.Keys(m.routes.zonesOf.of))
 	if len(forget) == 0 {
 		return
 	}
