@@ -30,26 +30,51 @@ import (
 const rebuildBackoff = time.Minute
 
 func (m *Manager) onZoneRestarted(ctx actor.Context, msg *zoneRestarted) {
-	var keys []string
-	for _, key := range msg.keys {
-		if m.children[key] != msg.pid {
-			continue // stopped or replaced since
-		}
-		if at, ok := m.rebuiltAt[key]; ok && m.cfg.Now().Sub(at) < rebuildBackoff {
-			m.cfg.Logger.Error("zone actor failed again soon after a rebuild; it serves its last snapshot and later changes",
-				"zone", key, "rebuilt", at)
-			continue
-		}
-		if len(m.state.sync.unsynced) > 0 {
-			m.rebuildAfterSync[key] = true // the sources cannot replay yet
-			continue
-		}
-		keys = append(keys, key)
+	plan := planRestart(msg.keys, func(key string) bool { return m.children[key] == msg.pid }, m.rebuiltAt,
+		m.cfg.Now(), len(m.state.sync.unsynced) == 0)
+	for _, key := range plan.backedOff {
+		m.cfg.Logger.Error("zone actor failed again soon after a rebuild; it serves its last snapshot and later changes",
+			"zone", key, "rebuilt", m.rebuiltAt[key])
 	}
-	if len(keys) > 0 {
-		slices.Sort(keys)
-		m.rebuildZones(ctx, keys)
+	for _, key := range plan.afterSync {
+		m.rebuildAfterSync[key] = true // the sources cannot replay yet
 	}
+	if len(plan.now) > 0 {
+		m.rebuildZones(ctx, plan.now)
+	}
+}
+
+// restartPlan is what the restart of a zone actor (or of a reverse pool)
+// does to the zones it ran.
+type restartPlan struct {
+	now       []string // rebuilt from the sources at once
+	afterSync []string // rebuilt once every source has synced: none can replay yet
+	backedOff []string // failed again within rebuildBackoff of a rebuild: they keep their snapshot
+}
+
+// planRestart sorts the zones keys of a restarted actor: those whose
+// actor it still is (current) are rebuilt now, once the sources have
+// synced, or not at all when they were rebuilt less than rebuildBackoff
+// before now (a change that makes them panic would come back in every
+// replay). Each list is sorted.
+func planRestart(keys []string, current func(key string) bool, rebuiltAt map[string]time.Time, now time.Time, synced bool) restartPlan {
+	var p restartPlan
+	for _, key := range keys {
+		switch at, ok := rebuiltAt[key]; {
+		case !current(key):
+			// stopped or replaced since
+		case ok && now.Sub(at) < rebuildBackoff:
+			p.backedOff = append(p.backedOff, key)
+		case !synced:
+			p.afterSync = append(p.afterSync, key)
+		default:
+			p.now = append(p.now, key)
+		}
+	}
+	slices.Sort(p.now)
+	slices.Sort(p.afterSync)
+	slices.Sort(p.backedOff)
+	return p
 }
 
 // rebuildRestarted rebuilds the zones restarted before every source had
