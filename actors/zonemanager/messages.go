@@ -15,10 +15,11 @@
 // spawns, reaches and stops, and what a ring change, a grace period's
 // end, a replay's answers, the first sync and the end of the wait for
 // replicas still syncing do (state.go), returning effects the Manager
-// carries out (carry); lifecycle.go, deferred.go, placement (placement.go)
-// and the handoff's bookkeeping (handoffplan.go) decide the rest. Each is
-// table-tested without an actor system; the Manager only fetches, sends,
-// spawns, stops and sets timers.
+// carries out (carry); lifecycle.go, deferred.go, the placement
+// (placement.go), what sharded watches take and forget (sharded.go), the
+// rebuilds of restarted zones (rebuild.go) and the handoff's bookkeeping
+// (handoffplan.go) decide the rest. Each is table-tested without an actor
+// system; the Manager only fetches, sends, spawns, stops and sets timers.
 package zonemanager
 
 import (
