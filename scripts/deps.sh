@@ -2,7 +2,8 @@
 # Installs the Debian packages the test tiers use, when they are missing:
 # dig and dnsperf (clients), etcd (for the real kube-apiserver) and
 # etcdctl (TestRelistSkipsMalformed writes objects the API refuses),
-# unbound (a real upstream resolver), kdig (DNS over TLS and HTTPS), ip
+# unbound (a real upstream resolver), kdig (DNS over TLS and HTTPS), knotd
+# (TestStaticZonePerf serves its zone with Knot DNS beside shardns), ip
 # (TestStrangersCannotJoin gives its processes addresses of their own),
 # nft (TestPartition cuts a replica off in its network namespace), and
 # what the node tier (integration/kubenode) runs pods with: containerd and
@@ -19,6 +20,7 @@ command -v etcd >/dev/null || need+=(etcd-server)
 command -v etcdctl >/dev/null || need+=(etcd-client)
 command -v unbound >/dev/null || need+=(unbound)
 command -v kdig >/dev/null || need+=(knot-dnsutils)
+command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || need+=(knot)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
 # A containerd already installed (Docker's containerd.io, which also brings
