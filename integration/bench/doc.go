@@ -1,5 +1,7 @@
 // Package bench holds the measurements of `make bench` and `make soak`:
-// shardns beside CoreDNS under dnsperf, memory and CPU of sharded watches,
+// shardns beside CoreDNS under dnsperf, over UDP and over TCP, DNS over
+// TLS and DNS over HTTPS, a static zone beside Knot DNS and CoreDNS's
+// file plugin, memory and CPU of sharded watches,
 // peak memory, the scale curve, the node-local tier's cost to the
 // replicas, floods against the recommended limits, and the soak. Each
 // skips unless its gate is set. Beside them run the flood and idle
@@ -14,7 +16,8 @@
 // Gates:
 //
 //   - SHARDNS_BENCH (unset): set, the benches run (TestDNSPerf,
-//     TestNodeLocalPerf, TestBlocksPerf, TestShardedMemory,
+//     TestTransportPerf, TestStaticZonePerf, TestNodeLocalPerf,
+//     TestBlocksPerf, TestShardedMemory,
 //     TestShardedIngest, TestFloodBench, TestPeakMemory, TestScaleCurve,
 //     TestNodeTierScale; TestKillWindow is in the cluster tier). `make
 //     bench` sets it.
@@ -66,6 +69,9 @@
 //     SOAK_DURATION=...`).
 //   - SHARDNS_COREDNS (built): the CoreDNS binary the benches compare with
 //     (integration/scripts/build-coredns.sh).
+//
+// TestStaticZonePerf takes knotd from PATH (Debian's knot package, which
+// scripts/deps.sh installs) and skips, saying so, without it.
 //   - SHARDNS_KUBE_APISERVER (built): the kube-apiserver binary
 //     (integration/scripts/build-apiserver.sh; etcd comes from PATH).
 //   - SHARDNS_CACHE ($XDG_CACHE_HOME/shardns, else ~/.cache/shardns): where
