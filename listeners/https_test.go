@@ -136,7 +136,7 @@ func tlsListenerWith(t *testing.T, transport string, handler *atomic.Pointer[que
 }
 
 // tlsListenerConfig is tlsListener with the bounds and scope of cfg.
-func tlsListenerConfig(t *testing.T, transport string, cfg Config) (string, *x509.CertPool) {
+func tlsListenerConfig(t testing.TB, transport string, cfg Config) (string, *x509.CertPool) {
 	t.Helper()
 	var pool *x509.CertPool
 	cfg.TLS, pool = serverCertificate(t)
@@ -153,7 +153,7 @@ func tlsListenerConfig(t *testing.T, transport string, cfg Config) (string, *x50
 
 // serverCertificate is the TLS configuration of a server for
 // "localhost" and the pool that trusts it.
-func serverCertificate(t *testing.T) (*tls.Config, *x509.CertPool) {
+func serverCertificate(t testing.TB) (*tls.Config, *x509.CertPool) {
 	t.Helper()
 	certFile, keyFile, cert := testutil.WriteCert(t, t.TempDir(), "server", "shardns test")
 	c, err := LoadCertificate(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))

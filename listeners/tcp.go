@@ -3,7 +3,6 @@ package listeners
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -28,6 +27,7 @@ func (l *listener) serveTCP() {
 			time.Sleep(10 * time.Millisecond) // back off on EMFILE and the like
 			continue
 		}
+		c, sock := streamOf(c)
 		s := l.conns.add(c, l.cfg.bounds())
 		if s == nil {
 			c.Close()
@@ -36,7 +36,7 @@ func (l *listener) serveTCP() {
 		l.wg.Go(func() {
 			defer l.conns.remove(s)
 			defer c.Close()
-			l.serveConn(c, s)
+			l.serveConn(c, sock, s)
 		})
 	}
 }
@@ -44,29 +44,33 @@ func (l *listener) serveTCP() {
 // serveConn answers length-prefixed queries in order until the client
 // closes, goes idle past the timeout, or sends something malformed. A
 // client that sends one byte and stalls holds only its own goroutine.
-func (l *listener) serveConn(c net.Conn, s *trackedConnState) {
+// Questions are read through a buffer and their answers queued, written
+// before the next read of the socket (stream.go).
+func (l *listener) serveConn(c net.Conn, sock *socketConn, s *trackedConnState) {
 	w := &tcpWriter{conn: c, timeout: l.cfg.writeTimeout()}
+	defer w.flush()
+	sock.beforeRead = w.flush
 	t := query.Transport{TCP: true, IPv6: isIPv6(c.RemoteAddr()), Late: w, Stream: w}
 	t.Client, t.Server = addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())
-	var lenBuf [2]byte
-	buf := make([]byte, 0, 512)
+	in := newFrameReader(c)
+	defer in.release()
 	out := make([]byte, 0, 512)
 	// The first query must come within the read timeout, each next one
 	// within the idle timeout, as CoreDNS (miekg/dns) reads.
 	wait := l.cfg.readTimeout()
 	for served := 0; l.cfg.MaxQueries <= 0 || served < l.cfg.MaxQueries; served++ {
-		c.SetReadDeadline(time.Now().Add(wait))
+		sock.await(wait)
 		wait = l.cfg.IdleTimeout
-		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+		n, err := in.length()
+		if err != nil {
 			return
 		}
-		n := int(binary.BigEndian.Uint16(lenBuf[:]))
 		var resp []byte
 		var ok bool
-		if n <= cap(buf) {
-			resp, ok = l.serveSmall(c, s, t, buf[:n], out[:0])
+		if n <= smallMessage {
+			resp, ok = l.serveSmall(in, s, t, n, out[:0])
 		} else {
-			resp, ok = l.serveLarge(c, s, t, n, out[:0])
+			resp, ok = l.serveLarge(c, in, s, t, n, out[:0])
 		}
 		if !ok {
 			return
@@ -74,7 +78,7 @@ func (l *listener) serveConn(c net.Conn, s *trackedConnState) {
 		if resp == nil {
 			continue // answered later through w
 		}
-		if err := w.write(resp); err != nil {
+		if err := w.queue(resp); err != nil {
 			return
 		}
 		if cap(resp) <= keptBuffer {
@@ -88,24 +92,25 @@ func (l *listener) serveConn(c net.Conn, s *trackedConnState) {
 // that a thousand connections that each asked one cost little idle.
 const keptBuffer = 4 << 10
 
-// serveSmall reads a message that fits the connection's own buffer and
+// serveSmall reads a message that fits the connection's read buffer and
 // answers it: the fast path, which allocates nothing. resp is nil when
 // the answer comes later; ok is false when the connection must close.
-func (l *listener) serveSmall(c net.Conn, s *trackedConnState, t query.Transport, buf, out []byte) (resp []byte, ok bool) {
-	if _, err := io.ReadFull(c, buf); err != nil {
+func (l *listener) serveSmall(in *frameReader, s *trackedConnState, t query.Transport, n int, out []byte) (resp []byte, ok bool) {
+	req, err := in.message(n)
+	if err != nil {
 		return nil, false
 	}
 	l.conns.touch(s)
-	return l.answerTCP(buf, t, out)
+	return l.answerTCP(req, t, out)
 }
 
-// serveLarge reads a message longer than the connection's own buffer
-// into a pooled buffer that grows as its bytes arrive, holding a place
-// in the listener's gate for large messages (gate.go) from its first
-// byte until it is answered: their number is bounded, and the one that
-// has been arriving the longest has its connection closed for a newer
-// one. When every place is being answered, the connection closes.
-func (l *listener) serveLarge(c net.Conn, s *trackedConnState, t query.Transport, n int, out []byte) (resp []byte, ok bool) {
+// serveLarge reads a message longer than smallMessage into a pooled
+// buffer that grows as its bytes arrive, holding a place in the
+// listener's gate for large messages (gate.go) from its first byte
+// until it is answered: their number is bounded, and the one that has
+// been arriving the longest has its connection closed for a newer one.
+// When every place is being answered, the connection closes.
+func (l *listener) serveLarge(c net.Conn, in *frameReader, s *trackedConnState, t query.Transport, n int, out []byte) (resp []byte, ok bool) {
 	p := l.large.enter(func() { c.Close() })
 	if p == nil {
 		if l.cfg.LargeDropped != nil {
@@ -116,7 +121,7 @@ func (l *listener) serveLarge(c net.Conn, s *trackedConnState, t query.Transport
 	defer l.large.leave(p)
 	msg := newMsgBuffer(1)
 	defer msg.release()
-	if err := msg.readFrom(c, n); err != nil || !l.large.arrived(p) {
+	if err := msg.readFrom(in, n); err != nil || !l.large.arrived(p) {
 		return nil, false
 	}
 	l.conns.touch(s)
@@ -151,23 +156,80 @@ func (c *Config) writeTimeout() time.Duration {
 
 // tcpWriter frames responses onto one connection; answers ready now and
 // forwarded answers ready later may interleave (RFC 7766 allows any
-// order), so writes are serialised.
+// order), so writes are serialised. The serving loop queues its answers
+// and flushes them before it reads the socket; any other write carries
+// the queue before its own message, so every answer goes out in the
+// order it was ready, as when each was written at once.
 type tcpWriter struct {
 	mu      sync.Mutex
 	conn    net.Conn
 	timeout time.Duration
-	frame   []byte
+	frames  *[]byte // framed messages not yet written; nil when none
+	// err is why a write that carried queued answers failed: the
+	// serving loop closes the connection, as when it wrote each itself.
+	err error
 }
 
+// frameBuffers hold the buffers of written frames, so that an idle
+// connection holds none.
+var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// queue frames resp to be written by the next flush or write. What is
+// queued is written first when resp would take it past keptBuffer.
+func (w *tcpWriter) queue(resp []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.frames != nil && len(*w.frames)+2+len(resp) > keptBuffer {
+		if err := w.writeLocked(true); err != nil {
+			return err
+		}
+	}
+	w.appendLocked(resp)
+	return nil
+}
+
+// flush writes what is queued.
+func (w *tcpWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.frames == nil {
+		return w.err
+	}
+	return w.writeLocked(true)
+}
+
+// write writes resp at once, after what is queued.
 func (w *tcpWriter) write(resp []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.frame = binary.BigEndian.AppendUint16(w.frame[:0], uint16(len(resp)))
-	w.frame = append(w.frame, resp...)
+	queued := w.frames != nil
+	w.appendLocked(resp)
+	return w.writeLocked(queued)
+}
+
+func (w *tcpWriter) appendLocked(resp []byte) {
+	if w.frames == nil {
+		w.frames = frameBuffers.Get().(*[]byte)
+	}
+	*w.frames = binary.BigEndian.AppendUint16(*w.frames, uint16(len(resp)))
+	*w.frames = append(*w.frames, resp...)
+}
+
+// writeLocked writes the frames and gives their buffer back; a failure
+// is kept when they carried queued answers.
+func (w *tcpWriter) writeLocked(carriesQueued bool) error {
 	w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-	_, err := w.conn.Write(w.frame)
-	if cap(w.frame) > keptBuffer {
-		w.frame = nil
+	_, err := w.conn.Write(*w.frames)
+	if cap(*w.frames) <= keptBuffer {
+		*w.frames = (*w.frames)[:0]
+		frameBuffers.Put(w.frames)
+	}
+	w.frames = nil
+	if err != nil && carriesQueued {
+		w.err = err
 	}
 	return err
 }

@@ -1,7 +1,6 @@
 package listeners
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -30,24 +29,7 @@ func BenchmarkServeTCP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	m := new(dns.Msg)
-	m.SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
-	q, _ := m.Pack()
-	frame := binary.BigEndian.AppendUint16(nil, uint16(len(q)))
-	frame = append(frame, q...)
-	resp := make([]byte, dns.MaxMsgSize)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.Write(frame); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, resp[:2]); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, resp[:binary.BigEndian.Uint16(resp)]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchStream(b, c, 1)
 }
 
 // startTCPListener serves the test zone on a loopback port through a

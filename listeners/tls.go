@@ -22,15 +22,22 @@ func (l *dotListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dotConn{tls.Server(c, l.config)}, nil
+	s := &socketConn{Conn: c}
+	return &dotConn{tls.Server(s, l.config), s}, nil
 }
 
-// dotConn closes the TCP connection without a TLS close_notify: sending
-// that alert waits behind a write that may be stalled on a slow client,
-// and stopping a listener must not wait for clients.
-type dotConn struct{ *tls.Conn }
+// dotConn is TLS over a socket that writes the queued answers and sets
+// the read deadline only when TLS reads it (stream.go): a question
+// already in TLS's buffer costs neither. It closes the TCP connection
+// without a TLS close_notify: sending that alert waits behind a write
+// that may be stalled on a slow client, and stopping a listener must not
+// wait for clients.
+type dotConn struct {
+	*tls.Conn
+	socket *socketConn
+}
 
-func (c dotConn) Close() error { return c.NetConn().Close() }
+func (c *dotConn) Close() error { return c.socket.Close() }
 
 // dotConfig is the TLS configuration of DNS over TLS: ALPN "dot" (RFC
 // 7858 section 3.2 and the IANA registry).
