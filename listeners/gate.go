@@ -8,8 +8,8 @@ import (
 )
 
 // A gate bounds the messages a listener holds at once: the DNS over HTTPS
-// requests in flight, or the TCP and TLS messages larger than a
-// connection's own buffer. A message takes a place as it starts to
+// requests in flight, or the TCP and TLS messages over smallMessage
+// bytes, which a connection's read buffer does not take. A message takes a place as it starts to
 // arrive and gives it back once answered. When every place is taken, a
 // newcomer takes the place of the message that has been arriving the
 // longest, whose reading is cut (its stream reset, its connection
