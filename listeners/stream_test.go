@@ -227,25 +227,31 @@ func TestTCPTrickledQuestionTimesOut(t *testing.T) {
 	}
 }
 
-// Answers queued by the serving loop go out in order, before any late
-// answer written after them, and every message written concurrently
-// arrives whole.
-func TestTCPWriterOrderAndFrames(t *testing.T) {
+// loopbackPair is both ends of one TCP connection over loopback, closed
+// when the test ends.
+func loopbackPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
+	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
+	t.Cleanup(func() { client.Close() })
+	if server, err = ln.Accept(); err != nil {
 		t.Fatal(err)
 	}
-	defer server.Close()
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
+// Answers queued by the serving loop go out in order, before any late
+// answer written after them, and every message written concurrently
+// arrives whole.
+func TestTCPWriterOrderAndFrames(t *testing.T) {
+	client, server := loopbackPair(t)
 	w := &tcpWriter{conn: server, timeout: 5 * time.Second}
 	r := bufio.NewReader(client)
 	next := func() string {
@@ -317,20 +323,7 @@ func TestTCPWriterOrderAndFrames(t *testing.T) {
 // A flush that fails is remembered: the serving loop closes the
 // connection rather than write answers after a broken one.
 func TestTCPWriterKeepsFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, server := loopbackPair(t)
 	w := &tcpWriter{conn: server, timeout: 5 * time.Second}
 	server.Close()
 	w.queue([]byte("answer"))

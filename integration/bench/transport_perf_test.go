@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/shardns/shardns/integration/harness"
-	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
 )
 
@@ -53,14 +51,7 @@ func TestTransportPerf(t *testing.T) {
 		t.Skip("set SHARDNS_BENCH=1 (make bench)")
 	}
 	corednsBin := harness.BuildCoreDNS(t)
-	cp := kubeapi.Start(t)
-	client, err := kubernetes.NewForConfig(cp.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	queries := harness.GenerateCluster(t, client, 20, 1000, 10)
-	t.Logf("generated 1000 services and 10000 endpoints in %v", time.Since(start).Round(time.Second))
+	cp, queries := benchCluster(t)
 	dir := t.TempDir()
 	qfile := filepath.Join(dir, "queries.txt")
 	if err := os.WriteFile(qfile, []byte(strings.Join(queries, "\n")+"\n"), 0o644); err != nil {
