@@ -89,12 +89,13 @@ func (c *converter) logPlugin(s *server, d *Directive) {
 		}
 		return true
 	})
+	zones, ok := c.logNames(d, names, ok)
 	if !ok {
 		c.cfg.Log.QueryFormat = ""
 		return
 	}
 	c.cfg.Log.Queries = true
-	c.cfg.Log.QueryNames = logNames(names)
+	c.cfg.Log.QueryNames = zones
 	if !slices.Contains(classes, "all") {
 		c.cfg.Log.QueryClasses = classes
 	}
@@ -102,16 +103,28 @@ func (c *converter) logPlugin(s *server, d *Directive) {
 }
 
 // logNames are the zones a log line covers, fully qualified; none when
-// one is the root, which covers every name.
-func logNames(args []string) []string {
+// one is the root, which covers every name. A name that is not a domain
+// name is reported and leaves the log off (ok false), as a bad class
+// does: it could never match a question.
+func (c *converter) logNames(d *Directive, args []string, ok bool) ([]string, bool) {
 	var out []string
+	root := false
 	for _, a := range args {
-		if a == "." {
-			return nil
+		z, err := NormalizeZone(a)
+		switch {
+		case err != nil || (z != "." && !config.ValidDomain(z)):
+			c.unmapped(d.place(), "log name %s: not a domain name", a)
+			ok = false
+		case z == ".":
+			root = true
+		default:
+			out = append(out, dns.Fqdn(z))
 		}
-		out = append(out, dns.Fqdn(strings.ToLower(a)))
 	}
-	return out
+	if root {
+		return nil, ok
+	}
+	return out, ok
 }
 
 func (c *converter) healthPlugin(s *server, d *Directive) {

@@ -207,6 +207,25 @@ func TestConvertPlugins(t *testing.T) {
 			want: []string{"Corefile:3: log class nodata: not a class (all, success, denial, error)"},
 		},
 		{
+			name: "log of a name that is not one",
+			src:  ".:53 {\n  log Example.ORG a..b {combined}\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if cfg.Log.Queries || cfg.Log.QueryFormat != "" || cfg.Log.QueryNames != nil {
+					t.Errorf("log %+v, want no query log", cfg.Log)
+				}
+			},
+			want: []string{"Corefile:2: log name a..b: not a domain name"},
+		},
+		{
+			name: "log names are fully qualified and lower-cased",
+			src:  ".:53 {\n  log Example.ORG svc.cluster.local.\n}\n",
+			check: func(t *testing.T, cfg *config.Config) {
+				if want := []string{"example.org.", "svc.cluster.local."}; !cfg.Log.Queries || !reflect.DeepEqual(cfg.Log.QueryNames, want) {
+					t.Errorf("log %+v, want queries of %v", cfg.Log, want)
+				}
+			},
+		},
+		{
 			name: "kubernetes defaults are CoreDNS's",
 			src:  ".:53 {\n  kubernetes example.cluster 10.0.0.0/16 {\n    kubeconfig /etc/k.conf\n    fallthrough\n    ttl 4000\n  }\n}\n",
 			check: func(t *testing.T, cfg *config.Config) {
