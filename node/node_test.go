@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -364,20 +363,19 @@ servers:
 }
 
 // startErrorOnFreePort is startError for a config that names one port
-// twice (a listener and an upstream on it). The port is free when
-// picked but another test process may bind it before the node does;
-// then the start is tried again on another port, as a start that failed
-// on the bind says nothing about the check under test.
+// twice (a listener and an upstream on it). The port comes from below
+// the kernel's ephemeral range (testutil.FreePort), where no outgoing
+// connection takes it; should another process still bind it before the
+// node does, the start is tried again on another port, as a start that
+// failed on the bind says nothing about the check under test.
 func startErrorOnFreePort(t *testing.T, cfgText func(port int) string) error {
 	t.Helper()
 	var err error
 	for range 5 {
-		probe, perr := net.Listen("tcp", "127.0.0.1:0")
+		port, perr := testutil.FreePort()
 		if perr != nil {
 			t.Fatal(perr)
 		}
-		port := probe.Addr().(*net.TCPAddr).Port
-		probe.Close()
 		if err = startError(t, cfgText(port)); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
 			return err
 		}
