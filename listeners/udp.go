@@ -34,7 +34,7 @@ const (
 	// the runtime it is one goroutine running without end: every 10 ms
 	// the sysmon thread sent its thread a preemption signal, took its
 	// processor, and after each time polled every 20 µs for a
-	// millisecond, backing off from there; that was 16–19% of the
+	// millisecond, backing off from there; that was 15–19% of the
 	// CPU of a replica answering a static zone, at full load and at
 	// 20k q/s (perf record). Yielding more often than sysmon's 10 ms
 	// keeps it asleep. Each yield hands the reader to another thread
