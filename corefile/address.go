@@ -87,6 +87,14 @@ func NormalizeZone(z string) (string, error) {
 	return strings.ToLower(strings.TrimSuffix(z, ".")), nil
 }
 
+// servableZone normalizes a zone named in a plugin's arguments and
+// reports whether shardns can serve it: the root, or a host-style domain
+// name (config.ValidDomain).
+func servableZone(a string) (string, bool) {
+	z, err := NormalizeZone(a)
+	return z, err == nil && (z == "." || config.ValidDomain(z))
+}
+
 // reverseZones gives the in-addr.arpa (ip6.arpa) zones covering pfx: one
 // when its length is a whole number of octets (nibbles), else one per
 // subnet of the next whole length, as CoreDNS does.

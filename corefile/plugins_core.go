@@ -89,8 +89,8 @@ func (c *converter) logPlugin(s *server, d *Directive) {
 		}
 		return true
 	})
-	zones, ok := c.logNames(d, names, ok)
-	if !ok {
+	zones, namesOK := c.logNames(d, names)
+	if !ok || !namesOK {
 		c.cfg.Log.QueryFormat = ""
 		return
 	}
@@ -106,13 +106,13 @@ func (c *converter) logPlugin(s *server, d *Directive) {
 // one is the root, which covers every name. A name that is not a domain
 // name is reported and leaves the log off (ok false), as a bad class
 // does: it could never match a question.
-func (c *converter) logNames(d *Directive, args []string, ok bool) ([]string, bool) {
+func (c *converter) logNames(d *Directive, args []string) ([]string, bool) {
 	var out []string
-	root := false
+	root, ok := false, true
 	for _, a := range args {
-		z, err := NormalizeZone(a)
+		z, servable := servableZone(a)
 		switch {
-		case err != nil || (z != "." && !config.ValidDomain(z)):
+		case !servable:
 			c.unmapped(d.place(), "log name %s: not a domain name", a)
 			ok = false
 		case z == ".":

@@ -23,9 +23,9 @@ func (c *converter) gatewayPlugin(s *server, d *Directive) {
 		args = s.blockZones
 	}
 	for _, a := range args {
-		z, err := NormalizeZone(a)
+		z, servable := servableZone(a)
 		switch {
-		case err != nil || (z != "." && !config.ValidDomain(z)):
+		case !servable:
 			c.unmapped(d.place(), "k8s_gateway zone %s: not a domain name", a)
 		case z == ".":
 			c.unmapped(d.place(), "k8s_gateway zone \".\": it would answer every name; name the zone the gateway names are published in")

@@ -212,12 +212,12 @@ func (c *converter) fallthroughZones(o *Directive, all []string) []string {
 	}
 	out := []string{}
 	for _, a := range o.Args {
-		z, err := NormalizeZone(a)
+		z, servable := servableZone(a)
 		switch {
-		case err == nil && z == ".":
-			return all
-		case err != nil || !config.ValidDomain(z):
+		case !servable:
 			c.unmapped(o.place(), "fallthrough %s: not a domain name", a)
+		case z == ".":
+			return all
 		default:
 			out = appendNew(out, z)
 		}
