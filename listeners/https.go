@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -191,28 +192,48 @@ func (a *lateAnswer) WriteLate(resp []byte, _ netip.AddrPort) {
 
 // cacheAge is the Cache-Control max-age of a response (RFC 8484 section
 // 5.1): the smallest TTL of its records, and of the SOA minimum for a
-// negative answer; 0 when it holds no record or does not unpack.
+// negative answer; 0 when it holds no record or does not parse. It reads
+// the wire bytes in place: unpacking the answer into records for this
+// alone was a sixth of the handler's CPU.
 func cacheAge(resp []byte) uint32 {
-	m := new(dns.Msg)
-	if m.Unpack(resp) != nil {
+	if len(resp) < headerLength {
 		return 0
 	}
+	off := headerLength
+	for range binary.BigEndian.Uint16(resp[4:]) { // the questions
+		if off = skipName(resp, off); off < 0 || off+4 > len(resp) {
+			return 0
+		}
+		off += 4
+	}
+	records := int(binary.BigEndian.Uint16(resp[6:])) + int(binary.BigEndian.Uint16(resp[8:])) + int(binary.BigEndian.Uint16(resp[10:]))
 	age, seen := uint32(0), false
 	see := func(ttl uint32) {
 		if !seen || ttl < age {
 			age, seen = ttl, true
 		}
 	}
-	for _, section := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
-		for _, rr := range section {
-			if rr.Header().Rrtype == dns.TypeOPT {
-				continue
-			}
-			see(rr.Header().Ttl)
-			if soa, ok := rr.(*dns.SOA); ok {
-				see(soa.Minttl)
-			}
+	for range records {
+		if off = skipName(resp, off); off < 0 || off+10 > len(resp) {
+			return 0
 		}
+		rrtype, ttl := binary.BigEndian.Uint16(resp[off:]), binary.BigEndian.Uint32(resp[off+4:])
+		end := off + 10 + int(binary.BigEndian.Uint16(resp[off+8:]))
+		if end > len(resp) {
+			return 0
+		}
+		switch rrtype {
+		case dns.TypeOPT: // not a record: its TTL field holds EDNS flags
+		case dns.TypeSOA:
+			if end-off-10 < 22 { // two names and five numbers
+				return 0
+			}
+			see(ttl)
+			see(binary.BigEndian.Uint32(resp[end-4:])) // the minimum ends the data
+		default:
+			see(ttl)
+		}
+		off = end
 	}
 	return age
 }

@@ -80,8 +80,9 @@ func TestDoHQuery(t *testing.T) {
 }
 
 func TestCacheAge(t *testing.T) {
-	reply := func(rcode int, rrs ...string) []byte {
+	replyCompressed := func(compress bool, rcode int, rrs ...string) []byte {
 		m := new(dns.Msg)
+		m.Compress = compress
 		m.SetQuestion("x.example.", dns.TypeA)
 		m.Response, m.Rcode = true, rcode
 		for _, s := range rrs {
@@ -99,6 +100,8 @@ func TestCacheAge(t *testing.T) {
 		b, _ := m.Pack()
 		return b
 	}
+	reply := func(rcode int, rrs ...string) []byte { return replyCompressed(false, rcode, rrs...) }
+	full := reply(0, "x.example. 30 IN A 10.0.0.1", "x.example. 12 IN A 10.0.0.2")
 	cases := []struct {
 		name string
 		resp []byte
@@ -108,7 +111,9 @@ func TestCacheAge(t *testing.T) {
 		{"negative: SOA minimum", reply(3, "example. 60 IN SOA ns. host. 1 2 3 4 5"), 5},
 		{"negative: SOA TTL", reply(3, "example. 2 IN SOA ns. host. 1 2 3 4 30"), 2},
 		{"no records", reply(2), 0},
+		{"negative, names compressed", replyCompressed(true, 3, "x.example. 60 IN SOA ns.x.example. host.x.example. 1 2 3 4 7"), 7},
 		{"not a message", []byte{1, 2, 3}, 0},
+		{"cut short", full[:len(full)-20], 0},
 	}
 	for _, c := range cases {
 		if got := cacheAge(c.resp); got != c.want {
