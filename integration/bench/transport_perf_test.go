@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,10 @@ func (s *transportServer) measure(t *testing.T, kind loadKind, round int, qfile 
 			field(out, `Queries per second:\s+([\d.]+)`), fieldStr(out, `Average Latency \(s\):\s+([\d.]+)`),
 			fieldStr(out, `Reconnections:\s+(\d+)`))
 	default:
+		if kind == tcpPerQuery {
+			awaitConntrackRoom(t, s.runs[kind])
+			cpu0 = harness.CPUSeconds(t, s.pid)
+		}
 		workers := map[loadKind]int{tcpPerQuery: 16, dohHTTP2: 32}[kind]
 		r := newGoLoad(t, kind, s.addrOf(kind), queries).run(t, workers, 0, transportLoadSeconds*time.Second)
 		s.checkFailures(t, kind, "full load", r)
@@ -308,4 +313,60 @@ func startTransportCoreDNS(t *testing.T, bin, kubeconfig, certFile, keyFile stri
 	s := runCoreDNS(t, bin, "coredns", dnsPort, text)
 	return &transportServer{benchServer: *s,
 		tls: fmt.Sprintf("127.0.0.1:%d", tlsPort), https: fmt.Sprintf("127.0.0.1:%d", httpsPort)}
+}
+
+// conntrackCount and conntrackMax are the firewall's connection-tracking
+// table, where the kernel tracks connections (absent without it).
+const (
+	conntrackCount = "/proc/sys/net/netfilter/nf_conntrack_count"
+	conntrackMax   = "/proc/sys/net/netfilter/nf_conntrack_max"
+	// conntrackNeed is the room a connection-per-query round is given
+	// before one has run: a round opened 80-90k connections here.
+	conntrackNeed = 100_000
+)
+
+// awaitConntrackRoom waits, up to the table's TIME_WAIT timeout and a
+// margin, until the connection-tracking table has room for a round of a
+// connection per query: each closed connection stays in it for that
+// timeout (120 s by default), and once it is full the kernel drops new
+// SYNs, which a client sees as a dial timeout whatever the server. Four
+// rounds of 60-90k connections overfill a table of 262,144, so without
+// this the last round measured the table, not the server. need is the
+// connections the earlier rounds made, the largest of which is expected.
+func awaitConntrackRoom(t *testing.T, earlier []transportRun) {
+	t.Helper()
+	need := conntrackNeed
+	for _, r := range earlier {
+		need = max(need, int(r.queries)+int(r.fixed.completed+r.fixed.failed))
+	}
+	limit, err := readProcInt(conntrackMax)
+	if err != nil {
+		return // no connection tracking
+	}
+	timeout, _ := readProcInt("/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_time_wait")
+	deadline := time.Now().Add(time.Duration(timeout+30) * time.Second)
+	for logged := false; ; {
+		count, err := readProcInt(conntrackCount)
+		if err != nil || count+need <= limit {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Logf("the connection-tracking table still holds %d of %d entries: a round of %d connections may find it full", count, limit, need)
+			return
+		}
+		if !logged {
+			t.Logf("waiting for the connection-tracking table to have room for %d connections: it holds %d of %d", need, count, limit)
+			logged = true
+		}
+		time.Sleep(time.Second) // entries expire by time alone: nothing to wait on
+	}
+}
+
+// readProcInt reads a number from a /proc file.
+func readProcInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
