@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/shardns/shardns/cluster"
 	"github.com/shardns/shardns/httpapi"
 	"github.com/shardns/shardns/integration/kubeapi"
 	"github.com/shardns/shardns/internal/testutil"
@@ -237,4 +238,25 @@ func StartCorefileReplica(t testing.TB, cp *kubeapi.ControlPlane, name, seed, co
 		}
 		return p, err
 	})
+}
+
+// NamespacesOwned counts, for each of members, the namespaces
+// prefix0 … prefix(n-1) whose service zone it owns in a ring of those
+// members with replication factor 1: what each replica of a test's ring
+// should watch of n namespaces it creates.
+func NamespacesOwned(members []string, prefix string, n int) []int {
+	ms := make([]cluster.Member, len(members))
+	for i, m := range members {
+		ms[i] = cluster.Member{Name: m, Owner: true}
+	}
+	ring := cluster.NewRing("", ms, 1)
+	owned := make([]int, len(members))
+	for i, m := range members {
+		for j := range n {
+			if ring.Owns(m, fmt.Sprintf("%s%d.svc.cluster.local.", prefix, j)) {
+				owned[i]++
+			}
+		}
+	}
+	return owned
 }
