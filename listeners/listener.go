@@ -97,6 +97,15 @@ func Bind(addr string) (*Sockets, error) { return bind(addr, false) }
 // (Yield), so a process that is not ready answers nothing.
 func BindShared(addr string) (*Sockets, error) { return bind(addr, true) }
 
+// streamListenConfig is how every DNS, DNS over TLS and DNS over HTTPS
+// TCP socket listens: without TCP keep-alives. Go turns them on for
+// each accepted connection by default, four setsockopt calls
+// (SO_KEEPALIVE and its idle time, interval and count) of the 19 system
+// calls a connection asking one question costs. A peer that vanished
+// is what keep-alives find, and IdleTimeout (10 s by default, before a
+// keep-alive's first probe at 15 s) already closes its connection.
+func streamListenConfig() net.ListenConfig { return net.ListenConfig{KeepAlive: -1} }
+
 func bind(addr string, shared bool) (*Sockets, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	for attempt := 0; ; attempt++ {

@@ -63,10 +63,11 @@ func steerConn(c syscall.Conn, index uint32) error {
 // listenTCP listens on addr; shared, it joins the address's group and
 // keeps the group's connections on its oldest socket.
 func listenTCP(addr string, shared bool, index uint32) (net.Listener, error) {
+	lc := streamListenConfig()
 	if !shared {
-		return net.Listen("tcp", addr)
+		return lc.Listen(context.Background(), "tcp", addr)
 	}
-	lc := net.ListenConfig{Control: reusePort}
+	lc.Control = reusePort
 	// An MPTCP listener (Go's default where the kernel has it) refuses
 	// reuseport programs.
 	lc.SetMultipathTCP(false)

@@ -17,7 +17,8 @@ func listenTCP(addr string, shared bool, _ uint32) (net.Listener, error) {
 	if shared {
 		return nil, errShared
 	}
-	return net.Listen("tcp", addr)
+	lc := streamListenConfig()
+	return lc.Listen(context.Background(), "tcp", addr)
 }
 
 // ListenShared needs Linux.
