@@ -149,6 +149,10 @@ type listener struct {
 	wg      sync.WaitGroup
 	conns   *connSet
 	large   *gate // TCP messages over 512 bytes being read or answered
+
+	handoff     chan acceptedConn // connection workers waiting for one (tcp.go)
+	idleWorkers atomic.Int32      // how many wait there
+	stopping    chan struct{}     // closed when the listener stops: they leave
 }
 
 // DefaultMaxLargeMessages is Config.MaxLargeMessages's default: 64
@@ -182,6 +186,7 @@ func (l *listener) start() {
 	}
 	l.conns = newConnSet()
 	l.large = newGate(cmp.Or(l.cfg.MaxLargeMessages, DefaultMaxLargeMessages), l.cfg.LargeEvicted)
+	l.handoff, l.stopping = make(chan acceptedConn), make(chan struct{})
 	proto := "tls"
 	if l.sockets.UDP != nil {
 		proto = "udp+tcp"
@@ -205,6 +210,11 @@ func defaultUDPReaders() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 func (l *listener) stop() {
 	l.sockets.Close()
 	l.conns.closeAll()
+	select {
+	case <-l.stopping: // stopped before (tests stop twice)
+	default:
+		close(l.stopping)
+	}
 	l.wg.Wait()
 }
 

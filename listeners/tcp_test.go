@@ -130,3 +130,54 @@ func TestTCPLargeMessageDroppedWhenAllAnswering(t *testing.T) {
 	l.large.leave(answering)
 	expectWeb(t, l.sockets.Addr(), "tcp")
 }
+
+// Connection workers are reused and bounded: after a burst of more
+// concurrent connections than may wait idle, every question was
+// answered, at most maxIdleConnWorkers workers wait, later connections
+// are served by them, and stopping the listener ends them all.
+func TestTCPConnWorkersBounded(t *testing.T) {
+	l := startTCPListener(t, Config{MaxConnections: 4 * maxIdleConnWorkers, IdleTimeout: 5 * time.Second})
+	addr := l.sockets.Addr()
+	burst := 2 * maxIdleConnWorkers
+	conns := make([]*dns.Conn, burst)
+	for i := range conns {
+		c, err := dns.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	for i, c := range conns {
+		m := new(dns.Msg).SetQuestion("web.ns.svc.cluster.local.", dns.TypeA)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := c.WriteMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.ReadMsg()
+		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("connection %d: %v %v", i, r, err)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := l.idleWorkers.Load(); n != maxIdleConnWorkers {
+			return fmt.Errorf("%d workers wait, want %d of the %d", n, maxIdleConnWorkers, burst)
+		}
+		return nil
+	})
+	for range 3 * maxIdleConnWorkers {
+		expectWeb(t, addr, "tcp")
+	}
+	if n := l.idleWorkers.Load(); n > maxIdleConnWorkers {
+		t.Fatalf("%d workers wait after sequential connections, want at most %d", n, maxIdleConnWorkers)
+	}
+	stopped := make(chan struct{})
+	go func() { l.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return: idle connection workers kept it waiting")
+	}
+}
