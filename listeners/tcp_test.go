@@ -131,10 +131,11 @@ func TestTCPLargeMessageDroppedWhenAllAnswering(t *testing.T) {
 	expectWeb(t, l.sockets.Addr(), "tcp")
 }
 
-// Connection workers are reused and bounded: after a burst of more
-// concurrent connections than may wait idle, every question was
-// answered, at most maxIdleConnWorkers workers wait, later connections
-// are served by them, and stopping the listener ends them all.
+// Connection workers are bounded: after a burst of more concurrent
+// connections than may wait idle, every question was answered and
+// maxIdleConnWorkers workers wait; connections one after another are
+// answered and leave no more waiting; stopping the listener ends them
+// all.
 func TestTCPConnWorkersBounded(t *testing.T) {
 	l := startTCPListener(t, Config{MaxConnections: 4 * maxIdleConnWorkers, IdleTimeout: 5 * time.Second})
 	addr := l.sockets.Addr()
@@ -179,5 +180,8 @@ func TestTCPConnWorkersBounded(t *testing.T) {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("stop did not return: idle connection workers kept it waiting")
+	}
+	if n := l.idleWorkers.Load(); n != 0 {
+		t.Fatalf("%d workers still wait after stop", n)
 	}
 }
