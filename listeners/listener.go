@@ -150,9 +150,8 @@ type listener struct {
 	conns   *connSet
 	large   *gate // TCP messages over 512 bytes being read or answered
 
-	handoff     chan acceptedConn // connection workers waiting for one (tcp.go)
+	handoff     chan acceptedConn // connection workers wait here; closed when serveTCP returns (tcp.go)
 	idleWorkers atomic.Int32      // how many wait there
-	stopping    chan struct{}     // closed when the listener stops: they leave
 }
 
 // DefaultMaxLargeMessages is Config.MaxLargeMessages's default: 64
@@ -186,7 +185,7 @@ func (l *listener) start() {
 	}
 	l.conns = newConnSet()
 	l.large = newGate(cmp.Or(l.cfg.MaxLargeMessages, DefaultMaxLargeMessages), l.cfg.LargeEvicted)
-	l.handoff, l.stopping = make(chan acceptedConn), make(chan struct{})
+	l.handoff = make(chan acceptedConn)
 	proto := "tls"
 	if l.sockets.UDP != nil {
 		proto = "udp+tcp"
@@ -210,11 +209,6 @@ func defaultUDPReaders() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 func (l *listener) stop() {
 	l.sockets.Close()
 	l.conns.closeAll()
-	select {
-	case <-l.stopping: // stopped before (tests stop twice)
-	default:
-		close(l.stopping)
-	}
 	l.wg.Wait()
 }
 

@@ -15,8 +15,10 @@ func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
 // serveTCP accepts connections until the listener closes. A connection
 // over the bounds closes the idlest one (conns.go), so a flood cannot
-// starve memory nor lock new clients out.
+// starve memory nor lock new clients out. Once it returns, the workers
+// waiting for a connection leave.
 func (l *listener) serveTCP() {
+	defer close(l.handoff)
 	for {
 		c, err := l.sockets.TCP.Accept()
 		if err != nil {
@@ -56,7 +58,7 @@ type acceptedConn struct {
 const maxIdleConnWorkers = 32
 
 // connWorker serves job, then waits for the next connection serveTCP
-// hands over. A goroutine starts on a small stack, and answering
+// hands over, until serveTCP has returned. A goroutine starts on a small stack, and answering
 // a question grows it: twice a connection, copying and unwinding the
 // stack each time, which was 6% of the CPU of a server asked one
 // question per connection (perf record, 16 clients). A worker keeps the
@@ -68,13 +70,12 @@ func (l *listener) connWorker(job acceptedConn) {
 			l.idleWorkers.Add(-1)
 			return
 		}
-		select {
-		case job = <-l.handoff:
-			l.idleWorkers.Add(-1)
-		case <-l.stopping:
-			l.idleWorkers.Add(-1)
+		next, ok := <-l.handoff
+		l.idleWorkers.Add(-1)
+		if !ok {
 			return
 		}
+		job = next
 	}
 }
 
