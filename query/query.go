@@ -305,7 +305,7 @@ func (h *Handler) setAnswer(x *exchange, r *dns.Msg, name, asked string, resp zo
 		r.Answer = withOwnerCase(r.Answer, name, asked)
 	}
 	if h.LoadBalance {
-		r.Answer = shuffled(r.Answer)
+		r.Answer = shuffledRuns(r.Answer, resp.Preferred)
 	}
 }
 

@@ -50,9 +50,15 @@ type Response struct {
 	// exported to it alone, meshprivate.go): the owners are asked with
 	// the namespace, and what they answer is never cached by name.
 	Private bool
-	Answer  []dns.RR
-	Ns      []dns.RR
-	Extra   []dns.RR
+	// Preferred is how many records lead Answer because they were
+	// preferred for the asker's zone (kubernetes.topology: prefer) with
+	// others after them; 0 when the answer is not ordered so.
+	// Loadbalance shuffles the addresses of the two runs apart, keeping
+	// the preferred ones first.
+	Preferred int
+	Answer    []dns.RR
+	Ns        []dns.RR
+	Extra     []dns.RR
 }
 
 // Reader is the state a question is answered from: the replicated directory
@@ -360,10 +366,11 @@ func (s *Snapshot) answer(cfg *Config, v Reader, q Question, depth int) Response
 	if len(ans) == 0 {
 		return negative(dns.RcodeSuccess, s.soa)
 	}
+	var preferred int
 	if n.part != nil && n.part.topo != nil {
-		ans, extra = orderForZone(ans, extra, n.part.topo, cfg.topologyFor(q))
+		ans, extra, preferred = orderForZone(ans, extra, n.part.topo, cfg.topologyFor(q))
 	}
-	return Response{Answer: ans, Extra: extra}
+	return Response{Answer: ans, Extra: extra, Preferred: preferred}
 }
 
 // chase answers A/AAAA for an ExternalName: the CNAME, followed inside the
@@ -386,7 +393,11 @@ func (s *Snapshot) chase(cfg *Config, v Reader, n records, q Question, depth int
 	}
 	ans := make([]dns.RR, 0, 1+len(next.Answer))
 	ans = append(ans, cname)
-	return Response{Answer: append(ans, next.Answer...)}
+	preferred := 0
+	if next.Preferred > 0 {
+		preferred = 1 + next.Preferred // the CNAME leads the preferred run
+	}
+	return Response{Answer: append(ans, next.Answer...), Preferred: preferred}
 }
 
 // underscoredPortName returns the _port._proto form of a port name asked

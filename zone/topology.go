@@ -147,10 +147,13 @@ func preferredZones(svc *model.Service, slices []*model.EndpointSlice) map[netip
 // SRV answers of addresses preferred for t.Zone first (an SRV by its
 // target's additional addresses), or alone with TopologyOnly, and the
 // additional records likewise. When nothing is preferred for the zone
-// the records come back as they were. It never modifies its arguments.
-func orderForZone(ans, extra []dns.RR, pref map[netip.Addr][]string, t Topology) ([]dns.RR, []dns.RR) {
+// the records come back as they were. preferred is how many records
+// lead the answer for the zone when others follow them (TopologyPrefer),
+// else 0: loadbalance shuffles the two runs apart (Response.Preferred).
+// It never modifies its arguments.
+func orderForZone(ans, extra []dns.RR, pref map[netip.Addr][]string, t Topology) (_, _ []dns.RR, preferred int) {
 	if t.Mode == TopologyOff || t.Zone == "" || len(pref) == 0 {
-		return ans, extra
+		return ans, extra, 0
 	}
 	near := func(a netip.Addr) bool { return slices.Contains(pref[a], t.Zone) }
 	var targets []string // SRV targets with an address preferred for the zone
@@ -167,11 +170,27 @@ func orderForZone(ans, extra []dns.RR, pref map[netip.Addr][]string, t Topology)
 		return ok && near(a)
 	}
 	if !slices.ContainsFunc(ans, isNear) {
-		return ans, extra // no endpoint for the zone: all of them
+		return ans, extra, 0 // no endpoint for the zone: all of them
 	}
-	ans = partition(ans, isNear, t.Mode == TopologyOnly)
+	ordered := partition(ans, isNear, t.Mode == TopologyOnly)
+	if t.Mode == TopologyPrefer {
+		if preferred = countFunc(ans, isNear); preferred == len(ans) {
+			preferred = 0 // one run: nothing follows
+		}
+	}
 	extraNear := func(rr dns.RR) bool { return slices.Contains(targets, strings.ToLower(rr.Header().Name)) }
-	return ans, partition(extra, extraNear, t.Mode == TopologyOnly)
+	return ordered, partition(extra, extraNear, t.Mode == TopologyOnly), preferred
+}
+
+// countFunc is how many records of rrs f holds for.
+func countFunc(rrs []dns.RR, f func(dns.RR) bool) int {
+	n := 0
+	for _, rr := range rrs {
+		if f(rr) {
+			n++
+		}
+	}
+	return n
 }
 
 // partition returns a new slice of the records of rrs for which near

@@ -95,6 +95,9 @@ func TestTopologyAnswers(t *testing.T) {
 		{"host name of another zone still answers", false, hinted, Topology{TopologyOnly, "a"}, "db-1.db", []string{"10.1.0.2"}},
 		{"ClusterIP unchanged", true, zoned, Topology{TopologyOnly, "b"}, "vip", []string{"10.0.0.9"}},
 	}
+	// How many records lead each answer as preferred with others after
+	// them (prefer mode), which loadbalance keeps first; 0 for the rest.
+	preferred := map[string]int{"hints prefer b": 2, "PreferClose by zone": 1, "SRV prefer b": 2}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -107,6 +110,9 @@ func TestTopologyAnswers(t *testing.T) {
 			got := answerOrder(r)
 			if !equal(got, c.want) {
 				t.Fatalf("answer %q, want %q", got, c.want)
+			}
+			if r.Preferred != preferred[c.name] {
+				t.Fatalf("Preferred = %d, want %d", r.Preferred, preferred[c.name])
 			}
 			if qtype == dns.TypeSRV && len(r.Extra) != len(c.want) {
 				t.Fatalf("%d additional records for %d targets: %v", len(r.Extra), len(c.want), r.Extra)
