@@ -82,6 +82,7 @@ type shard struct {
 type Entry struct {
 	msg         *dns.Msg // as received, OPT removed; never modified
 	cost        int64    // EntryCost of msg
+	preferred   int      // PutPreferred's
 	stored      time.Time
 	ttl         time.Duration
 	hits        atomic.Int32
@@ -194,6 +195,10 @@ func inZone(name, zone string) bool {
 // It is shared: callers must not modify it.
 func (e *Entry) Msg() *dns.Msg { return e.msg }
 
+// Preferred is how many records lead the answer as preferred for this
+// process's zone (PutPreferred), 0 for any other.
+func (e *Entry) Preferred() int { return e.preferred }
+
 // Stored is when the entry was stored: the time Put was given.
 func (e *Entry) Stored() time.Time { return e.stored }
 
@@ -238,7 +243,13 @@ func EntryCost(m *dns.Msg) int64 {
 // ones after it agree (as CoreDNS's cache caps the reply it stores); m
 // itself when it was not stored. stored reports whether it was.
 func (c *Cache) PutAsHit(k Key, m *dns.Msg, now time.Time) (answer *dns.Msg, stored bool) {
-	if !c.Put(k, m, now) {
+	return c.PutPreferredAsHit(k, m, 0, now)
+}
+
+// PutPreferredAsHit is PutAsHit for an answer whose first preferred
+// records were preferred for this process's zone (PutPreferred).
+func (c *Cache) PutPreferredAsHit(k Key, m *dns.Msg, preferred int, now time.Time) (answer *dns.Msg, stored bool) {
+	if !c.PutPreferred(k, m, preferred, now) {
 		return m, false
 	}
 	if hit, st, _ := c.Get(k, now); st == Fresh {
@@ -251,14 +262,20 @@ func (c *Cache) PutAsHit(k Key, m *dns.Msg, now time.Time) (answer *dns.Msg, sto
 // NOERROR and NXDOMAIN answers that were not truncated are kept (and
 // SERVFAIL with a ServfailTTL), of names in the cache's zones; negative
 // answers need an SOA to know their TTL (RFC 2308).
-func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool {
+func (c *Cache) Put(k Key, m *dns.Msg, now time.Time) bool { return c.PutPreferred(k, m, 0, now) }
+
+// PutPreferred is Put for an owner's answer ordered for this process's
+// zone, whose first preferred records lead it as preferred for the zone
+// (zone.Response.Preferred): the entry keeps the count (Entry.Preferred),
+// so the answers given from it keep those records first.
+func (c *Cache) PutPreferred(k Key, m *dns.Msg, preferred int, now time.Time) bool {
 	ttl, ok := c.ttlOf(m)
 	if !ok || !c.covers(k.Name) {
 		return false
 	}
 	stored := m.Copy()
 	stored.Extra = withoutOPT(stored.Extra)
-	e := &Entry{msg: stored, stored: now, ttl: ttl, cost: EntryCost(stored)}
+	e := &Entry{msg: stored, stored: now, ttl: ttl, cost: EntryCost(stored), preferred: preferred}
 	s := c.shard(k)
 	if s.maxBytes > 0 && e.cost > s.maxBytes {
 		return false // larger than its shard's share: it would empty it

@@ -232,3 +232,22 @@ func TestCacheRemoveOutdatedEntry(t *testing.T) {
 		t.Errorf("MaxLife %v, want %v (largest cap and serve stale)", got, want)
 	}
 }
+
+// An answer stored with its preferred records first keeps their count,
+// fresh and stale, until an answer without one takes its place.
+func TestCacheKeepsPreferred(t *testing.T) {
+	c := testCache()
+	m := reply(dns.RcodeSuccess, []string{"example.com. 20 IN A 10.0.1.1", "example.com. 20 IN A 10.0.0.1"}, nil)
+	if _, stored := c.PutPreferredAsHit(key, m, 1, t0); !stored {
+		t.Fatal("not cached")
+	}
+	for _, at := range []time.Duration{0, 25 * time.Second} {
+		if h, st, _ := c.Peek(key, t0.Add(at)); st == Miss || h.Entry.Preferred() != 1 {
+			t.Fatalf("at %v: state %d, preferred %d, want 1", at, st, h.Entry.Preferred())
+		}
+	}
+	c.Put(key, m, t0.Add(time.Second))
+	if h, _, _ := c.Peek(key, t0.Add(time.Second)); h.Entry.Preferred() != 0 {
+		t.Fatalf("an answer put without a count has preferred %d", h.Entry.Preferred())
+	}
+}

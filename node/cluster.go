@@ -423,7 +423,7 @@ func (n *Node) clusterHandler(c *config.Config) *query.Cluster {
 	owners := ownersCache(c)
 	n.fresh.Keep(owners.MaxLife())
 	return &query.Cluster{
-		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
+		Ask: func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, int, error) {
 			return n.askFor(ctx, member, zoneKey, name, qtype, topo, "")
 		},
 		AskFor:  n.askFor,

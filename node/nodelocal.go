@@ -203,23 +203,23 @@ func (c *core) watchClients() error {
 // askFor asks the replica called member, for a client of namespace ns
 // ("": none known, or a replica's own question): the query path's access
 // to the owners (query.Cluster's Ask and AskFor).
-func (n *Node) askFor(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error) {
+func (n *Node) askFor(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, int, error) {
 	addr, ok := n.remoteOf(member)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a member", member)
+		return nil, 0, fmt.Errorf("%s is not a member", member)
 	}
 	asked := time.Now()
-	m, err := n.cluster.dispatch.AskFor(ctx, addr, zoneKey, name, qtype, topo, ns)
+	m, preferred, err := n.cluster.dispatch.AskFor(ctx, addr, zoneKey, name, qtype, topo, ns)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// No answer: is it gone, or cut off from this replica?
 		n.cluster.liveness.Unanswered(member, addr, asked)
-		return nil, err
+		return nil, 0, err
 	}
 	n.cluster.liveness.Answered(member, addr) // it spoke, whatever it said
 	if errors.Is(err, dispatch.ErrNotServed) {
-		return nil, fmt.Errorf("%s: %w", member, query.ErrNotServed)
+		return nil, 0, fmt.Errorf("%s: %w", member, query.ErrNotServed)
 	}
-	return m, err
+	return m, preferred, err
 }
 
 // meshDirectory is the directory whose mesh host names the ring server

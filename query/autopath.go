@@ -129,22 +129,23 @@ var errNoOwnerAnswered = errors.New("query: no owner of the zone answered")
 
 // lookup answers name from the owners of its zone, or from their answer
 // cached (ordered for topo, this process's own topology): the first of
-// the first Attempts owners that answers, each given Timeout.
-func (c *Cluster) lookup(name string, qtype uint16, resp zone.Response, topo zone.Topology) (*dns.Msg, error) {
+// the first Attempts owners that answers, each given Timeout; preferred
+// is how many records lead it as preferred for topo's zone.
+func (c *Cluster) lookup(name string, qtype uint16, resp zone.Response, topo zone.Topology) (m *dns.Msg, preferred int, err error) {
 	key := cache.Key{Name: name, Type: qtype, Class: dns.ClassINET}
-	if m, st, _ := c.Cache.Get(key, c.Now()); st == cache.Fresh {
+	if h, st, _ := c.Cache.Peek(key, c.Now()); st == cache.Fresh {
 		c.count("hit")
-		return m, nil
+		return h.Copy(st), h.Entry.Preferred(), nil
 	}
 	c.count("miss")
-	err := errNoOwnerAnswered
+	err = errNoOwnerAnswered
 	for _, member := range resp.Remote[:min(len(resp.Remote), c.Attempts)] {
-		m, e := c.ask(member, resp.Zone, name, qtype, topo, c.Timeout, "")
+		m, preferred, e := c.ask(member, resp.Zone, name, qtype, topo, c.Timeout, "")
 		if e == nil {
-			c.Cache.Put(key, m, c.Now())
-			return m, nil
+			c.Cache.PutPreferred(key, m, preferred, c.Now())
+			return m, preferred, nil
 		}
 		err = e
 	}
-	return nil, err
+	return nil, 0, err
 }

@@ -81,10 +81,10 @@ func (h *Handler) lookupAnywhere(x *exchange, name string) (zone.Response, bool)
 	if resp.FanOut {
 		return zone.Response{}, false
 	}
-	m, err := h.Cluster.lookup(name, q.Qtype, resp, h.Config.OwnTopology())
+	m, preferred, err := h.Cluster.lookup(name, q.Qtype, resp, h.Config.OwnTopology())
 	if err != nil {
 		h.logError(x, "autopath: asking the owners of "+name, err)
 		return zone.Response{}, false
 	}
-	return zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra, Referral: !m.Authoritative}, true
+	return ownerResponse(m, preferred), true
 }

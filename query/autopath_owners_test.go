@@ -23,17 +23,17 @@ func TestAutopathAsksOwners(t *testing.T) {
 	var mute atomic.Bool
 	var h *Handler
 	var static *zone.Static
-	owner := func(ctx context.Context, _, _, name string, qtype uint16, _ zone.Topology) (*dns.Msg, error) {
+	owner := func(ctx context.Context, _, _, name string, qtype uint16, _ zone.Topology) (*dns.Msg, int, error) {
 		asked.Add(1)
 		if mute.Load() {
 			<-ctx.Done()
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 		resp := zone.Answer(h.Config, static, zone.Question{Name: name, Type: qtype})
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)
 		m.Rcode, m.Answer, m.Ns, m.Authoritative = resp.Rcode, resp.Answer, resp.Ns, true
-		return m, nil
+		return m, 0, nil
 	}
 	h, v := movingHandler(t, &replicas{}, "b")
 	static = v.Static

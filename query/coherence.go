@@ -205,12 +205,12 @@ func validLabels(labels []string) bool {
 // cached is the owners' answer Cache holds for key, as Cache.Get gives
 // it, unless an owner said since that it changed: then it is removed, a
 // miss, never served fresh or stale.
-func (c *Cluster) cached(key cache.Key, zoneKey string) (*dns.Msg, cache.State) {
+func (c *Cluster) cached(key cache.Key, zoneKey string) (m *dns.Msg, preferred int, st cache.State) {
 	h, st, _ := c.Cache.Peek(key, c.Now())
 	if st == cache.Miss || !c.current(key, h, zoneKey) {
-		return nil, cache.Miss
+		return nil, 0, cache.Miss
 	}
-	return h.Copy(st), st
+	return h.Copy(st), h.Entry.Preferred(), st
 }
 
 // current reports whether h, the entry of key Peek found, is current; an

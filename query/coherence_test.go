@@ -97,7 +97,7 @@ func countingOwners(t *testing.T) (fast, full *Handler, clock *ownerClock, asked
 	for _, h := range []*Handler{fast, full} {
 		ask := h.Cluster.Ask
 		h.Cluster.Fresh = fresh
-		h.Cluster.Ask = func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
+		h.Cluster.Ask = func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, int, error) {
 			asked.Add(1)
 			if f := told.Load(); f != nil {
 				(*f)()

@@ -52,17 +52,17 @@ func TestMeshClientsNamespaceAnswers(t *testing.T) {
 		MeshClients: podNamespaces{netip.MustParseAddr("10.0.0.1"): "tenant-a", netip.MustParseAddr("10.0.0.2"): "tenant-b"},
 		Cluster: &Cluster{Cache: cache.New(cache.Config{Size: 100, SuccessMaxTTL: time.Minute}),
 			Timeout: time.Second, Attempts: 1, MaxInFlight: 10, Now: time.Now,
-			Ask: func(_ context.Context, _, _, name string, _ uint16, _ zone.Topology) (*dns.Msg, error) {
+			Ask: func(_ context.Context, _, _, name string, _ uint16, _ zone.Topology) (*dns.Msg, int, error) {
 				mu.Lock()
 				asked[""]++
 				mu.Unlock()
-				return reply(name, "127.255.0.2"), nil
+				return reply(name, "127.255.0.2"), 0, nil
 			},
-			AskFor: func(_ context.Context, _, _, name string, _ uint16, _ zone.Topology, ns string) (*dns.Msg, error) {
+			AskFor: func(_ context.Context, _, _, name string, _ uint16, _ zone.Topology, ns string) (*dns.Msg, int, error) {
 				mu.Lock()
 				asked[ns]++
 				mu.Unlock()
-				return reply(name, map[string]string{"tenant-a": "6.6.6.8"}[ns]), nil
+				return reply(name, map[string]string{"tenant-a": "6.6.6.8"}[ns]), 0, nil
 			}}}
 	for round := range 2 {
 		for _, c := range []struct{ from, want string }{

@@ -103,7 +103,7 @@ func (h *Handler) packOwned(name string, q wireQuestion, limit uint16, src *cach
 		x := &exchange{req: req, t: Transport{TCP: limit == dns.MaxMsgSize}, opt: req.IsEdns0()}
 		r := new(dns.Msg)
 		r.SetReply(req)
-		h.setAnswer(x, r, name, name, ownerResponse(m))
+		h.setAnswer(x, r, name, name, ownerResponse(m, src.Preferred()))
 		e.zone = x.zone
 		b, err := h.packMsg(x, r, nil)
 		if err != nil {
@@ -121,8 +121,8 @@ func (h *Handler) packOwned(name string, q wireQuestion, limit uint16, src *cach
 
 // ownerResponse is an owner's (or cached) answer m as the response to
 // answer with.
-func ownerResponse(m *dns.Msg) zone.Response {
-	return zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra,
+func ownerResponse(m *dns.Msg, preferred int) zone.Response {
+	return zone.Response{Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns, Extra: m.Extra, Preferred: preferred,
 		Referral: !m.Authoritative} // an owner's referral comes without AA
 }
 

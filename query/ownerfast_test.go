@@ -32,9 +32,9 @@ func ownerHandlers(t testing.TB) (fast, full *Handler, clock *ownerClock) {
 	t.Helper()
 	owner := testHandler(t)
 	clock = &ownerClock{}
-	ask := func(_ context.Context, _, _, name string, qtype uint16, _ zone.Topology) (*dns.Msg, error) {
+	ask := func(_ context.Context, _, _, name string, qtype uint16, _ zone.Topology) (*dns.Msg, int, error) {
 		m := new(dns.Msg)
-		return m, m.Unpack(owner.Serve(pack(t, query(name, qtype)), Transport{TCP: true}, nil))
+		return m, 0, m.Unpack(owner.Serve(pack(t, query(name, qtype)), Transport{TCP: true}, nil))
 	}
 	make := func() *Handler {
 		h, _ := movingHandler(t, &replicas{}, "b")

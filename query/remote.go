@@ -22,12 +22,14 @@ type Cluster struct {
 	// Ask sends the question to the replica called member. An error that
 	// wraps ErrNotServed means the replica answered that it does not
 	// hold the zone (yet). topo is what the answer is ordered for: this
-	// process's own topology, which the replica asked follows.
-	Ask func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error)
+	// process's own topology, which the replica asked follows, saying
+	// how many records lead the answer as preferred for it (preferred,
+	// as zone.Response.Preferred).
+	Ask func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology) (m *dns.Msg, preferred int, err error)
 	// AskFor is Ask for a client pod of namespace ns: the owner answers
 	// with the mesh hosts exported to ns alone too (zone.Response's
 	// Private). Nil: such names are not asked (SERVFAIL).
-	AskFor func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error)
+	AskFor func(ctx context.Context, member, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (m *dns.Msg, preferred int, err error)
 	// Cache holds owners' answers, bounded in size and by their TTLs.
 	Cache *cache.Cache
 	// Timeout bounds one attempt; Attempts bounds the owners asked in
@@ -64,12 +66,13 @@ func (c *Cluster) WithCache(cc *cache.Cache) *Cluster {
 		MaxInFlight: c.MaxInFlight, Now: c.Now, Observe: c.Observe, CacheResult: c.CacheResult, Fresh: c.Fresh}
 }
 
-// store caches m, an owner's answer to a question sent at asked, and
-// returns it as a cache hit would answer it (cache.PutAsHit). It is
-// stored as of asked: an owner's word that the name changed, arriving
-// while the question was in flight, outdates it (coherence.go).
-func (c *Cluster) store(key cache.Key, m *dns.Msg, asked time.Time) *dns.Msg {
-	m, _ = c.Cache.PutAsHit(key, m, asked)
+// store caches m, an owner's answer to a question sent at asked with
+// its preferred records first, and returns it as a cache hit would
+// answer it (cache.PutAsHit). It is stored as of asked: an owner's word
+// that the name changed, arriving while the question was in flight,
+// outdates it (coherence.go).
+func (c *Cluster) store(key cache.Key, m *dns.Msg, preferred int, asked time.Time) *dns.Msg {
+	m, _ = c.Cache.PutPreferredAsHit(key, m, preferred, asked)
 	return m
 }
 
@@ -84,9 +87,9 @@ func (h *Handler) remote(x *exchange, r *dns.Msg, name string, resp zone.Respons
 	key := cache.Key{Name: name, Type: q.Qtype, Class: q.Qclass}
 	// A namespace's own answer is never cached by name: another
 	// namespace's client would get it.
-	if m, st := c.cached(key, resp.Zone); st == cache.Fresh && !resp.Private {
+	if m, preferred, st := c.cached(key, resp.Zone); st == cache.Fresh && !resp.Private {
 		c.count("hit")
-		return h.answerFromOwner(x, r, name, m, out)
+		return h.answerFromOwner(x, r, name, m, preferred, out)
 	}
 	c.count("miss")
 	if x.t.Late == nil || c.inflight.Add(1) > c.MaxInFlight {
@@ -137,12 +140,12 @@ func (h *Handler) askOwners(x *exchange, r *dns.Msg, name string, key cache.Key,
 				continue
 			}
 			asked := c.Now()
-			m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), wait, privateTo(x, resp))
+			m, preferred, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), wait, privateTo(x, resp))
 			if err == nil {
 				if !resp.Private {
-					m = c.store(key, m, asked)
+					m = c.store(key, m, preferred, asked)
 				}
-				return h.answerFromOwner(x, r, name, m, nil)
+				return h.answerFromOwner(x, r, name, m, preferred, nil)
 			}
 			if !errors.Is(err, ErrNotServed) {
 				silent[member] = true
@@ -205,12 +208,12 @@ func attemptTimeout(left, timeout time.Duration, owners []string, silent map[str
 // A namespace's own answer is never cached, so never served stale.
 func (h *Handler) answerUnowned(x *exchange, r *dns.Msg, name string, key cache.Key, resp zone.Response, why string, err error) []byte {
 	c := h.Cluster
-	if m, st := c.cached(key, resp.Zone); st != cache.Miss && !resp.Private {
+	if m, preferred, st := c.cached(key, resp.Zone); st != cache.Miss && !resp.Private {
 		if st == cache.Stale {
 			h.countCache("stale")
 			x.ede = &dns.EDNS0_EDE{InfoCode: dns.ExtendedErrorCodeStaleAnswer}
 		}
-		return h.answerFromOwner(x, r, name, m, nil)
+		return h.answerFromOwner(x, r, name, m, preferred, nil)
 	}
 	h.logError(x, why, err)
 	r.Rcode = dns.RcodeServerFailure
@@ -237,8 +240,8 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 		var wg sync.WaitGroup
 		for i, member := range resp.Remote {
 			wg.Go(func() {
-				m, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left), "")
-				shares[i] = share{member: member, msg: m, err: err}
+				m, _, err := c.ask(member, resp.Zone, name, qtype, h.Config.OwnTopology(), min(c.Timeout, left), "")
+				shares[i] = share{member: member, msg: m, err: err} // reverse zones: nothing preferred
 			})
 		}
 		wg.Wait()
@@ -251,7 +254,7 @@ func (h *Handler) askAll(x *exchange, r *dns.Msg, name string, key cache.Key, re
 	if err != nil {
 		return h.answerUnowned(x, r, name, key, resp, "not every replica holding a share of the reverse zone answered", err)
 	}
-	return h.answerFromOwner(x, r, name, c.store(key, m, asked), nil)
+	return h.answerFromOwner(x, r, name, c.store(key, m, 0, asked), 0, nil)
 }
 
 // share is one member's answer to a fan-out: a message, or why there is
@@ -344,24 +347,22 @@ func appendNew(dst, rrs []dns.RR) []dns.RR {
 
 // ask asks member once, for at most timeout, for a client of namespace
 // ns ("": the answer every namespace gets).
-func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, topo zone.Topology, timeout time.Duration, ns string) (*dns.Msg, error) {
+func (c *Cluster) ask(member, zoneKey, name string, qtype uint16, topo zone.Topology, timeout time.Duration, ns string) (m *dns.Msg, preferred int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	var m *dns.Msg
-	var err error
 	switch {
 	case ns == "":
-		m, err = c.Ask(ctx, member, zoneKey, name, qtype, topo)
+		m, preferred, err = c.Ask(ctx, member, zoneKey, name, qtype, topo)
 	case c.AskFor == nil:
 		err = errors.New("query: no way to ask owners for a namespace")
 	default:
-		m, err = c.AskFor(ctx, member, zoneKey, name, qtype, topo, ns)
+		m, preferred, err = c.AskFor(ctx, member, zoneKey, name, qtype, topo, ns)
 	}
 	if c.Observe != nil {
 		c.Observe(member, time.Since(start), err)
 	}
-	return m, err
+	return m, preferred, err
 }
 
 func (c *Cluster) count(result string) {
@@ -370,24 +371,25 @@ func (c *Cluster) count(result string) {
 	}
 }
 
-// answerFromOwner answers x from an owner's (or cached) answer m. An
+// answerFromOwner answers x from an owner's (or cached) answer m, whose
+// first preferred records were preferred for this process's zone. An
 // NXDOMAIN in a fallthrough zone goes to the forwarder, as it does when
 // answered locally: a reverse name no owner knows (a node-local cache
 // asks owners for every reverse zone) may be known upstream. It returns
 // nil when the forwarder will answer late.
-func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
+func (h *Handler) answerFromOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, preferred int, out []byte) []byte {
 	if x.fed != nil && m.Rcode == dns.RcodeNameError {
 		return h.answerFederated(x, r, out)
 	}
 	if m.Rcode == dns.RcodeNameError && h.fallsThrough(name) {
 		return h.forward(x, r, name, "", out)
 	}
-	return h.packOwner(x, r, name, m, out)
+	return h.packOwner(x, r, name, m, preferred, out)
 }
 
 // packOwner packs an owner's (or cached) answer for name as the answer to x.
-func (h *Handler) packOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, out []byte) []byte {
-	h.setAnswer(x, r, name, x.req.Question[0].Name, ownerResponse(m))
+func (h *Handler) packOwner(x *exchange, r *dns.Msg, name string, m *dns.Msg, preferred int, out []byte) []byte {
+	h.setAnswer(x, r, name, x.req.Question[0].Name, ownerResponse(m, preferred))
 	if b, done := h.chaseExternal(x, r, name, out); done {
 		return b
 	}

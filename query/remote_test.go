@@ -66,12 +66,13 @@ type replicas struct {
 	answer map[string]func(ctx context.Context) (*dns.Msg, error)
 }
 
-func (r *replicas) ask(ctx context.Context, member, zoneKey, name string, qtype uint16, _ zone.Topology) (*dns.Msg, error) {
+func (r *replicas) ask(ctx context.Context, member, zoneKey, name string, qtype uint16, _ zone.Topology) (*dns.Msg, int, error) {
 	r.mu.Lock()
 	r.asked[member]++
 	f := r.answer[member]
 	r.mu.Unlock()
-	return f(ctx)
+	m, err := f(ctx)
+	return m, 0, err
 }
 
 func (r *replicas) count(member string) int {

@@ -101,7 +101,7 @@ func (h *Handler) collectParts(z string, parts []zone.ExternalPart, deadline tim
 				if left <= 0 {
 					return
 				}
-				m, err := c.ask(member, p.Key, name, dns.TypeAXFR, h.Config.OwnTopology(), min(c.Timeout, left), "")
+				m, _, err := c.ask(member, p.Key, name, dns.TypeAXFR, h.Config.OwnTopology(), min(c.Timeout, left), "")
 				if err == nil {
 					err = zone.ExternalPartError(m)
 				}

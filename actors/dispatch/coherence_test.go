@@ -138,7 +138,7 @@ func TestOwnerTellsAskerOfChanges(t *testing.T) {
 	system, c, co, tl := startCoherent(t, partSource(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if m, err := c.Ask(ctx, system.Address(), partZone, partName, dns.TypeA, zone.Topology{}); err != nil || len(m.Answer) != 1 {
+	if m, _, err := c.Ask(ctx, system.Address(), partZone, partName, dns.TypeA, zone.Topology{}); err != nil || len(m.Answer) != 1 {
 		t.Fatalf("asking the owner: %v %v", m, err)
 	}
 	trigger := time.Unix(1000, 5)

@@ -123,7 +123,7 @@ func answer(source Source, q *wire.ZoneQuery) (reply *wire.ZoneReply, elsewhere 
 	if err != nil {
 		return reply, false
 	}
-	reply.Served, reply.Msg = true, b
+	reply.Served, reply.Msg, reply.Preferred = true, b, uint32(resp.Preferred)
 	return reply, false
 }
 
@@ -202,16 +202,18 @@ func (c *Client) receiveReply(ctx actor.Context) {
 // Ask sends one question to the replica whose actor remote listens on
 // remoteAddr and waits for its answer until ctx ends. Only that replica's
 // dispatch actor can answer it, and only with a reply that echoes the
-// question. The answer is ordered for topo (the asker's zone). An AXFR
-// asks for a namespace's part of a transfer (TransferName).
-func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology) (*dns.Msg, error) {
+// question. The answer is ordered for topo (the asker's zone), and
+// preferred is how many of its records lead it as preferred for that
+// zone (zone.Response.Preferred). An AXFR asks for a namespace's part of
+// a transfer (TransferName).
+func (c *Client) Ask(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology) (m *dns.Msg, preferred int, err error) {
 	return c.AskFor(ctx, remoteAddr, zoneKey, name, qtype, topo, "")
 }
 
 // AskFor is Ask for a client pod of namespace ns: the answer includes the
 // mesh hosts exported to ns alone. Only a node-local process, which knows
 // its clients, asks with a namespace.
-func (c *Client) AskFor(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (*dns.Msg, error) {
+func (c *Client) AskFor(ctx context.Context, remoteAddr, zoneKey, name string, qtype uint16, topo zone.Topology, ns string) (m *dns.Msg, preferred int, err error) {
 	server := ServerName
 	if qtype == dns.TypeAXFR {
 		server = TransferName
@@ -226,18 +228,22 @@ func (c *Client) AskFor(ctx context.Context, remoteAddr, zoneKey, name string, q
 	select {
 	case r := <-ch:
 		if !r.Served {
-			return nil, ErrNotServed
+			return nil, 0, ErrNotServed
 		}
 		m := new(dns.Msg)
 		if err := m.Unpack(r.Msg); err != nil {
-			return nil, fmt.Errorf("dispatch: reply from %s does not unpack: %w", remoteAddr, err)
+			return nil, 0, fmt.Errorf("dispatch: reply from %s does not unpack: %w", remoteAddr, err)
 		}
 		if len(m.Question) != 1 || !strings.EqualFold(m.Question[0].Name, name) || m.Question[0].Qtype != qtype {
-			return nil, fmt.Errorf("dispatch: reply from %s answers another question", remoteAddr)
+			return nil, 0, fmt.Errorf("dispatch: reply from %s answers another question", remoteAddr)
 		}
-		return m, nil
+		// A count past the answer (a peer's mistake) orders nothing.
+		if int64(r.Preferred) < int64(len(m.Answer)) {
+			preferred = int(r.Preferred)
+		}
+		return m, preferred, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 }
 

@@ -151,9 +151,15 @@ type ZoneReply struct {
 	Msg []byte `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
 	// zone, name and qtype echo the question: the asker drops a reply that
 	// does not answer what it asked.
-	Zone          string `protobuf:"bytes,4,opt,name=zone,proto3" json:"zone,omitempty"`
-	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
-	Qtype         uint32 `protobuf:"varint,6,opt,name=qtype,proto3" json:"qtype,omitempty"`
+	Zone  string `protobuf:"bytes,4,opt,name=zone,proto3" json:"zone,omitempty"`
+	Name  string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Qtype uint32 `protobuf:"varint,6,opt,name=qtype,proto3" json:"qtype,omitempty"`
+	// preferred is how many records lead msg's answer section because they
+	// were preferred for the asker's zone (topology_mode prefer) with others
+	// after them; 0 when the answer is not ordered so. The asker's
+	// loadbalance shuffles the two runs apart, keeping the preferred first;
+	// an asker that does not read it shuffles them together.
+	Preferred     uint32 `protobuf:"varint,7,opt,name=preferred,proto3" json:"preferred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,6 +232,13 @@ func (x *ZoneReply) GetName() string {
 func (x *ZoneReply) GetQtype() uint32 {
 	if x != nil {
 		return x.Qtype
+	}
+	return 0
+}
+
+func (x *ZoneReply) GetPreferred() uint32 {
+	if x != nil {
+		return x.Preferred
 	}
 	return 0
 }
@@ -861,14 +874,15 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\rtopology_mode\x18\x05 \x01(\rR\ftopologyMode\x12#\n" +
 	"\rtopology_zone\x18\x06 \x01(\tR\ftopologyZone\x12\x1c\n" +
 	"\tnamespace\x18\a \x01(\tR\tnamespace\x12$\n" +
-	"\rinvalidations\x18\b \x01(\bR\rinvalidations\"\x83\x01\n" +
+	"\rinvalidations\x18\b \x01(\bR\rinvalidations\"\xa1\x01\n" +
 	"\tZoneReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06served\x18\x02 \x01(\bR\x06served\x12\x10\n" +
 	"\x03msg\x18\x03 \x01(\fR\x03msg\x12\x12\n" +
 	"\x04zone\x18\x04 \x01(\tR\x04zone\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x12\x14\n" +
-	"\x05qtype\x18\x06 \x01(\rR\x05qtype\"t\n" +
+	"\x05qtype\x18\x06 \x01(\rR\x05qtype\x12\x1c\n" +
+	"\tpreferred\x18\a \x01(\rR\tpreferred\"t\n" +
 	"\x10ZoneStateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12\x1d\n" +

@@ -128,7 +128,7 @@ func TestOwnerChangeReachesAsker(t *testing.T) {
 	asked := time.Now()
 	for _, name := range []string{"web.shop.svc.cluster.local.", "db.shop.svc.cluster.local."} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		m, err := asker.client.Ask(ctx, owner.addr, zoneKey, name, dns.TypeA, zone.Topology{})
+		m, _, err := asker.client.Ask(ctx, owner.addr, zoneKey, name, dns.TypeA, zone.Topology{})
 		cancel()
 		if err != nil || len(m.Answer) != 1 {
 			t.Fatalf("asking the owner for %s: %v %v", name, m, err)

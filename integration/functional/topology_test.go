@@ -57,23 +57,40 @@ func mkZoneNode(t *testing.T, c kubernetes.Interface, name, zone string) {
 	t.Cleanup(func() { c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}) })
 }
 
-// answersInOrder checks that addr answers name's A question with want,
-// in that order.
-func answersInOrder(addr, name string, want ...string) error {
-	m, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
-	if err != nil {
-		return err
-	}
-	var got []string
-	for _, rr := range m.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			got = append(got, a.A.String())
+// answersInRuns checks that addr answers name's A question with the
+// addresses of runs, run after run, each run in any order: loadbalance
+// (on by default) shuffles the addresses preferred for the asker's zone
+// and the others apart. It asks several times, as each answer is one
+// shuffle of them.
+func answersInRuns(addr, name string, runs ...[]string) error {
+	for range 20 {
+		m, err := testutil.Exchange(addr, "udp", name, dns.TypeA)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, rr := range m.Answer {
+			if a, ok := rr.(*dns.A); ok {
+				got = append(got, a.A.String())
+			}
+		}
+		if m.Rcode != dns.RcodeSuccess || !inRuns(got, runs) {
+			return fmt.Errorf("%s from %s: %s %v, want the runs %v in that order", name, addr, dns.RcodeToString[m.Rcode], got, runs)
 		}
 	}
-	if m.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
-		return fmt.Errorf("%s from %s: %s %v, want %v", name, addr, dns.RcodeToString[m.Rcode], got, want)
-	}
 	return nil
+}
+
+// inRuns reports whether got is the addresses of runs, run after run,
+// each in any order.
+func inRuns(got []string, runs [][]string) bool {
+	for _, run := range runs {
+		if len(got) < len(run) || !slices.Equal(slices.Sorted(slices.Values(got[:len(run)])), slices.Sorted(slices.Values(run))) {
+			return false
+		}
+		got = got[len(run):]
+	}
+	return len(got) == 0
 }
 
 // Topology-aware answers on the real apiserver: a replica on a node of
@@ -110,23 +127,24 @@ func TestTopologyAwareHeadless(t *testing.T) {
 	nl := startTopologyNodeLocal(t, cp, "topo-nl", harness.RemoteOf(t, r))
 	harness.Settled(t, []*harness.Replica{r, nl}, 1)
 
+	type runs = [][]string
 	cases := []struct {
 		name             string
-		replica, nodeLoc []string
+		replica, nodeLoc runs
 	}{
-		{"db", []string{"10.50.0.1", "10.50.0.2"}, []string{"10.50.1.1", "10.50.0.1", "10.50.0.2"}},
-		{"near", []string{"10.51.0.1"}, []string{"10.51.1.1", "10.51.0.1"}},
-		{"only-a", []string{"10.52.0.1", "10.52.0.2"}, []string{"10.52.0.1", "10.52.0.2"}}, // zone-b has none: all
-		{"mars", []string{"10.53.0.1", "10.53.0.2"}, []string{"10.53.0.1", "10.53.0.2"}},
-		{"vip", []string{vip.Spec.ClusterIP}, []string{vip.Spec.ClusterIP}},
+		{"db", runs{{"10.50.0.1", "10.50.0.2"}}, runs{{"10.50.1.1"}, {"10.50.0.1", "10.50.0.2"}}},
+		{"near", runs{{"10.51.0.1"}}, runs{{"10.51.1.1"}, {"10.51.0.1"}}},
+		{"only-a", runs{{"10.52.0.1", "10.52.0.2"}}, runs{{"10.52.0.1", "10.52.0.2"}}}, // zone-b has none: all
+		{"mars", runs{{"10.53.0.1", "10.53.0.2"}}, runs{{"10.53.0.1", "10.53.0.2"}}},
+		{"vip", runs{{vip.Spec.ClusterIP}}, runs{{vip.Spec.ClusterIP}}},
 	}
 	for _, tc := range cases {
 		name := tc.name + ".topo.svc.cluster.local."
 		testutil.Eventually(t, 30*time.Second, func() error {
-			if err := answersInOrder(r.Addr, name, tc.replica...); err != nil {
+			if err := answersInRuns(r.Addr, name, tc.replica...); err != nil {
 				return err
 			}
-			return answersInOrder(nl.Addr, name, tc.nodeLoc...)
+			return answersInRuns(nl.Addr, name, tc.nodeLoc...)
 		})
 	}
 }
