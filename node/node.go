@@ -234,6 +234,11 @@ func (n *Node) Start() error {
 		return err
 	}
 	n.core.Store(c)
+	if n.cfg.Mode == config.ModeNodeLocal {
+		// No zone manager loads zones here to release them: the start
+		// was the load, and it is over.
+		n.memory.release()
+	}
 	if n.cluster != nil {
 		n.wg.Go(n.watchRing)
 	}

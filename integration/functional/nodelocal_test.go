@@ -50,6 +50,20 @@ func TestNodeLocalAsksOwners(t *testing.T) {
 			t.Fatalf("the node-local process is an owner in its own ring: %+v", ring.Members)
 		}
 	}
+	// It loads no zones: once started, no release is pending and its
+	// collector runs at the usual target, as a settled replica's does,
+	// not at the loads' own (node/memory.go).
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, r := range []*harness.Replica{nl, a} {
+			if p := harness.Scrape(t, r.HTTP, "shardns_memory_return_pending"); p != 0 {
+				return fmt.Errorf("%s: shardns_memory_return_pending %v", r.HTTP, p)
+			}
+		}
+		if got, want := harness.Scrape(t, nl.HTTP, "go_gc_gogc_percent"), harness.Scrape(t, a.HTTP, "go_gc_gogc_percent"); got != want {
+			return fmt.Errorf("the node-local process collects at GOGC %v, the replica at %v", got, want)
+		}
+		return nil
+	})
 
 	t.Run("reference answers", func(t *testing.T) {
 		questions := []struct {
