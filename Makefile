@@ -64,7 +64,7 @@ deps:
 ## median ratio of 7 alternating rounds: what a chain per block costs),
 ## Go benchmarks with -benchmem, the added latency of asking another replica, and
 ## how long queries fail when one of three replicas (rf 1) is killed under load, and
-## sharded watches against CoreDNS: RSS at 10k and 20k services with 3 and 6 replicas,
+## sharded watches against CoreDNS: RSS at 10k and 20k services with 3 and 6 replicas (at rest, and at 20k × 6 in use),
 ## CPU and watch events under SHARDNS_CHURN (10m) of EndpointSlice updates, the
 ## largest replica's peak RSS through start, an apiserver restart and a ring change
 ## beside CoreDNS's, with and without sharded watches (20k services), floods: a

@@ -103,8 +103,8 @@ func TestShardedIngest(t *testing.T) {
 		}
 		last := fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", services-1, (services-1)%namespaces)
 		settledIngest(t, coredns.addr, rs, last)
-		// What a server keeps once its lists are done and it has served
-		// for a while, as an operator would read it.
+		// What a server keeps once its lists are done and it has
+		// rested for a while: the targets' reading.
 		time.Sleep(30 * time.Second)
 		core, coreAnon := procMemory(t, coredns.pid)
 		largest, largestAnon, name := 0.0, 0.0, ""
@@ -139,6 +139,26 @@ func TestShardedIngest(t *testing.T) {
 			services/1000, endpoints, len(rs), strings.Join(each, ", "), core, coreAnon,
 			largest, name, largest/core, target, verdict, largestAnon/coreAnon)
 	}
+	// inUse reads the servers once more after they have served a trickle
+	// of questions for as long, as an operator reads servers in use. It
+	// comes after the last of the readings above, which it would change:
+	// what serving grows stays.
+	inUse := func(services int) {
+		t.Helper()
+		if os.Getenv("SHARDNS_MEMORY") == "0" {
+			return
+		}
+		serveFor(t, 30*time.Second, services, namespaces, append([]string{coredns.addr}, replicaAddrs(rs)...), rs)
+		core, coreAnon := procMemory(t, coredns.pid)
+		largest, largestAnon, each := 0.0, 0.0, []string(nil)
+		for _, r := range rs {
+			rss, anon := procMemory(t, r.Cmd.Process.Pid)
+			each = append(each, fmt.Sprintf("%.0f (%.0f)", rss, anon))
+			largest, largestAnon = max(largest, rss), max(largestAnon, anon)
+		}
+		t.Logf("memory in use: %dk services, %d replicas: RSS (anonymous) %s MB; CoreDNS %.0f (%.0f) MB; largest %.2f × CoreDNS's, anonymous %.2f",
+			services/1000, len(rs), strings.Join(each, ", "), core, coreAnon, largest/core, largestAnon/coreAnon)
+	}
 	compare(10000, 0.45)
 	harness.GenerateServices(t, client, 10000, 20000, namespaces, endpoints)
 	compare(20000, 0.40)
@@ -146,6 +166,7 @@ func TestShardedIngest(t *testing.T) {
 		grow(6)
 	}
 	compare(20000, 0.25)
+	inUse(20000)
 	if os.Getenv("SHARDNS_MEMORY") != "0" {
 		leaveUnderLoad(t, cp, rs, cluster, namespaces)
 	}
@@ -380,6 +401,48 @@ func churnCost(t *testing.T, client kubernetes.Interface, rs []*harness.Replica,
 	for i, r := range rs {
 		out[i] = churnResult{harness.CPUSeconds(t, r.Cmd.Process.Pid) - before[i].cpu,
 			harness.ScrapeLabelled(t, r.HTTP, "shardns_kubernetes_events_total", `kind="EndpointSlice"`) - before[i].events}
+	}
+	return out
+}
+
+// serveFor has each server at addrs answer a trickle of questions for d
+// (about 100 a second each, for services of the bench's chosen at random
+// in every namespace, so that a replica answers the zones it holds and
+// asks the owners of the others), and reads the /metrics of each replica of
+// rs every 10 s: the RSS read after it is that of servers in use, with
+// the pages their query and metrics paths map, not of servers left idle
+// since their last load.
+func serveFor(t *testing.T, d time.Duration, services, namespaces int, addrs []string, rs []*harness.Replica) {
+	t.Helper()
+	end := time.Now().Add(d)
+	ask, scrape := time.NewTicker(10*time.Millisecond), time.NewTicker(10*time.Second)
+	defer ask.Stop()
+	defer scrape.Stop()
+	asked, failed := 0, 0
+	for time.Now().Before(end) {
+		select {
+		case <-ask.C:
+			i := rand.IntN(services)
+			name := fmt.Sprintf("svc%d.bench%d.svc.cluster.local.", i, i%namespaces)
+			for _, addr := range addrs {
+				asked++
+				if r, err := testutil.Exchange(addr, "udp", name, dns.TypeA); err != nil || r.Rcode != dns.RcodeSuccess {
+					failed++
+				}
+			}
+		case <-scrape.C:
+			for _, r := range rs {
+				harness.Samples(t, r.HTTP)
+			}
+		}
+	}
+	t.Logf("memory: before the read, %d questions asked of the servers, %d not answered NOERROR", asked, failed)
+}
+
+func replicaAddrs(rs []*harness.Replica) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Addr)
 	}
 	return out
 }
