@@ -57,16 +57,17 @@ type mapping struct {
 }
 
 // fileOnlyMappings returns the read-only and executable private
-// mappings of exe in smaps that hold no page of their own.
+// mappings of exe in smaps that hold no page of their own; one whose
+// Anonymous smaps does not give is not known to hold none.
 func fileOnlyMappings(smaps []byte, exe string) []mapping {
 	var out []mapping
 	var cur *mapping
-	anonymous := false
+	counted, anonymous := false, false // smaps gave the mapping's Anonymous, and it was not 0
 	flush := func() {
-		if cur != nil && !anonymous {
+		if cur != nil && counted && !anonymous {
 			out = append(out, *cur)
 		}
-		cur, anonymous = nil, false
+		cur, counted, anonymous = nil, false, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
@@ -84,7 +85,7 @@ func fileOnlyMappings(smaps []byte, exe string) []mapping {
 			case "Rss":
 				cur.rss = kb << 10
 			case "Anonymous":
-				anonymous = anonymous || kb != 0
+				counted, anonymous = true, anonymous || kb != 0
 			}
 			continue
 		}
