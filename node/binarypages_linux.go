@@ -57,17 +57,16 @@ type mapping struct {
 }
 
 // fileOnlyMappings returns the read-only and executable private
-// mappings of exe in smaps that hold no page of their own; one whose
-// Anonymous smaps does not give is not known to hold none.
+// mappings of exe in smaps that hold no page of their own.
 func fileOnlyMappings(smaps []byte, exe string) []mapping {
 	var out []mapping
 	var cur *mapping
-	counted, anonymous := false, false // smaps gave the mapping's Anonymous, and it was not 0
+	anonymous := false
 	flush := func() {
-		if cur != nil && counted && !anonymous {
+		if cur != nil && !anonymous {
 			out = append(out, *cur)
 		}
-		cur, counted, anonymous = nil, false, false
+		cur, anonymous = nil, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
@@ -85,7 +84,7 @@ func fileOnlyMappings(smaps []byte, exe string) []mapping {
 			case "Rss":
 				cur.rss = kb << 10
 			case "Anonymous":
-				counted, anonymous = true, anonymous || kb != 0
+				anonymous = anonymous || kb != 0
 			}
 			continue
 		}
