@@ -392,12 +392,5 @@ func (r *memoryReleaser) run() {
 		}
 		r.returned.Store(asked)
 		r.log.Debug("freed memory returned to the OS", "took", time.Since(start).Round(time.Millisecond))
-		// The code and tables only the burst used are done with too;
-		// what serving uses is mapped again as it runs.
-		if n, err := unmapBinaryPages(); err != nil {
-			r.log.Debug("the binary's pages stay mapped", "err", err)
-		} else {
-			r.log.Debug("the binary's pages unmapped", "bytes", n)
-		}
 	}
 }
