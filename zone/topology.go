@@ -172,32 +172,21 @@ func orderForZone(ans, extra []dns.RR, pref map[netip.Addr][]string, t Topology)
 	if !slices.ContainsFunc(ans, isNear) {
 		return ans, extra, 0 // no endpoint for the zone: all of them
 	}
-	ordered := partition(ans, isNear, t.Mode == TopologyOnly)
-	if t.Mode == TopologyPrefer {
-		if preferred = countFunc(ans, isNear); preferred == len(ans) {
-			preferred = 0 // one run: nothing follows
-		}
+	ordered, nearCount := partition(ans, isNear, t.Mode == TopologyOnly)
+	if t.Mode == TopologyPrefer && nearCount < len(ans) {
+		preferred = nearCount // 0 when all are near: one run, nothing follows
 	}
 	extraNear := func(rr dns.RR) bool { return slices.Contains(targets, strings.ToLower(rr.Header().Name)) }
-	return ordered, partition(extra, extraNear, t.Mode == TopologyOnly), preferred
-}
-
-// countFunc is how many records of rrs f holds for.
-func countFunc(rrs []dns.RR, f func(dns.RR) bool) int {
-	n := 0
-	for _, rr := range rrs {
-		if f(rr) {
-			n++
-		}
-	}
-	return n
+	orderedExtra, _ := partition(extra, extraNear, t.Mode == TopologyOnly)
+	return ordered, orderedExtra, preferred
 }
 
 // partition returns a new slice of the records of rrs for which near
-// holds, in order, followed by the others unless only.
-func partition(rrs []dns.RR, near func(dns.RR) bool, only bool) []dns.RR {
+// holds, in order, followed by the others unless only, and how many of
+// them near holds for.
+func partition(rrs []dns.RR, near func(dns.RR) bool, only bool) (_ []dns.RR, nearCount int) {
 	if len(rrs) == 0 {
-		return rrs
+		return rrs, 0
 	}
 	out := make([]dns.RR, 0, len(rrs))
 	for _, rr := range rrs {
@@ -205,6 +194,7 @@ func partition(rrs []dns.RR, near func(dns.RR) bool, only bool) []dns.RR {
 			out = append(out, rr)
 		}
 	}
+	nearCount = len(out)
 	if !only {
 		for _, rr := range rrs {
 			if !near(rr) {
@@ -212,7 +202,7 @@ func partition(rrs []dns.RR, near func(dns.RR) bool, only bool) []dns.RR {
 			}
 		}
 	}
-	return out
+	return out, nearCount
 }
 
 // rrAddr is the address of an A or AAAA record.
