@@ -158,6 +158,14 @@ func TestShardedIngest(t *testing.T) {
 		}
 		t.Logf("memory in use: %dk services, %d replicas: RSS (anonymous) %s MB; CoreDNS %.0f (%.0f) MB; largest %.2f × CoreDNS's, anonymous %.2f",
 			services/1000, len(rs), strings.Join(each, ", "), core, coreAnon, largest/core, largestAnon/coreAnon)
+		// Then, RSS read, what serving grew: the heap between collections
+		// (in use, against the live heap a profile's collection leaves)
+		// and what questions left live, the owners' answers cached.
+		for i, r := range rs {
+			m := measureMemory(t, r, fmt.Sprintf("heap-%dk-%d-r%d-in-use.pb.gz", services/1000, len(rs), i))
+			t.Logf("memory in use: r%d Go heap %.1f MB in use, %.1f MB free and not returned to the OS, %s; runtime %.1f MB mapped beside the heap",
+				i, m.heapInUse, m.unreturned, m.heap(), m.runtime)
+		}
 	}
 	compare(10000, 0.45)
 	harness.GenerateServices(t, client, 10000, 20000, namespaces, endpoints)
