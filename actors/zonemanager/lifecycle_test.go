@@ -105,16 +105,21 @@ func TestEmptied(t *testing.T) {
 func TestAskOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		ring, holders []string
-		want          []string
+		ring          []string
+		owners        int
+		holders, want []string
 	}{
-		{"the ring's order, self left out", []string{"b", "a", "c"}, nil, []string{"b", "c"}},
-		{"then the replicas that held it", []string{"a", "c"}, []string{"b", "c"}, []string{"c", "b"}},
-		{"alone on the ring: only its holders", []string{"a"}, []string{"b"}, []string{"b"}},
-		{"alone and no holder: nowhere", []string{"a"}, nil, []string{}},
+		{"the ring's order, self left out", []string{"b", "a", "c"}, 1, nil, []string{"b", "c"}},
+		{"then the replicas that held it", []string{"a", "c"}, 1, []string{"b", "c"}, []string{"b", "c"}},
+		{"holders right after the owners", []string{"b", "c", "d", "e"}, 1, []string{"f"}, []string{"b", "f", "c", "d", "e"}},
+		{"after every owner", []string{"b", "c", "d", "e"}, 2, []string{"f", "d"}, []string{"b", "c", "f", "d", "e"}},
+		{"every owner holds every zone: holders last", []string{"b", "c"}, 0, []string{"f"}, []string{"b", "c", "f"}},
+		{"more owners than members: holders last", []string{"b", "c"}, 3, []string{"f"}, []string{"b", "c", "f"}},
+		{"alone on the ring: only its holders", []string{"a"}, 1, []string{"b"}, []string{"b"}},
+		{"alone and no holder: nowhere", []string{"a"}, 1, nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := askOrder(tc.ring, "a", tc.holders); !slices.Equal(got, tc.want) {
+			if got := askOrder(tc.ring, tc.owners, "a", tc.holders); !slices.Equal(got, tc.want) {
 				t.Errorf("askOrder = %q, want %q", got, tc.want)
 			}
 		})
@@ -149,7 +154,7 @@ type placed struct {
 
 func (p placed) gaining(key string) bool { return slices.Contains(p.gainingKeys, key) }
 func (p placed) askFor(key string) []string {
-	return askOrder([]string{"a", "b"}, "a", p.holders[key])
+	return askOrder([]string{"a", "b"}, 0, "a", p.holders[key])
 }
 
 // Which zones the placement sends elsewhere, and which it leaves to this

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 )
 
 // A replica owns the zones the ring gives it. When the ring changes:
@@ -93,6 +94,14 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 	m.waitForPending(ctx, old)
 	m.setInterest(ctx) // before the replay below, which the sources answer after it
 	m.carry(ctx, m.state.Step(m, ringMoved{known: slices.Collect(maps.Keys(m.routes.zoneSize)), sharded: m.sharded}))
+	if old != nil && m.ring != nil {
+		// Owners that left are asked for their zones while these load
+		// elsewhere; the placement at the end of their grace leaves them
+		// out.
+		if m.departed = m.departed.note(old, m.ring, time.Now(), m.cfg.Grace); len(m.departed) > 0 {
+			scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &departuresOver{})
+		}
+	}
 	if old != nil {
 		m.noteMoved(old, func(key string) bool {
 			return old.Owns(m.cfg.Self, key) && !m.deferredIn(old, oldEventual, key)
@@ -289,21 +298,30 @@ func (m *Manager) onPublishPlacement() {
 }
 
 // askOrder is the placement of a zone not served here: the replicas to
-// ask, in the ring's order for it, self left out, then those that held it
-// when it was gained and is loading here (holders): one that left the
-// ring still answers it in its lameduck, the others through their grace.
-func askOrder(ringOrder []string, self string, holders []string) []string {
+// ask, in the ring's order for it (owners: how many lead it as the
+// zone's owners; 0 or more than there are when every owner holds every
+// zone), self left out, with the replicas that held the zone and may
+// still answer it (holders) right after its owners: those it was gained
+// from while it loads here (through their grace, or in their lameduck
+// when they left the ring), and owners that left while another loads it.
+// A question is asked of the first few of the order alone
+// (query.Cluster.Attempts), so holders placed after the whole ring would
+// not be asked on a ring of more than a few replicas.
+func askOrder(ringOrder []string, owners int, self string, holders []string) []string {
+	if owners <= 0 || owners > len(ringOrder) {
+		owners = len(ringOrder)
+	}
 	order := []string{}
-	for _, name := range ringOrder {
-		if name != self {
-			order = append(order, name)
+	add := func(names []string) {
+		for _, name := range names {
+			if name != self && !slices.Contains(order, name) {
+				order = append(order, name)
+			}
 		}
 	}
-	for _, name := range holders {
-		if !slices.Contains(order, name) {
-			order = append(order, name)
-		}
-	}
+	add(ringOrder[:owners])
+	add(holders)
+	add(ringOrder[owners:])
 	return order
 }
 
@@ -379,7 +397,11 @@ func (m *Manager) gaining(key string) bool { return m.handoff.gaining(m, key) }
 
 // askFor returns the replicas to ask for zone key (placeFacts).
 func (m *Manager) askFor(key string) []string {
-	return askOrder(m.ring.Order(key), m.cfg.Self, m.handoff.from[key].holders)
+	holders := m.handoff.from[key].holders
+	if left := m.departed.holders(key, time.Now()); len(left) > 0 {
+		holders = append(slices.Clip(holders), left...)
+	}
+	return askOrder(m.ring.Order(key), m.ring.Replication, m.cfg.Self, holders)
 }
 
 // defaultGrace is used when Config.Grace is zero.

@@ -174,10 +174,10 @@ func TestShardedReplicaPlacesUnknownNamespaces(t *testing.T) {
 
 // Zones a ring change gives a replica with sharded watches stay hidden
 // until its source's new watch has listed them (the replay it answers
-// last): meanwhile their names get SERVFAIL when no one else holds them,
-// never NXDOMAIN, and the replica stays ready for the zones it serves.
-// Zones it takes away are forgotten after their grace, reverse records
-// included.
+// last): meanwhile their names get SERVFAIL when no one else holds them
+// (b is found down), never NXDOMAIN, and the replica stays ready for the
+// zones it serves. Zones it takes away are forgotten after their grace,
+// reverse records included.
 func TestShardedReplicaGainsAndForgets(t *testing.T) {
 	r := startShardedReplica(t)
 	var gained []int
@@ -188,7 +188,7 @@ func TestShardedReplicaGainsAndForgets(t *testing.T) {
 	}
 	all := func(string) bool { return true }
 	r.owned.Store(&all)
-	r.system.Root.Send(r.manager, &zonemanager.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
+	r.system.Root.Send(r.manager, &zonemanager.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true, Down: true}}, 1)})
 	// The new watch lists half the gained namespaces before the replay
 	// ends; the others come with the replay only.
 	var listed []model.Change
@@ -301,3 +301,96 @@ func TestWidenedReplicaAnswersAloneOnceLoaded(t *testing.T) {
 // and which it denies (a namespace created later, one it owns without
 // objects) is decided purely: TestRoutesApply (a namespace that comes
 // makes the placement stale) and TestPlacement.
+
+// Zones a replica gains from one that left the ring (not found down: a
+// replica in its lameduck) are asked of that replica while they load
+// here, and served here once loaded.
+func TestZonesOfALeftOwnerAreAskedOfItWhileTheyLoad(t *testing.T) {
+	r := startShardedReplica(t, func(cfg *zonemanager.Config) { cfg.Grace = time.Minute })
+	var gained []int
+	for i := range shardedNamespaces {
+		if _, ns := svcOf(i); !(*r.owned.Load())(ns) {
+			gained = append(gained, i)
+		}
+	}
+	if len(gained) == 0 {
+		t.Fatal("b owns nothing: the test checks nothing")
+	}
+	all := func(string) bool { return true }
+	r.owned.Store(&all)
+	r.system.Root.Send(r.manager, &zonemanager.RingChanged{Ring: ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}}, 1)})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, i := range gained {
+			_, ns := svcOf(i)
+			if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); !slices.Equal(resp.Remote, []string{"b"}) {
+				return fmt.Errorf("%s while loading: rcode %s, asked of %q; want b", ns, dns.RcodeToString[resp.Rcode], resp.Remote)
+			}
+		}
+		return nil
+	})
+	// The new watch lists them; the replay's end shows them.
+	var listed []model.Change
+	for _, i := range gained {
+		c, _ := svcOf(i)
+		listed = append(listed, c)
+	}
+	r.system.Root.Send(r.manager, &zonemanager.Apply{Source: "kubernetes", Changes: listed})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if r.table.SlotOf(fmt.Sprintf("n%d.svc.cluster.local.", gained[len(gained)-1])) == nil {
+			return fmt.Errorf("the listed zones are not spawned yet")
+		}
+		return nil
+	})
+	r.finishReplay(t)
+	for _, i := range gained {
+		_, ns := svcOf(i)
+		if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 1 {
+			t.Fatalf("%s once loaded: rcode %s, %d records, asked of %q", ns, dns.RcodeToString[resp.Rcode], len(resp.Answer), resp.Remote)
+		}
+	}
+}
+
+// A replica that gains none of the zones of an owner that left asks that
+// owner for them after their new owner, which says it does not hold
+// them while it loads them: the others after it in the ring's order
+// never held them.
+func TestZonesOfALeftOwnerAreAskedOfItByEveryReplica(t *testing.T) {
+	r := startShardedReplica(t, func(cfg *zonemanager.Config) { cfg.Grace = time.Minute })
+	two := r.ring
+	three := ring.NewRing("a", []ring.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}}, 1)
+	ownedIn := func(rg *ring.Ring) func(string) bool {
+		return func(ns string) bool { return rg.Owns("a", zone.ServiceZoneKey(ns, "cluster.local.")) }
+	}
+	var cToB []string // namespaces c owned that b gains when c leaves
+	for i := range shardedNamespaces {
+		_, ns := svcOf(i)
+		if key := zone.ServiceZoneKey(ns, "cluster.local."); three.Owns("c", key) && two.Owns("b", key) {
+			cToB = append(cToB, ns)
+		}
+	}
+	if len(cToB) == 0 {
+		t.Fatal("no zone goes from c to b: the test checks nothing")
+	}
+	joined := ownedIn(three)
+	r.owned.Store(&joined)
+	r.system.Root.Send(r.manager, &zonemanager.RingChanged{Ring: three})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if resp := r.ask("web."+cToB[0]+".svc.cluster.local.", dns.TypeA); !slices.Equal(resp.Remote, []string{"c", "b"}) {
+			return fmt.Errorf("%s with c on the ring: asked of %q, want [c b]", cToB[0], resp.Remote)
+		}
+		return nil
+	})
+	// c leaves in its lameduck: b loads its zones, and until then only c
+	// answers them.
+	left := ownedIn(two)
+	r.owned.Store(&left)
+	r.system.Root.Send(r.manager, &zonemanager.RingChanged{Ring: two})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, ns := range cToB {
+			if resp := r.ask("web."+ns+".svc.cluster.local.", dns.TypeA); !slices.Equal(resp.Remote, []string{"b", "c"}) {
+				return fmt.Errorf("%s once c left: asked of %q, want [b c]", ns, resp.Remote)
+			}
+		}
+		return nil
+	})
+}
