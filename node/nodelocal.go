@@ -27,7 +27,11 @@ type ownersReader struct {
 	cfg  *zone.Config
 	base *zone.Directory      // without mesh names
 	ring func() *cluster.Ring // the live ring
-	memo atomic.Pointer[ownerMemo]
+	// grace is how long an owner that left the ring is asked for its
+	// zones (cluster.handoffGrace): while their new owners load them it
+	// alone answers them, in its lameduck.
+	grace time.Duration
+	memo  atomic.Pointer[ownerMemo]
 	// mesh is the mesh host names the replicas told last (nil: none,
 	// or not asked); dir is the directory built from them.
 	mesh func() *dispatch.MeshNames
@@ -40,19 +44,41 @@ type meshDirectory struct {
 	dir  *zone.Directory
 }
 
-// ownerMemo remembers the owners of zone keys for one ring.
+// ownerMemo remembers the owners of zone keys for one ring, and the
+// owners that left before it, until the first of their graces ends.
 type ownerMemo struct {
-	ring   *cluster.Ring
-	orders sync.Map // zone key → []string
-	size   atomic.Int32
+	ring     *cluster.Ring
+	departed cluster.Departed
+	ends     time.Time // the first end of departed's graces; zero: none
+	orders   sync.Map  // zone key → []string
+	size     atomic.Int32
+}
+
+// next is the memo that follows m (nil: none yet) for ring r at at.
+func (m *ownerMemo) next(r *cluster.Ring, at time.Time, grace time.Duration) *ownerMemo {
+	var departed cluster.Departed
+	switch {
+	case m == nil:
+	case m.ring != r:
+		departed = m.departed.Note(m.ring, r, at, grace)
+	default:
+		departed = m.departed.Expire(at)
+	}
+	return &ownerMemo{ring: r, departed: departed, ends: departed.FirstEnd()}
+}
+
+// stale reports whether m no longer holds for ring r at at; at is only
+// read while some owner that left is asked.
+func (m *ownerMemo) stale(r *cluster.Ring, now func() time.Time) bool {
+	return m == nil || m.ring != r || m.size.Load() >= maxMemo || !m.ends.IsZero() && !now().Before(m.ends)
 }
 
 // maxMemo bounds the remembered orders; zone keys come from query names,
 // which clients choose.
 const maxMemo = 4096
 
-func newOwnersReader(cfg *zone.Config, ring func() *cluster.Ring, mesh func() *dispatch.MeshNames) *ownersReader {
-	return &ownersReader{cfg: cfg, base: ownersDirectory(cfg, nil), ring: ring, mesh: mesh}
+func newOwnersReader(cfg *zone.Config, ring func() *cluster.Ring, mesh func() *dispatch.MeshNames, grace time.Duration) *ownersReader {
+	return &ownersReader{cfg: cfg, base: ownersDirectory(cfg, nil), ring: ring, mesh: mesh, grace: grace}
 }
 
 func ownersDirectory(cfg *zone.Config, meshNames []string) *zone.Directory {
@@ -87,17 +113,19 @@ func (v *ownersReader) Directory() *zone.Directory {
 
 func (v *ownersReader) Zone(string) *zone.Snapshot { return nil }
 
-// Remote lists the owners of key, best first. The order is a pure
-// function of the ring and the key, so it is remembered per ring: the
-// rendezvous sort costs more than the cached answer it leads to.
+// Remote lists the owners of key, best first, with an owner that left
+// the ring within its grace right after them (cluster.Departed). The
+// order is a pure function of the ring, those owners and the key, so it
+// is remembered per ring: the rendezvous sort costs more than the cached
+// answer it leads to.
 func (v *ownersReader) Remote(key string) []string {
 	r := v.ring()
 	if r == nil {
 		return []string{}
 	}
 	m := v.memo.Load()
-	if m == nil || m.ring != r || m.size.Load() >= maxMemo {
-		m = &ownerMemo{ring: r}
+	if m.stale(r, time.Now) {
+		m = m.next(r, time.Now(), v.grace)
 		v.memo.Store(m)
 	}
 	if order, ok := m.orders.Load(key); ok {
@@ -105,6 +133,9 @@ func (v *ownersReader) Remote(key string) []string {
 	}
 	key = strings.Clone(key) // remembered: the fast path asks with the request's buffer
 	order := r.Order(key)
+	if holders := m.departed.Holders(key, time.Now()); len(holders) > 0 {
+		order = cluster.QuestionOrder(order, r.Replication, "", holders)
+	}
 	if order == nil {
 		order = []string{} // no owner yet: SERVFAIL, never NXDOMAIN
 	}
@@ -135,7 +166,7 @@ func (c *core) startNodeLocal(listen []string, m *metrics.All, sharding coreShar
 	if sharding.cluster == nil || sharding.live == nil {
 		return nil, fmt.Errorf("mode: nodelocal needs cluster.join or cluster.joinService")
 	}
-	c.reader = newOwnersReader(c.answer, sharding.live, sharding.mesh)
+	c.reader = newOwnersReader(c.answer, sharding.live, sharding.mesh, c.cfg.Cluster.HandoffGrace.D())
 	c.synced.Store(true)
 	c.loaded.Store(true)
 	var err error

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/shardns/shardns/cluster"
 )
 
 // facts is a zoneFacts of sets of keys.
@@ -102,30 +104,6 @@ func TestEmptied(t *testing.T) {
 	}
 }
 
-func TestAskOrder(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		ring          []string
-		owners        int
-		holders, want []string
-	}{
-		{"the ring's order, self left out", []string{"b", "a", "c"}, 1, nil, []string{"b", "c"}},
-		{"then the replicas that held it", []string{"a", "c"}, 1, []string{"b", "c"}, []string{"b", "c"}},
-		{"holders right after the owners", []string{"b", "c", "d", "e"}, 1, []string{"f"}, []string{"b", "f", "c", "d", "e"}},
-		{"after every owner", []string{"b", "c", "d", "e"}, 2, []string{"f", "d"}, []string{"b", "c", "f", "d", "e"}},
-		{"every owner holds every zone: holders last", []string{"b", "c"}, 0, []string{"f"}, []string{"b", "c", "f"}},
-		{"more owners than members: holders last", []string{"b", "c"}, 3, []string{"f"}, []string{"b", "c", "f"}},
-		{"alone on the ring: only its holders", []string{"a"}, 1, []string{"b"}, []string{"b"}},
-		{"alone and no holder: nowhere", []string{"a"}, 1, nil, []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := askOrder(tc.ring, tc.owners, "a", tc.holders); !slices.Equal(got, tc.want) {
-				t.Errorf("askOrder = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // A gain's load that outlasts half the grace warns that the grace should
 // be raised: the replicas that lost the zones may stop answering first.
 func TestOutlastsHalfGrace(t *testing.T) {
@@ -154,7 +132,7 @@ type placed struct {
 
 func (p placed) gaining(key string) bool { return slices.Contains(p.gainingKeys, key) }
 func (p placed) askFor(key string) []string {
-	return askOrder([]string{"a", "b"}, 0, "a", p.holders[key])
+	return cluster.QuestionOrder([]string{"a", "b"}, 0, "a", p.holders[key])
 }
 
 // Which zones the placement sends elsewhere, and which it leaves to this

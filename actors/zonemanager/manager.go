@@ -77,7 +77,7 @@ type Manager struct {
 	state    State                 // the decisions Step makes (state.go)
 	deferred deferredState         // zones left to replicas still syncing (deferred.go)
 	handoff  handoffState
-	departed departed // owners that left the ring, asked while their zones load elsewhere
+	departed cluster.Departed // owners that left the ring, asked while their zones load elsewhere
 	// placementStale says that since placement was last published a zone
 	// it places came or went, or (with sharded watches) a namespace.
 	placementStale bool
@@ -181,7 +181,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *flushPlacement:
 		m.onPublishPlacement()
 	case *departuresOver:
-		m.departed = m.departed.expire(time.Now())
+		m.departed = m.departed.Expire(time.Now())
 		m.publishPlacement()
 	case *zoneRestarted:
 		m.onZoneRestarted(ctx, msg)

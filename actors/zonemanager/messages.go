@@ -95,6 +95,10 @@ type releaseZones struct {
 	zones map[string]*actor.PID
 }
 
+// departuresOver makes the Manager publish its placement again once the
+// departures it noted are past their grace, without them.
+type departuresOver struct{}
+
 // flushPlacement makes the Manager publish the placement it deferred
 // (see schedulePlacement).
 type flushPlacement struct{}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/shardns/shardns/cluster"
 )
 
 // A replica owns the zones the ring gives it. When the ring changes:
@@ -98,7 +100,7 @@ func (m *Manager) onRingChanged(ctx actor.Context, msg *RingChanged) {
 		// Owners that left are asked for their zones while these load
 		// elsewhere; the placement at the end of their grace leaves them
 		// out.
-		if m.departed = m.departed.note(old, m.ring, time.Now(), m.cfg.Grace); len(m.departed) > 0 {
+		if m.departed = m.departed.Note(old, m.ring, time.Now(), m.cfg.Grace); len(m.departed) > 0 {
 			scheduler.NewTimerScheduler(ctx).SendOnce(m.cfg.Grace, ctx.Self(), &departuresOver{})
 		}
 	}
@@ -297,34 +299,6 @@ func (m *Manager) onPublishPlacement() {
 	}
 }
 
-// askOrder is the placement of a zone not served here: the replicas to
-// ask, in the ring's order for it (owners: how many lead it as the
-// zone's owners; 0 or more than there are when every owner holds every
-// zone), self left out, with the replicas that held the zone and may
-// still answer it (holders) right after its owners: those it was gained
-// from while it loads here (through their grace, or in their lameduck
-// when they left the ring), and owners that left while another loads it.
-// A question is asked of the first few of the order alone
-// (query.Cluster.Attempts), so holders placed after the whole ring would
-// not be asked on a ring of more than a few replicas.
-func askOrder(ringOrder []string, owners int, self string, holders []string) []string {
-	if owners <= 0 || owners > len(ringOrder) {
-		owners = len(ringOrder)
-	}
-	order := []string{}
-	add := func(names []string) {
-		for _, name := range names {
-			if name != self && !slices.Contains(order, name) {
-				order = append(order, name)
-			}
-		}
-	}
-	add(ringOrder[:owners])
-	add(holders)
-	add(ringOrder[owners:])
-	return order
-}
-
 // publishPlacement tells the query path, for every known zone this
 // replica does not serve complete, which replicas to ask (placement
 // decides). An empty list (no owner reachable yet) makes such names
@@ -357,7 +331,7 @@ func (m *Manager) publishPlacement() {
 type placeFacts interface {
 	loadFacts
 	gaining(key string) bool    // gained, its objects still to come (handoffState.gaining)
-	askFor(key string) []string // the replicas its questions go to when not served here (askOrder)
+	askFor(key string) []string // the replicas its questions go to when not served here (cluster.QuestionOrder)
 }
 
 // placement decides, of the zones known here (known) and, with sharded
@@ -398,10 +372,10 @@ func (m *Manager) gaining(key string) bool { return m.handoff.gaining(m, key) }
 // askFor returns the replicas to ask for zone key (placeFacts).
 func (m *Manager) askFor(key string) []string {
 	holders := m.handoff.from[key].holders
-	if left := m.departed.holders(key, time.Now()); len(left) > 0 {
+	if left := m.departed.Holders(key, time.Now()); len(left) > 0 {
 		holders = append(slices.Clip(holders), left...)
 	}
-	return askOrder(m.ring.Order(key), m.ring.Replication, m.cfg.Self, holders)
+	return cluster.QuestionOrder(m.ring.Order(key), m.ring.Replication, m.cfg.Self, holders)
 }
 
 // defaultGrace is used when Config.Grace is zero.
