@@ -50,7 +50,8 @@ type ownerMemo struct {
 	ring     *cluster.Ring
 	departed cluster.Departed
 	ends     time.Time // the first end of departed's graces; zero: none
-	orders   sync.Map  // zone key → []string
+	orders   sync.Map  // zone key → []string, owners that left included (Remote)
+	fans     sync.Map  // zone key → []string, the ring's alone (FanOut)
 	size     atomic.Int32
 }
 
@@ -67,8 +68,8 @@ func (m *ownerMemo) next(r *cluster.Ring, at time.Time, grace time.Duration) *ow
 	return &ownerMemo{ring: r, departed: departed, ends: departed.FirstEnd()}
 }
 
-// stale reports whether m no longer holds for ring r at at; at is only
-// read while some owner that left is asked.
+// stale reports whether m no longer holds for ring r; the clock (now)
+// is read only while some owner that left is asked.
 func (m *ownerMemo) stale(r *cluster.Ring, now func() time.Time) bool {
 	return m == nil || m.ring != r || m.size.Load() >= maxMemo || !m.ends.IsZero() && !now().Before(m.ends)
 }
@@ -118,7 +119,11 @@ func (v *ownersReader) Zone(string) *zone.Snapshot { return nil }
 // order is a pure function of the ring, those owners and the key, so it
 // is remembered per ring: the rendezvous sort costs more than the cached
 // answer it leads to.
-func (v *ownersReader) Remote(key string) []string {
+func (v *ownersReader) Remote(key string) []string { return v.order(key, true) }
+
+// order is the order of key's owners on the ring, with the owners that
+// left within their grace after them when askLeft, remembered per ring.
+func (v *ownersReader) order(key string, askLeft bool) []string {
 	r := v.ring()
 	if r == nil {
 		return []string{}
@@ -128,18 +133,22 @@ func (v *ownersReader) Remote(key string) []string {
 		m = m.next(r, time.Now(), v.grace)
 		v.memo.Store(m)
 	}
-	if order, ok := m.orders.Load(key); ok {
+	memo := &m.fans
+	if askLeft {
+		memo = &m.orders
+	}
+	if order, ok := memo.Load(key); ok {
 		return order.([]string)
 	}
 	key = strings.Clone(key) // remembered: the fast path asks with the request's buffer
 	order := r.Order(key)
-	if holders := m.departed.Holders(key, time.Now()); len(holders) > 0 {
+	if holders := m.departed.Holders(key, time.Now()); askLeft && len(holders) > 0 {
 		order = cluster.QuestionOrder(order, r.Replication, "", holders)
 	}
 	if order == nil {
 		order = []string{} // no owner yet: SERVFAIL, never NXDOMAIN
 	}
-	if _, loaded := m.orders.LoadOrStore(key, order); !loaded {
+	if _, loaded := memo.LoadOrStore(key, order); !loaded {
 		m.size.Add(1)
 	}
 	return order
@@ -153,8 +162,10 @@ func (v *ownersReader) Remote(key string) []string {
 // of the answers ignores. The ring orders a reverse key over all its
 // owners (only namespace zones are placed otherwise), so that order is
 // the list, remembered like any other. No owner gives an empty list:
-// SERVFAIL, never NXDOMAIN.
-func (v *ownersReader) FanOut(key string) []string { return v.Remote(key) }
+// SERVFAIL, never NXDOMAIN. An owner that left is not asked: every share
+// is needed to deny a name, and one that has exited would make the
+// answer SERVFAIL until its grace ends.
+func (v *ownersReader) FanOut(key string) []string { return v.order(key, false) }
 
 // Loading implements zone.Reader: a node-local cache loads no zone.
 func (v *ownersReader) Loading(string) bool { return false }

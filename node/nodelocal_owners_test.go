@@ -56,3 +56,29 @@ func TestNodeLocalAsksAnOwnerThatLeft(t *testing.T) {
 		t.Fatalf("%s past the grace: %q, want the ring's %q", ofC[0], got, two.Order(ofC[0]))
 	}
 }
+
+// A reverse name's fan-out asks the ring's owners alone: every share is
+// needed to deny a name, and an owner that left may have exited.
+func TestNodeLocalFanOutLeavesOutAnOwnerThatLeft(t *testing.T) {
+	three := cluster.NewRing("node", []cluster.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "c", Owner: true}, {Name: "node"}}, 1)
+	two := cluster.NewRing("node", []cluster.Member{{Name: "a", Owner: true}, {Name: "b", Owner: true}, {Name: "node"}}, 1)
+	live := three
+	v := newOwnersReader(&zone.Config{}, func() *cluster.Ring { return live }, nil, time.Minute)
+	key := ""
+	for i := range 64 {
+		if k := fmt.Sprintf("%d.96.10.in-addr.arpa.", i); three.Owns("c", k) {
+			key = k
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("c owns no reverse zone: the test checks nothing")
+	}
+	if got := v.FanOut(key); !slices.Equal(got, three.Order(key)) {
+		t.Fatalf("on a ring of three: %q, want %q", got, three.Order(key))
+	}
+	live = two
+	if got := v.FanOut(key); !slices.Equal(got, two.Order(key)) {
+		t.Fatalf("once c left: %q, want the ring's %q", got, two.Order(key))
+	}
+}
