@@ -321,7 +321,10 @@ type ClusterConfig struct {
 	// instead. A node-local process does not gossip: it holds no replica
 	// key.
 	Replicas []string `json:"replicas"`
-	// HandoffGrace is how long a replica keeps answering for zones it lost.
+	// HandoffGrace is how long a replica keeps answering for zones it
+	// lost, and how long the others ask one that left the ring for the
+	// zones it owned, which it answers in its lameduck while their new
+	// owners load them.
 	HandoffGrace Duration `json:"handoffGrace"`
 	// DispatchTimeout bounds one attempt at asking another replica.
 	DispatchTimeout Duration `json:"dispatchTimeout"`
